@@ -1,0 +1,57 @@
+# Two commands do all the set-up: `make run` and `make test`. Both install what is missing into
+# .venv (from uv.lock) and do nothing more on a second call.
+SHELL := /bin/bash
+PY ?= python3
+UV_VERSION := 0.13.9
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.synced
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run test lint fmt typecheck unit integration e2e bench up clean
+
+install: $(STAMP)
+
+$(BIN)/uv:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+$(STAMP): pyproject.toml uv.lock | $(BIN)/uv
+	$(BIN)/uv sync --frozen --all-extras --python $(BIN)/python
+	@touch $@
+
+run: install
+	$(BIN)/python -m app serve --host $(HOST) --port $(PORT)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+fmt: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: install
+	$(BIN)/mypy
+
+unit: install
+	$(BIN)/pytest -q tests/unit
+
+integration: install
+	$(BIN)/pytest -q tests/integration
+
+e2e: install
+	$(BIN)/pytest -q tests/e2e
+
+test: lint typecheck
+	$(BIN)/pytest -q
+
+bench: install
+	$(BIN)/python -m bench
+
+up:
+	docker compose up --build
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,53 @@
+"""The core's error hierarchy. Only `app/` translates these into HTTP statuses and SSE events."""
+
+from __future__ import annotations
+
+
+class LatsError(Exception):
+    """Base of every error the engine raises on purpose.
+
+    `code` is a stable machine-readable name; `str(error)` is a message safe to show a user
+    (it never carries provider payloads, keys or stack traces).
+    """
+
+    code = "internal"
+
+
+class ConfigError(LatsError):
+    """The process is misconfigured (unknown model string, missing key, unknown tool)."""
+
+    code = "config"
+
+
+class ModelError(LatsError):
+    """A model call failed after its retries, or its output could not be used."""
+
+    code = "model"
+
+
+class PlanError(ModelError):
+    """The planner produced no usable plan, even after one retry."""
+
+    code = "plan"
+
+
+class ToolError(LatsError):
+    """A research tool failed; tools turn these into observations the model can read."""
+
+    code = "tool"
+
+
+class BudgetExhausted(LatsError):
+    """A run budget would be exceeded by the next call; `reason` is the run's stop reason."""
+
+    code = "budget"
+
+    def __init__(self, reason: str, message: str | None = None) -> None:
+        super().__init__(message or f"budget exhausted: {reason}")
+        self.reason = reason
+
+
+class RunNotFound(LatsError):
+    """No run (or no checkpoint for it) exists under the given id."""
+
+    code = "not_found"
