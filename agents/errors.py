@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+BudgetReason = Literal["budget_llm_calls", "budget_tokens"]
+
 
 class LatsError(Exception):
     """Base of every error the engine raises on purpose.
@@ -42,7 +46,7 @@ class BudgetExhausted(LatsError):
 
     code = "budget"
 
-    def __init__(self, reason: str, message: str | None = None) -> None:
+    def __init__(self, reason: BudgetReason, message: str | None = None) -> None:
         super().__init__(message or f"budget exhausted: {reason}")
         self.reason = reason
 

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     model_max_retries: int = Field(
         default=2, ge=0, le=10, description="Retries of retryable model errors (429, 5xx)."
     )
+    model_retry_base_delay_s: float = Field(
+        default=1.0, ge=0, le=60, description="First backoff delay; doubles, jittered."
+    )
     google_api_key: SecretStr | None = Field(
         default=None,
         validation_alias="GOOGLE_API_KEY",

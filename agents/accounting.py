@@ -1,0 +1,175 @@
+"""Run accounting: counts calls and tokens, enforces budgets before each model call, and
+records tool calls. A `CallTracker` callback rides along every model and tool call of a job."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+
+from agents.errors import BudgetExhausted, BudgetReason
+from agents.events import EventSink, ToolCalled
+from agents.params import RunParams
+from agents.settings import Role
+from agents.state import Source, ToolCallRecord
+
+# Model calls kept back for the end of a run: the vote (or a best-effort answer).
+FINISH_RESERVE_CALLS = 1
+
+
+class Accountant:
+    """Counts one run's model calls, tokens and tool calls, and says no before a budget breaks.
+
+    During the search the last `FINISH_RESERVE_CALLS` calls are held back so the vote can run.
+    """
+
+    def __init__(self, params: RunParams, prior: dict[str, Any] | None = None) -> None:
+        self.params = params
+        prior = prior or {}
+        self.calls: Counter[str] = Counter(prior.get("llm_calls_by_role", {}))
+        self.input_tokens: int = int(prior.get("input_tokens", 0))
+        self.output_tokens: int = int(prior.get("output_tokens", 0))
+        self.tool_calls: int = int(prior.get("tool_calls", 0))
+        self.tool_errors: int = int(prior.get("tool_errors", 0))
+        self.finishing = False
+
+    @property
+    def total_calls(self) -> int:
+        return sum(self.calls.values())
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def exhausted(self) -> BudgetReason | None:
+        """The stop reason if the next model call would break a budget, else None."""
+        reserve = 0 if self.finishing else FINISH_RESERVE_CALLS
+        if self.total_calls >= self.params.max_llm_calls - reserve:
+            return "budget_llm_calls"
+        if self.total_tokens >= self.params.max_tokens:
+            return "budget_tokens"
+        return None
+
+    def before_call(self, role: Role) -> None:
+        """Count a model call about to start, or raise `BudgetExhausted` instead."""
+        reason = self.exhausted()
+        if reason is not None:
+            raise BudgetExhausted(reason)
+        self.calls[role] += 1
+
+    def add_usage(self, message: BaseMessage) -> None:
+        """Add a response's token usage (thinking tokens are inside output tokens for Gemini)."""
+        usage = message.usage_metadata if isinstance(message, AIMessage) else None
+        if usage:
+            self.input_tokens += int(usage.get("input_tokens", 0))
+            self.output_tokens += int(usage.get("output_tokens", 0))
+
+    def snapshot(self) -> dict[str, Any]:
+        """The counters as plain data (saved in the graph state, sent in events)."""
+        return {
+            "llm_calls": self.total_calls,
+            "llm_calls_by_role": dict(sorted(self.calls.items())),
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "tool_calls": self.tool_calls,
+            "tool_errors": self.tool_errors,
+        }
+
+
+class CallTracker(AsyncCallbackHandler):
+    """Callback for the calls of one job: budget check before each model call, usage after,
+    and a record plus a `tool_call` event for every tool call."""
+
+    raise_error = True  # a budget refusal must stop the call, not be logged and ignored
+
+    def __init__(
+        self,
+        *,
+        accountant: Accountant,
+        role: Role,
+        run_id: str,
+        node_id: str | None,
+        emit: EventSink,
+    ) -> None:
+        self.accountant = accountant
+        self.role = role
+        self.run_id = run_id
+        self.node_id = node_id
+        self.emit = emit
+        self.tool_records: list[ToolCallRecord] = []
+        self.sources: list[Source] = []
+        self._tool_starts: dict[UUID, tuple[str, dict[str, Any], float]] = {}
+
+    async def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
+        self.accountant.before_call(self.role)
+
+    async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        for generations in response.generations:
+            for generation in generations:
+                if isinstance(generation, ChatGeneration):
+                    self.accountant.add_usage(generation.message)
+
+    async def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
+        args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
+        self._tool_starts[run_id] = (name, args, time.monotonic())
+
+    async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        ok, error_kind = True, None
+        if isinstance(output, ToolMessage):
+            artifact = output.artifact if isinstance(output.artifact, dict) else {}
+            ok = output.status != "error" and bool(artifact.get("ok", True))
+            error_kind = artifact.get("error_kind") if not ok else None
+            if output.status == "error" and error_kind is None:
+                error_kind = "tool_error"
+            for source in artifact.get("sources", []) or []:
+                if isinstance(source, dict) and source.get("url"):
+                    self.sources.append(
+                        Source(title=str(source.get("title") or source["url"]), url=source["url"])
+                    )
+        await self._finish_tool(run_id, ok=ok, error_kind=error_kind)
+
+    async def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        await self._finish_tool(run_id, ok=False, error_kind=type(error).__name__)
+
+    async def _finish_tool(self, run_id: UUID, *, ok: bool, error_kind: str | None) -> None:
+        name, args, started = self._tool_starts.pop(run_id, ("tool", {}, time.monotonic()))
+        seconds = round(time.monotonic() - started, 4)
+        self.accountant.tool_calls += 1
+        if not ok:
+            self.accountant.tool_errors += 1
+        self.tool_records.append(
+            ToolCallRecord(name=name, args=args, ok=ok, error_kind=error_kind, seconds=seconds)
+        )
+        if self.node_id is not None:
+            await self.emit(
+                ToolCalled(
+                    run_id=self.run_id,
+                    node_id=self.node_id,
+                    name=name,
+                    args=args,
+                    ok=ok,
+                    error_kind=error_kind,
+                    seconds=seconds,
+                )
+            )

@@ -1,0 +1,235 @@
+"""The engine's public entry points: run a task, resume a run, stream a run's events."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from pydantic import BaseModel, Field
+
+from agents.accounting import Accountant
+from agents.context import RunContext
+from agents.errors import LatsError, RunNotFound
+from agents.events import (
+    TERMINAL_TYPES,
+    Event,
+    EventSink,
+    RunCancelled,
+    RunDone,
+    RunError,
+    RunStarted,
+    discard,
+)
+from agents.graph import build_graph
+from agents.models import ModelFactory
+from agents.params import RunParams
+from agents.settings import Settings
+from agents.state import NodeRecord, RunState, Source, StopReason
+
+logger = logging.getLogger(__name__)
+
+
+class RunResult(BaseModel):
+    """How a run ended, with the whole tree."""
+
+    run_id: str
+    status: Literal["done", "failed", "cancelled"]
+    answer: str | None = None
+    partial: bool = False
+    chosen_id: str | None = None
+    path: list[str] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=list)
+    stop_reason: StopReason | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    nodes: list[NodeRecord] = Field(default_factory=list)
+    error: dict[str, str] | None = None
+
+
+def run_metrics(state: RunState) -> dict[str, Any]:
+    """The accountant's counters plus what the tree itself tells."""
+    nodes = state.get("nodes", {})
+    by_status = Counter(n["status"] for n in nodes.values())
+    return {
+        **state.get("metrics", {}),
+        "nodes": len(nodes),
+        "nodes_by_status": dict(sorted(by_status.items())),
+        "paths_completed": sum(1 for n in nodes.values() if n["answer"] is not None),
+        "wall_s": state.get("elapsed_s", 0.0),
+    }
+
+
+class Engine:
+    """Runs plan-tree searches. One instance serves many concurrent runs."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        models: ModelFactory,
+        tools: Sequence[BaseTool],
+        checkpointer: BaseCheckpointSaver[str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.models = models
+        self.tools = list(tools)
+        self.graph = build_graph(checkpointer)
+
+    def _config(self, run_id: str, params: RunParams) -> RunnableConfig:
+        # Each round resolves at least one job, and a node has at most three jobs.
+        return RunnableConfig(
+            configurable={"thread_id": run_id},
+            recursion_limit=4 * params.max_nodes + 50,
+        )
+
+    def _context(
+        self, run_id: str, task: str, params: RunParams, sink: EventSink, state: RunState | None
+    ) -> RunContext:
+        state = state or RunState()
+        return RunContext(
+            run_id=run_id,
+            task=task,
+            params=params,
+            settings=self.settings,
+            models=self.models,
+            tools=self.tools,
+            sink=sink,
+            accountant=Accountant(params, state.get("metrics")),
+            elapsed_before_s=float(state.get("elapsed_s", 0.0)),
+        )
+
+    async def run(
+        self,
+        task: str,
+        params: RunParams | None = None,
+        *,
+        run_id: str | None = None,
+        sink: EventSink = discard,
+    ) -> RunResult:
+        """Search for an answer to `task`, emitting events to `sink`; returns the result.
+
+        Cancelling the calling task cancels every in-flight call, emits `cancelled`, and
+        re-raises; with a checkpointer the run can later be resumed with `resume`.
+        """
+        params = params or RunParams()
+        run_id = run_id or uuid.uuid4().hex
+        ctx = self._context(run_id, task, params, sink, None)
+        await sink(RunStarted(run_id=run_id, task=task, params=params.model_dump()))
+        initial = RunState(
+            run_id=run_id, task=task, params=params.model_dump(), phase="plan", nodes={}
+        )
+        return await self._drive(ctx, initial)
+
+    async def resume(self, run_id: str, *, sink: EventSink = discard) -> RunResult:
+        """Continue a checkpointed run from its last completed step. Completed nodes are never
+        executed again; jobs that were in flight start over."""
+        snapshot = await self.graph.aget_state(RunnableConfig(configurable={"thread_id": run_id}))
+        values: RunState = snapshot.values  # type: ignore[assignment]
+        if not values:
+            raise RunNotFound(f"no checkpoint for run {run_id}")
+        params = RunParams.model_validate(values["params"])
+        ctx = self._context(run_id, values["task"], params, sink, values)
+        if not snapshot.next:
+            return self._result(run_id, values)
+        logger.info("run=%s resuming at %s", run_id, ",".join(snapshot.next))
+        return await self._drive(ctx, None)
+
+    async def _drive(self, ctx: RunContext, graph_input: RunState | None) -> RunResult:
+        run_id = ctx.run_id
+        try:
+            out = await self.graph.ainvoke(
+                graph_input, self._config(run_id, ctx.params), context=ctx
+            )
+        except asyncio.CancelledError:
+            await ctx.pool.cancel()
+            await ctx.sink(RunCancelled(run_id=run_id, metrics=ctx.accountant.snapshot()))
+            raise
+        except LatsError as e:
+            await ctx.pool.cancel()
+            return await self._fail(ctx, e.code, str(e))
+        except Exception:
+            await ctx.pool.cancel()
+            logger.exception("run=%s crashed", run_id)
+            return await self._fail(ctx, "internal", "the run failed on an internal error")
+        state: RunState = out  # type: ignore[assignment]
+        result = self._result(run_id, state)
+        if result.status == "done" and result.answer is not None and result.stop_reason:
+            await ctx.sink(
+                RunDone(
+                    run_id=run_id,
+                    answer=result.answer,
+                    partial=result.partial,
+                    chosen_id=result.chosen_id,
+                    path=result.path,
+                    sources=result.sources,
+                    stop_reason=result.stop_reason,
+                    metrics=result.metrics,
+                )
+            )
+        else:
+            error = result.error or {"code": "internal", "message": "the run ended without result"}
+            await ctx.sink(
+                RunError(
+                    run_id=run_id,
+                    code=error["code"],
+                    message=error["message"],
+                    stop_reason=result.stop_reason or "error",
+                    metrics=result.metrics,
+                )
+            )
+        return result
+
+    async def _fail(self, ctx: RunContext, code: str, message: str) -> RunResult:
+        metrics = ctx.accountant.snapshot()
+        await ctx.sink(RunError(run_id=ctx.run_id, code=code, message=message, metrics=metrics))
+        return RunResult(
+            run_id=ctx.run_id,
+            status="failed",
+            stop_reason="error",
+            metrics=metrics,
+            error={"code": code, "message": message},
+        )
+
+    def _result(self, run_id: str, state: RunState) -> RunResult:
+        final = state.get("final")
+        nodes = sorted(state.get("nodes", {}).values(), key=lambda n: n["order"])
+        common: dict[str, Any] = {
+            "run_id": run_id,
+            "stop_reason": state.get("stop_reason"),
+            "metrics": run_metrics(state),
+            "nodes": nodes,
+        }
+        if state.get("phase") == "done" and final is not None:
+            return RunResult(status="done", **final, **common)
+        return RunResult(status="failed", error=dict(state.get("error") or {}) or None, **common)
+
+    async def stream(
+        self, task: str, params: RunParams | None = None, *, run_id: str | None = None
+    ) -> AsyncIterator[Event]:
+        """Run `task` and yield its events as they happen, the terminal one last.
+
+        Closing the iterator early cancels the run.
+        """
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+
+        async def sink(event: Event) -> None:
+            queue.put_nowait(event)
+
+        runner = asyncio.create_task(self.run(task, params, run_id=run_id, sink=sink))
+        try:
+            while True:
+                event = await queue.get()
+                yield event
+                if event.type in TERMINAL_TYPES:
+                    break
+            await runner
+        finally:
+            if not runner.done():
+                runner.cancel()
+                await asyncio.gather(runner, return_exceptions=True)

@@ -1,0 +1,153 @@
+"""Typed progress events, discriminated by `type`. A UI can redraw the whole tree from them.
+
+The engine emits them through an `EventSink`; the service numbers and persists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from agents.state import NodeStatus, Source, StopReason
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run this event belongs to.")
+    ts: datetime = Field(default_factory=_now, description="When the engine created the event.")
+
+
+class NodeBrief(BaseModel):
+    """A node as it is created: enough to draw it."""
+
+    node_id: str
+    parent_id: str | None
+    depth: int = Field(ge=0)
+    step: str
+
+
+class RunStarted(_Event):
+    type: Literal["run_started"] = "run_started"
+    task: str
+    params: dict[str, Any]
+
+
+class PlanMade(_Event):
+    type: Literal["plan"] = "plan"
+    steps: list[str] = Field(description="The planner's steps, in order.")
+    root: NodeBrief = Field(description="The root node, seeded with the first step.")
+
+
+class NodeStarted(_Event):
+    type: Literal["node_started"] = "node_started"
+    node_id: str
+
+
+class ToolCalled(_Event):
+    type: Literal["tool_call"] = "tool_call"
+    node_id: str
+    name: str
+    args: dict[str, Any]
+    ok: bool
+    error_kind: str | None = None
+    seconds: float = Field(ge=0)
+
+
+class NodeFinished(_Event):
+    type: Literal["node_finished"] = "node_finished"
+    node_id: str
+    status: NodeStatus
+    result: str | None = Field(description="The step's result, trimmed for the stream.")
+    error: str | None = None
+    seconds: float | None = None
+    tool_calls: int = Field(ge=0)
+    sources: list[Source] = Field(default_factory=list)
+
+
+class CandidatesProposed(_Event):
+    type: Literal["candidates"] = "candidates"
+    parent_id: str
+    complete: bool = Field(description="True when the replanner ended the path here.")
+    nodes: list[NodeBrief] = Field(description="New child nodes, in the replanner's order.")
+    dropped: list[str] = Field(
+        default_factory=list, description="Proposals dropped as duplicates or over the limits."
+    )
+
+
+class NodePruned(_Event):
+    type: Literal["pruned"] = "pruned"
+    node_id: str
+    reason: str
+
+
+class PathCompleted(_Event):
+    type: Literal["path_completed"] = "path_completed"
+    node_id: str = Field(description="The leaf that ends the path.")
+    path: list[str] = Field(description="Node ids from the root to the leaf.")
+    answer: str | None = Field(description="The candidate answer; null when writing it failed.")
+
+
+class VoteCast(_Event):
+    type: Literal["vote"] = "vote"
+    candidates: list[str] = Field(description="Leaf ids of the candidate answers.")
+    chosen_id: str
+    method: Literal["llm", "single", "fallback"]
+    reason: str | None = None
+
+
+class RunDone(_Event):
+    type: Literal["done"] = "done"
+    answer: str
+    partial: bool = Field(description="True when no path completed and the answer is best-effort.")
+    chosen_id: str | None
+    path: list[str]
+    sources: list[Source]
+    stop_reason: StopReason
+    metrics: dict[str, Any]
+
+
+class RunError(_Event):
+    type: Literal["error"] = "error"
+    code: str
+    message: str = Field(description="Safe to show a user; never internal exception text.")
+    stop_reason: StopReason = "error"
+    metrics: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunCancelled(_Event):
+    type: Literal["cancelled"] = "cancelled"
+    stop_reason: StopReason = "cancelled"
+    metrics: dict[str, Any] = Field(default_factory=dict)
+
+
+Event = Annotated[
+    RunStarted
+    | PlanMade
+    | NodeStarted
+    | ToolCalled
+    | NodeFinished
+    | CandidatesProposed
+    | NodePruned
+    | PathCompleted
+    | VoteCast
+    | RunDone
+    | RunError
+    | RunCancelled,
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+TERMINAL_TYPES = frozenset({"done", "error", "cancelled"})
+
+EventSink = Callable[[Event], Awaitable[None]]
+
+
+async def discard(_: Event) -> None:
+    """An event sink that drops everything."""

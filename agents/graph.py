@@ -1,0 +1,48 @@
+"""Wires the engine's graph: plan -> search (one round per step) -> finish. Nothing else."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from agents.context import RunContext
+from agents.nodes.planner import plan
+from agents.nodes.search import search
+from agents.nodes.vote import finish
+from agents.state import RunState
+
+
+def route_after_plan(state: RunState) -> Literal["search", "__end__"]:
+    phase = state.get("phase")
+    if phase == "search":
+        return "search"
+    if phase == "failed":
+        return "__end__"
+    raise RuntimeError(f"impossible phase after planning: {phase!r}")
+
+
+def route_after_search(state: RunState) -> Literal["search", "finish"]:
+    phase = state.get("phase")
+    if phase == "search":
+        return "search"
+    if phase == "finish":
+        return "finish"
+    raise RuntimeError(f"impossible phase after a search round: {phase!r}")
+
+
+def build_graph(
+    checkpointer: BaseCheckpointSaver[str] | None = None,
+) -> CompiledStateGraph[RunState, RunContext, RunState, RunState]:
+    """The compiled engine graph (routers only; the finish node always ends the run)."""
+    builder = StateGraph(RunState, context_schema=RunContext)
+    builder.add_node("plan", plan)
+    builder.add_node("search", search)
+    builder.add_node("finish", finish)
+    builder.add_edge(START, "plan")
+    builder.add_conditional_edges("plan", route_after_plan, ["search", END])
+    builder.add_conditional_edges("search", route_after_search, ["search", "finish"])
+    builder.add_edge("finish", END)
+    return builder.compile(checkpointer=checkpointer, name="plantree")

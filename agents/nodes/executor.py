@@ -1,0 +1,97 @@
+"""Executor job: one node's step run by a tool-using LangChain agent."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelCallLimitMiddleware, ModelRetryMiddleware
+from langchain_core.messages import AIMessage
+
+from agents.context import RunContext
+from agents.errors import BudgetExhausted
+from agents.jobs import ExecOutcome
+from agents.prompts import EXECUTOR_SYSTEM, executor_messages
+from agents.retry import is_retryable
+from agents.state import NodeRecord
+from agents.tree import path_to, trim
+
+logger = logging.getLogger(__name__)
+
+
+def _agent(ctx: RunContext) -> Any:
+    """The executor agent, compiled once per run and shared by its nodes."""
+    if ctx.executor_agent is None:
+        settings = ctx.settings
+        middleware: list[Any] = [
+            ModelCallLimitMiddleware(
+                run_limit=ctx.params.max_tool_calls_per_step + 1, exit_behavior="end"
+            ),
+            ModelRetryMiddleware(
+                max_retries=settings.model_max_retries,
+                retry_on=is_retryable,
+                on_failure="error",
+                initial_delay=settings.model_retry_base_delay_s,
+                jitter=True,
+            ),
+        ]
+        ctx.executor_agent = create_agent(
+            ctx.models.for_role("executor"),
+            ctx.tools,
+            system_prompt=EXECUTOR_SYSTEM,
+            middleware=middleware,
+        )
+    return ctx.executor_agent
+
+
+def _final_text(messages: list[Any]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and not message.tool_calls and message.text.strip():
+            return message.text.strip()
+    return ""
+
+
+async def execute(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str) -> ExecOutcome:
+    """Run `node_id`'s step. Model failures (after retries) and timeouts give a failed outcome;
+    budget refusals and cancellation propagate to the scheduler."""
+    node = nodes[node_id]
+    ancestors = path_to(nodes, node_id)[:-1]
+    messages = executor_messages(
+        ctx.task, ancestors, node["step"], node["planned"], ctx.settings.result_max_chars
+    )
+    tracker = ctx.tracker("executor", node_id)
+    config = ctx.config(tracker, node_id=node_id)
+    config["recursion_limit"] = 4 * (ctx.params.max_tool_calls_per_step + 2)
+    started = time.monotonic()
+
+    def outcome(ok: bool, result: str | None, error: str | None) -> ExecOutcome:
+        return ExecOutcome(
+            ok=ok,
+            result=result,
+            error=error,
+            seconds=round(time.monotonic() - started, 4),
+            tool_calls=list(tracker.tool_records),
+            sources=list(tracker.sources),
+        )
+
+    try:
+        async with asyncio.timeout(ctx.settings.step_timeout_s):
+            out = await _agent(ctx).ainvoke({"messages": messages}, config=config)
+    except BudgetExhausted:
+        raise
+    except TimeoutError:
+        logger.warning("run=%s node=%s step timed out", ctx.run_id, node_id)
+        return outcome(False, None, f"timed out after {ctx.settings.step_timeout_s:g}s")
+    except Exception as e:
+        logger.warning(
+            "run=%s node=%s step failed: %s", ctx.run_id, node_id, type(e).__name__, exc_info=e
+        )
+        return outcome(False, None, f"model call failed ({type(e).__name__})")
+    text = _final_text(out.get("messages", []))
+    if not text:
+        return outcome(False, None, "the executor returned no findings")
+    return outcome(True, trim(text, ctx.settings.result_max_chars), None)

@@ -1,0 +1,82 @@
+"""Planner node: the task becomes a plan; its first step seeds the root of the tree."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from agents.context import RunContext
+from agents.errors import BudgetExhausted, ModelError
+from agents.events import NodeBrief, PlanMade
+from agents.prompts import planner_messages
+from agents.state import RunState, new_node
+from agents.structured import call_structured
+from agents.tree import clean_step
+
+logger = logging.getLogger(__name__)
+
+
+class Plan(BaseModel):
+    """The planner's structured output."""
+
+    steps: list[str] = Field(description="Concrete research steps, in the order to do them.")
+
+
+def _usable_steps(plan: Any, max_steps: int) -> list[str]:
+    steps = [clean_step(s) for s in Plan.model_validate(plan).steps]
+    steps = [s for s in steps if s]
+    if not steps:
+        raise ValueError("the plan has no steps; give at least one")
+    if len(steps) > max_steps:
+        logger.info("plan of %d steps cut to %d", len(steps), max_steps)
+    return steps[:max_steps]
+
+
+async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Make the plan and the root node. A plan that is empty or unparseable twice fails the run."""
+    ctx = runtime.context
+    params = ctx.params
+    tracker = ctx.tracker("planner", None)
+    try:
+        steps = await call_structured(
+            ctx.models.for_role("planner"),
+            Plan,
+            planner_messages(state["task"], params.max_plan_steps),
+            config=ctx.config(tracker),
+            parse=lambda out: _usable_steps(out, params.max_plan_steps),
+            what="planner",
+        )
+    except BudgetExhausted as e:
+        return {
+            "phase": "failed",
+            "stop_reason": e.reason,
+            "metrics": ctx.accountant.snapshot(),
+            "error": {"code": "budget", "message": "the budget ran out before a plan was made"},
+        }
+    except ModelError as e:
+        logger.warning("run=%s planning failed: %s", ctx.run_id, e)
+        return {
+            "phase": "failed",
+            "stop_reason": "error",
+            "metrics": ctx.accountant.snapshot(),
+            "error": {"code": "plan", "message": "the planner produced no usable plan"},
+        }
+    root = new_node(order=1, parent=None, step=steps[0], planned=steps[1:])
+    await ctx.emit(
+        PlanMade(
+            run_id=ctx.run_id,
+            steps=steps,
+            root=NodeBrief(node_id=root["id"], parent_id=None, depth=0, step=root["step"]),
+        )
+    )
+    logger.info("run=%s plan of %d steps", ctx.run_id, len(steps))
+    return {
+        "plan": steps,
+        "nodes": {root["id"]: root},
+        "next_order": 2,
+        "phase": "search",
+        "metrics": ctx.accountant.snapshot(),
+    }

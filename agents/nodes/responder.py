@@ -1,0 +1,43 @@
+"""Responder job: a complete path's steps and results become its candidate answer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agents.context import RunContext
+from agents.errors import BudgetExhausted
+from agents.jobs import RespondOutcome
+from agents.prompts import responder_messages
+from agents.retry import retrying
+from agents.state import NodeRecord
+from agents.tree import path_to
+
+
+async def write_answer(
+    ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str, *, partial: bool = False
+) -> str:
+    """The answer text for the path ending at `node_id` (raises on model failure)."""
+    path = path_to(nodes, node_id)
+    tracker = ctx.tracker("responder", node_id)
+    model = ctx.models.for_role("responder")
+    messages = responder_messages(ctx.task, path, ctx.settings.result_max_chars, partial=partial)
+    reply = await retrying(
+        lambda: model.ainvoke(messages, config=ctx.config(tracker, node_id=node_id)),
+        retries=ctx.settings.model_max_retries,
+        base_delay_s=ctx.settings.model_retry_base_delay_s,
+        what="responder",
+    )
+    return reply.text.strip()
+
+
+async def respond(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str) -> RespondOutcome:
+    """Write the candidate answer of a complete path; a failure leaves the path without one."""
+    try:
+        answer = await write_answer(ctx, nodes, node_id)
+    except BudgetExhausted:
+        raise
+    except Exception as e:
+        return RespondOutcome(answer=None, error=f"responder failed ({type(e).__name__})")
+    if not answer:
+        return RespondOutcome(answer=None, error="responder returned an empty answer")
+    return RespondOutcome(answer=answer, error=None)

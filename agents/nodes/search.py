@@ -1,0 +1,296 @@
+"""Search node: one scheduling round per graph step.
+
+Each round starts runnable jobs up to `max_concurrency`, waits until at least one job ends,
+folds the finished jobs into the tree and returns the changes, so LangGraph checkpoints after
+every completion. Jobs still running carry on across rounds: a slow branch never holds back
+the others, and wall time follows the critical path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from agents.context import RunContext
+from agents.errors import BudgetExhausted
+from agents.events import (
+    CandidatesProposed,
+    NodeBrief,
+    NodeFinished,
+    NodeStarted,
+    PathCompleted,
+)
+from agents.jobs import ExecOutcome, ExpandOutcome, Job, Outcome, RespondOutcome
+from agents.nodes.executor import execute
+from agents.nodes.replanner import expand
+from agents.nodes.responder import respond
+from agents.state import NodeRecord, RunState, StopReason, new_node
+from agents.strategies import strategy_for
+from agents.tree import children_of, path_to, runnable, select_candidates, trim
+
+logger = logging.getLogger(__name__)
+
+EVENT_RESULT_CHARS = 1500
+
+
+class _Round:
+    """The working copy of the tree for one round, and the changes to return."""
+
+    def __init__(self, state: RunState, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.nodes: dict[str, NodeRecord] = dict(state.get("nodes", {}))
+        self.changed: dict[str, NodeRecord] = {}
+        self.next_order = state.get("next_order", len(self.nodes) + 1)
+        self.budget_hit: StopReason | None = state.get("budget_hit")
+        self.capped = state.get("capped", False)
+
+    # -- tree bookkeeping --------------------------------------------------------------------
+    def put(self, node: NodeRecord) -> None:
+        self.nodes[node["id"]] = node
+        self.changed[node["id"]] = node
+
+    def update(self, node_id: str, **fields: Any) -> NodeRecord:
+        node: NodeRecord = {**self.nodes[node_id], **fields}  # type: ignore[typeddict-item]
+        self.put(node)
+        return node
+
+    def completed_paths(self) -> int:
+        return sum(1 for n in self.nodes.values() if n["answer"] is not None)
+
+    # -- starting jobs -------------------------------------------------------------------------
+    def _to_respond(self, busy: set[str]) -> list[NodeRecord]:
+        return [
+            n
+            for n in self.nodes.values()
+            if n["complete"]
+            and n["answer"] is None
+            and n["answer_error"] is None
+            and n["id"] not in busy
+        ]
+
+    def _to_expand(self, busy: set[str]) -> list[NodeRecord]:
+        return [
+            n
+            for n in self.nodes.values()
+            if n["status"] == "done" and not n["expanded"] and n["id"] not in busy
+        ]
+
+    async def launch(self) -> None:
+        """Start jobs in free slots: answers first, then expansions, then steps in the
+        strategy's order. Each start is checked against the budgets first."""
+        ctx = self.ctx
+        pool = ctx.pool
+        params = ctx.params
+        busy = pool.busy_nodes()
+        responding = sum(1 for job in pool.jobs() if job.kind == "respond")
+        wanted_paths = params.max_paths - self.completed_paths() - responding
+        plan: list[Job] = [Job("respond", n["id"]) for n in self._to_respond(busy)][
+            : max(0, wanted_paths)
+        ]
+        if wanted_paths - len(plan) > 0:
+            plan += [Job("expand", n["id"]) for n in sorted(self._to_expand(busy), key=_by_order)]
+            slots = params.max_concurrency - len(pool) - len(plan)
+            strategy = strategy_for(params.strategy)
+            picks = strategy.select(self.nodes, runnable(self.nodes, busy), busy, slots)
+            plan += [Job("execute", n["id"]) for n in picks]
+        for job in plan[: max(0, params.max_concurrency - len(pool))]:
+            reason = ctx.accountant.exhausted()
+            if reason is not None:
+                self.budget_hit = reason
+                return
+            await self._start(job)
+
+    async def _start(self, job: Job) -> None:
+        ctx = self.ctx
+        snapshot = dict(self.nodes)
+        if job.kind == "execute":
+            self.update(job.node_id, status="running")
+            # Announced before the task exists, so its tool_call events always come after.
+            await ctx.emit(NodeStarted(run_id=ctx.run_id, node_id=job.node_id))
+            ctx.pool.start(job, execute(ctx, snapshot, job.node_id))
+        elif job.kind == "expand":
+            ctx.pool.start(job, expand(ctx, snapshot, job.node_id))
+        else:
+            ctx.pool.start(job, respond(ctx, snapshot, job.node_id))
+        logger.debug("run=%s node=%s started %s", ctx.run_id, job.node_id, job.kind)
+
+    # -- folding results in --------------------------------------------------------------------
+    async def apply(self, job: Job, outcome: Outcome | BaseException) -> None:
+        if isinstance(outcome, BudgetExhausted):
+            self.budget_hit = outcome.reason
+            if job.kind == "execute":
+                await self._finish_node(job.node_id, "cancelled", None, "budget exhausted")
+            return
+        if isinstance(outcome, asyncio.CancelledError):
+            if job.kind == "execute":
+                await self._finish_node(job.node_id, "cancelled", None, "cancelled")
+            return
+        if isinstance(outcome, BaseException):
+            return await self._job_crashed(job, outcome)
+        if isinstance(outcome, ExecOutcome):
+            await self._apply_exec(job.node_id, outcome)
+        elif isinstance(outcome, ExpandOutcome):
+            await self._apply_expand(job.node_id, outcome)
+        else:
+            await self._apply_respond(job.node_id, outcome)
+
+    async def _job_crashed(self, job: Job, error: BaseException) -> None:
+        ctx = self.ctx
+        if job.kind == "expand":
+            # The replanner failed after its retries: follow the plan instead of losing the path.
+            logger.warning("run=%s node=%s replanner failed: %s", ctx.run_id, job.node_id, error)
+            node = self.nodes[job.node_id]
+            follow = (
+                node["planned"][:1]
+                if len(path_to(self.nodes, node["id"])) < ctx.params.max_depth
+                else []
+            )
+            await self._apply_expand(
+                job.node_id, ExpandOutcome(complete=not follow, steps=follow, dropped=[])
+            )
+            return
+        logger.error(
+            "run=%s node=%s %s job crashed", ctx.run_id, job.node_id, job.kind, exc_info=error
+        )
+        if job.kind == "execute":
+            await self._finish_node(job.node_id, "failed", None, "internal error")
+        else:
+            self.update(job.node_id, answer_error="internal error")
+
+    async def _finish_node(
+        self,
+        node_id: str,
+        status: Any,
+        outcome: ExecOutcome | None,
+        error: str | None,
+    ) -> None:
+        fields: dict[str, Any] = {"status": status, "error": error}
+        if outcome is not None:
+            fields |= {
+                "result": outcome.result,
+                "seconds": outcome.seconds,
+                "tool_calls": outcome.tool_calls,
+                "sources": outcome.sources,
+            }
+        node = self.update(node_id, **fields)
+        await self.ctx.emit(
+            NodeFinished(
+                run_id=self.ctx.run_id,
+                node_id=node_id,
+                status=node["status"],
+                result=trim(node["result"], EVENT_RESULT_CHARS) if node["result"] else None,
+                error=node["error"],
+                seconds=node["seconds"],
+                tool_calls=len(node["tool_calls"]),
+                sources=node["sources"],
+            )
+        )
+
+    async def _apply_exec(self, node_id: str, outcome: ExecOutcome) -> None:
+        status = "done" if outcome.ok else "failed"
+        await self._finish_node(node_id, status, outcome, outcome.error)
+
+    async def _apply_expand(self, node_id: str, outcome: ExpandOutcome) -> None:
+        ctx = self.ctx
+        steps, dropped = outcome.steps, list(outcome.dropped)
+        if steps:
+            # Siblings may have appeared since the job started (a resumed run): check again.
+            taken = [n["step"] for n in path_to(self.nodes, node_id)]
+            taken += [c["step"] for c in children_of(self.nodes, node_id)]
+            steps, more = select_candidates(steps, taken=taken, limit=ctx.params.max_candidates)
+            dropped += more
+        room = max(0, ctx.params.max_nodes - len(self.nodes))
+        if len(steps) > room:
+            self.capped = True
+            dropped += steps[room:]
+            steps = steps[:room]
+        parent = self.nodes[node_id]
+        created: list[NodeRecord] = []
+        for step in steps:
+            child = new_node(
+                order=self.next_order, parent=parent, step=step, planned=parent["planned"][1:]
+            )
+            self.next_order += 1
+            self.put(child)
+            created.append(child)
+        complete = not created
+        self.update(node_id, expanded=True, complete=complete)
+        await ctx.emit(
+            CandidatesProposed(
+                run_id=ctx.run_id,
+                parent_id=node_id,
+                complete=complete,
+                nodes=[
+                    NodeBrief(node_id=c["id"], parent_id=node_id, depth=c["depth"], step=c["step"])
+                    for c in created
+                ],
+                dropped=dropped,
+            )
+        )
+
+    async def _apply_respond(self, node_id: str, outcome: RespondOutcome) -> None:
+        ctx = self.ctx
+        self.update(node_id, answer=outcome.answer, answer_error=outcome.error)
+        await ctx.emit(
+            PathCompleted(
+                run_id=ctx.run_id,
+                node_id=node_id,
+                path=[n["id"] for n in path_to(self.nodes, node_id)],
+                answer=outcome.answer,
+            )
+        )
+
+    # -- ending ---------------------------------------------------------------------------------
+    async def cancel_all(self) -> None:
+        for job in await self.ctx.pool.cancel():
+            if job.kind == "execute":
+                await self._finish_node(job.node_id, "cancelled", None, "search stopped")
+
+
+def _by_order(node: NodeRecord) -> int:
+    return node["order"]
+
+
+async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """One scheduling round (see the module docstring)."""
+    ctx = runtime.context
+    rnd = _Round(state, ctx)
+    stop: StopReason | None = None
+    try:
+        if rnd.completed_paths() >= ctx.params.max_paths:
+            stop = "max_paths"
+        elif ctx.time_left_s() <= 0:
+            stop = "deadline"
+        elif rnd.budget_hit is None:
+            await rnd.launch()
+        if stop is None and not len(ctx.pool):
+            # Nothing runs and nothing could start: the search is over.
+            stop = rnd.budget_hit or ("max_nodes" if rnd.capped else "frontier_exhausted")
+        if stop is None:
+            finished = await ctx.pool.wait_any(within_s=max(0.0, ctx.time_left_s()))
+            if not finished:
+                stop = "deadline"
+            for job, outcome in finished:
+                await rnd.apply(job, outcome)
+            if rnd.completed_paths() >= ctx.params.max_paths:
+                stop = "max_paths"
+        if stop is not None:
+            await rnd.cancel_all()
+    except asyncio.CancelledError:
+        await ctx.pool.cancel()
+        raise
+    update: dict[str, Any] = {
+        "nodes": rnd.changed,
+        "next_order": rnd.next_order,
+        "budget_hit": rnd.budget_hit,
+        "capped": rnd.capped,
+        "metrics": ctx.accountant.snapshot(),
+        "elapsed_s": round(ctx.elapsed_s(), 4),
+    }
+    if stop is not None:
+        logger.info("run=%s search stopped: %s", ctx.run_id, stop)
+        update |= {"phase": "finish", "stop_reason": stop}
+    return update

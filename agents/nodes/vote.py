@@ -1,0 +1,158 @@
+"""Finish node: exactly one vote over the candidate answers, or a best-effort answer when no
+path completed."""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+
+from agents.context import RunContext
+from agents.errors import BudgetExhausted, ModelError
+from agents.events import VoteCast
+from agents.nodes.responder import write_answer
+from agents.prompts import path_evidence, voter_messages
+from agents.state import FinalResult, NodeRecord, RunState
+from agents.structured import call_structured
+from agents.tree import path_sources, path_to, trim
+
+logger = logging.getLogger(__name__)
+
+VOTE_EVIDENCE_CHARS = 2500
+VoteMethod = Literal["llm", "single", "fallback"]
+
+
+def vote_schema(ids: Sequence[str]) -> dict[str, Any]:
+    """JSON Schema of the vote: a string enum of candidate ids (lower-case JSON Schema types)."""
+    return {
+        "title": "Vote",
+        "description": "The id of the best candidate answer.",
+        "type": "object",
+        "properties": {
+            "choice": {"type": "string", "enum": list(ids), "description": "A candidate id."},
+            "reason": {"type": "string", "description": "One sentence: why this candidate."},
+        },
+        "required": ["choice"],
+    }
+
+
+def path_value(nodes: Mapping[str, NodeRecord], leaf_id: str) -> float:
+    """Mean score of a path's scored nodes (0 when none is scored)."""
+    scores = [n["score"] for n in path_to(nodes, leaf_id) if n["score"] is not None]
+    return sum(scores) / len(scores) if scores else 0.0
+
+
+def best_valued(nodes: Mapping[str, NodeRecord], leaves: Sequence[NodeRecord]) -> NodeRecord:
+    """The leaf of the best-valued path; ties go to the earliest-created leaf."""
+    return max(leaves, key=lambda leaf: (path_value(nodes, leaf["id"]), -leaf["order"]))
+
+
+def _final(
+    nodes: Mapping[str, NodeRecord], leaf: NodeRecord, answer: str, partial: bool
+) -> FinalResult:
+    path = path_to(nodes, leaf["id"])
+    return FinalResult(
+        answer=answer,
+        partial=partial,
+        chosen_id=leaf["id"],
+        path=[n["id"] for n in path],
+        sources=path_sources(path),
+    )
+
+
+async def _vote(
+    ctx: RunContext, nodes: Mapping[str, NodeRecord], leaves: list[NodeRecord]
+) -> tuple[NodeRecord, VoteMethod, str | None]:
+    """Pick a leaf: (leaf, method, reason)."""
+    if len(leaves) == 1:
+        return leaves[0], "single", None
+    by_id = {leaf["id"]: leaf for leaf in leaves}
+    shown = list(by_id)
+    random.Random(ctx.run_id).shuffle(shown)  # no position bias; the same order on resume
+    candidates = [
+        (
+            cid,
+            by_id[cid]["answer"] or "",
+            path_evidence(path_to(nodes, cid), VOTE_EVIDENCE_CHARS // 2),
+        )
+        for cid in shown
+    ]
+
+    def parse(out: Any) -> tuple[str, str | None]:
+        if not isinstance(out, dict):
+            raise ValueError("expected an object with a 'choice'")
+        choice = str(out.get("choice", "")).strip()
+        if choice not in by_id:
+            raise ValueError(f"choice must be one of {', '.join(shown)}, got {choice!r}")
+        reason = out.get("reason")
+        return choice, str(reason) if reason else None
+
+    try:
+        choice, reason = await call_structured(
+            ctx.models.for_role("voter"),
+            vote_schema(shown),
+            voter_messages(ctx.task, candidates, VOTE_EVIDENCE_CHARS),
+            config=ctx.config(ctx.tracker("voter", None)),
+            parse=parse,
+            what="voter",
+            retries=ctx.settings.model_max_retries,
+            retry_delay_s=ctx.settings.model_retry_base_delay_s,
+        )
+    except (ModelError, BudgetExhausted) as e:
+        leaf = best_valued(nodes, leaves)
+        logger.warning("run=%s vote failed (%s); best-valued path %s", ctx.run_id, e, leaf["id"])
+        return leaf, "fallback", "the vote failed; the best-valued path was taken"
+    return by_id[choice], "llm", reason
+
+
+async def _best_effort(ctx: RunContext, nodes: Mapping[str, NodeRecord]) -> FinalResult | None:
+    done = [n for n in nodes.values() if n["status"] == "done"]
+    if not done:
+        return None
+    leaf = max(done, key=lambda n: (n["depth"], -n["order"]))
+    try:
+        answer = await write_answer(ctx, nodes, leaf["id"], partial=True)
+    except (ModelError, BudgetExhausted, Exception) as e:  # any failure: fall back to the text
+        logger.warning("run=%s best-effort answer failed: %s", ctx.run_id, type(e).__name__)
+        answer = ""
+    if not answer:
+        answer = "The research stopped before a complete answer. Findings so far:\n\n" + trim(
+            path_evidence(path_to(nodes, leaf["id"]), ctx.settings.result_max_chars), 8000
+        )
+    return _final(nodes, leaf, answer, partial=True)
+
+
+async def finish(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Vote among candidate answers (once), or write a best-effort answer."""
+    ctx = runtime.context
+    ctx.accountant.finishing = True
+    nodes = state.get("nodes", {})
+    leaves = sorted((n for n in nodes.values() if n["answer"]), key=lambda n: n["order"])
+    if not leaves:
+        final = await _best_effort(ctx, nodes)
+        if final is None:
+            return {
+                "phase": "failed",
+                "final": None,
+                "metrics": ctx.accountant.snapshot(),
+                "error": {"code": "no_result", "message": "no research step succeeded"},
+            }
+        return {"phase": "done", "final": final, "metrics": ctx.accountant.snapshot()}
+    leaf, method, reason = await _vote(ctx, nodes, leaves)
+    await ctx.emit(
+        VoteCast(
+            run_id=ctx.run_id,
+            candidates=[n["id"] for n in leaves],
+            chosen_id=leaf["id"],
+            method=method,
+            reason=reason,
+        )
+    )
+    return {
+        "phase": "done",
+        "final": _final(nodes, leaf, leaf["answer"] or "", partial=False),
+        "metrics": ctx.accountant.snapshot(),
+    }

@@ -1,0 +1,41 @@
+"""Per-run parameters: validated, bounded, and always winning over process defaults."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Strategy = Literal["dfs"]
+
+
+class RunParams(BaseModel):
+    """Knobs of one search. Every field has a default and a hard upper bound."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_paths: int = Field(
+        default=4, ge=1, le=50, description="Stop once this many candidate answers exist."
+    )
+    max_candidates: int = Field(
+        default=3, ge=1, le=8, description="Most next steps the replanner may propose per node."
+    )
+    max_depth: int = Field(default=6, ge=1, le=20, description="Most steps on one path.")
+    max_plan_steps: int = Field(default=6, ge=1, le=20, description="Most steps in the plan.")
+    max_nodes: int = Field(default=40, ge=1, le=500, description="Most tree nodes in the run.")
+    max_llm_calls: int = Field(
+        default=150, ge=2, le=5000, description="Model calls of every role, the vote included."
+    )
+    max_tokens: int = Field(
+        default=2_000_000, ge=1_000, le=50_000_000, description="Input plus output tokens."
+    )
+    deadline_s: float = Field(
+        default=900.0, gt=0, le=7200, description="Wall seconds for the search phase."
+    )
+    max_concurrency: int = Field(
+        default=4, ge=1, le=32, description="Most model/tool jobs in flight at once."
+    )
+    strategy: Strategy = Field(default="dfs", description="Order among runnable nodes.")
+    max_tool_calls_per_step: int = Field(
+        default=4, ge=0, le=20, description="Most tool calls the executor makes for one step."
+    )

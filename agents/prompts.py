@@ -1,0 +1,125 @@
+"""Every prompt the engine sends, in one place. Functions return message lists."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from agents.state import NodeRecord
+from agents.tree import trim
+
+PLANNER_SYSTEM = (
+    "You plan research. Break the user's task into a short sequence of concrete steps, each one "
+    "something a researcher with web search, arXiv and Wikipedia can do and report on. Do not "
+    "answer the task yourself. Use at most {max_steps} steps; fewer is better when enough."
+)
+
+EXECUTOR_SYSTEM = (
+    "You are a careful researcher carrying out ONE step of a larger plan. Use the tools when the "
+    "step needs facts you are not sure of; prefer primary sources. When done, reply with the "
+    "step's findings in a few short paragraphs, naming the sources (title and URL) you relied on. "
+    "If a tool fails, try another query or tool, or say what could not be found."
+)
+
+REPLANNER_SYSTEM = (
+    "You steer a tree search over research plans. Given the task and the steps done so far on "
+    "this path with their results, decide whether the results already suffice to answer the "
+    "task. If they do, set complete=true and give no steps. Otherwise propose up to {k} "
+    "alternative NEXT steps (distinct approaches, best first); the next planned step, if any, "
+    "is a natural candidate. Never repeat a step already done on this path."
+)
+
+RESPONDER_SYSTEM = (
+    "Write the final answer to the task from the research below. Be direct and specific, say "
+    "where the evidence is thin, and cite sources as [title](url) when they are given."
+)
+
+VOTER_SYSTEM = (
+    "Several research paths produced candidate answers to the same task. Pick the candidate "
+    "that answers the task most correctly and completely, with the best support from its "
+    "evidence. Reply with the candidate's id."
+)
+
+
+def _path_block(path: Sequence[NodeRecord], result_chars: int) -> str:
+    if not path:
+        return "(nothing done yet)"
+    lines = []
+    for index, node in enumerate(path, start=1):
+        outcome = node["result"] if node["status"] == "done" else f"(failed: {node['error']})"
+        lines.append(
+            f"Step {index}: {node['step']}\nResult {index}: {trim(outcome or '', result_chars)}"
+        )
+    return "\n\n".join(lines)
+
+
+def planner_messages(task: str, max_steps: int) -> list[BaseMessage]:
+    return [
+        SystemMessage(content=PLANNER_SYSTEM.format(max_steps=max_steps)),
+        HumanMessage(content=f"Task: {task}"),
+    ]
+
+
+def executor_messages(
+    task: str, done: Sequence[NodeRecord], step: str, planned: Sequence[str], result_chars: int
+) -> list[BaseMessage]:
+    """The executor sees the task, every ancestor's step and result (root included), its own
+    step, and the steps still planned after it."""
+    later = "\n".join(f"- {s}" for s in planned) or "(none)"
+    body = (
+        f"Task: {task}\n\n"
+        f"Done so far on this path:\n{_path_block(done, result_chars)}\n\n"
+        f"Step to execute: {step}\n\n"
+        f"Planned after this step (do not do them now):\n{later}"
+    )
+    return [HumanMessage(content=body)]
+
+
+def replanner_messages(
+    task: str, path: Sequence[NodeRecord], k: int, result_chars: int
+) -> list[BaseMessage]:
+    planned = "\n".join(f"- {s}" for s in path[-1]["planned"]) or "(none)"
+    body = (
+        f"Task: {task}\n\n"
+        f"Steps done on this path:\n{_path_block(path, result_chars)}\n\n"
+        f"Remaining plan:\n{planned}"
+    )
+    return [SystemMessage(content=REPLANNER_SYSTEM.format(k=k)), HumanMessage(content=body)]
+
+
+def responder_messages(
+    task: str, path: Sequence[NodeRecord], result_chars: int, *, partial: bool
+) -> list[BaseMessage]:
+    note = (
+        "\n\nThe research stopped before it was complete: answer as well as the evidence allows "
+        "and say what is missing."
+        if partial
+        else ""
+    )
+    sources = (
+        "\n".join(f"- [{s['title']}]({s['url']})" for node in path for s in node["sources"])
+        or "(none recorded)"
+    )
+    body = (
+        f"Task: {task}\n\nResearch:\n{_path_block(path, result_chars)}\n\nSources:\n{sources}{note}"
+    )
+    return [SystemMessage(content=RESPONDER_SYSTEM), HumanMessage(content=body)]
+
+
+def voter_messages(
+    task: str, candidates: Sequence[tuple[str, str, str]], evidence_chars: int
+) -> list[BaseMessage]:
+    """`candidates` holds (id, answer, evidence) triples, already in the order to show."""
+    blocks = [
+        f"### Candidate {cid}\nAnswer:\n{trim(answer, evidence_chars)}\n\n"
+        f"Evidence:\n{trim(evidence, evidence_chars)}"
+        for cid, answer, evidence in candidates
+    ]
+    body = f"Task: {task}\n\n" + "\n\n".join(blocks)
+    return [SystemMessage(content=VOTER_SYSTEM), HumanMessage(content=body)]
+
+
+def path_evidence(path: Sequence[NodeRecord], result_chars: int) -> str:
+    """A path's steps and results as one text block (used by the vote)."""
+    return _path_block(path, result_chars)

@@ -1,0 +1,139 @@
+"""The graph state: plain, JSON-serialisable data that a LangGraph checkpointer can save.
+
+The tree is a dict of node records keyed by id, merged by id through a reducer. No Python object
+with parent pointers, no deque, no set: a checkpoint is the whole truth about a run.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from typing_extensions import TypedDict
+
+NodeStatus = Literal["pending", "running", "done", "failed", "pruned", "cancelled"]
+Phase = Literal["plan", "search", "finish", "done", "failed"]
+StopReason = Literal[
+    "max_paths",
+    "frontier_exhausted",
+    "budget_llm_calls",
+    "budget_tokens",
+    "max_nodes",
+    "deadline",
+    "early_stop",
+    "cancelled",
+    "error",
+]
+STOP_REASONS: tuple[StopReason, ...] = (
+    "max_paths",
+    "frontier_exhausted",
+    "budget_llm_calls",
+    "budget_tokens",
+    "max_nodes",
+    "deadline",
+    "early_stop",
+    "cancelled",
+    "error",
+)
+
+
+class Source(TypedDict):
+    title: str
+    url: str
+
+
+class ToolCallRecord(TypedDict):
+    name: str
+    args: dict[str, Any]
+    ok: bool
+    error_kind: str | None
+    seconds: float
+
+
+class NodeRecord(TypedDict):
+    """One step of one path. `order` is the creation sequence (ids are `n<order>`)."""
+
+    id: str
+    parent_id: str | None
+    depth: int
+    order: int
+    step: str
+    planned: list[str]
+    status: NodeStatus
+    result: str | None
+    error: str | None
+    tool_calls: list[ToolCallRecord]
+    sources: list[Source]
+    seconds: float | None
+    expanded: bool
+    complete: bool
+    answer: str | None
+    answer_error: str | None
+    score: float | None
+    value_sum: float
+    visits: int
+
+
+class FinalResult(TypedDict):
+    answer: str | None
+    partial: bool
+    chosen_id: str | None
+    path: list[str]
+    sources: list[Source]
+
+
+class ErrorInfo(TypedDict):
+    code: str
+    message: str
+
+
+def merge_nodes(left: dict[str, NodeRecord], right: dict[str, NodeRecord]) -> dict[str, NodeRecord]:
+    """Reducer: a node update replaces the record with the same id; others are kept."""
+    return {**left, **right}
+
+
+class RunState(TypedDict, total=False):
+    run_id: str
+    task: str
+    params: dict[str, Any]
+    plan: list[str]
+    nodes: Annotated[dict[str, NodeRecord], merge_nodes]
+    next_order: int
+    phase: Phase
+    budget_hit: StopReason | None
+    capped: bool
+    stop_reason: StopReason | None
+    metrics: dict[str, Any]
+    elapsed_s: float
+    final: FinalResult | None
+    error: ErrorInfo | None
+
+
+def new_node(
+    *,
+    order: int,
+    parent: NodeRecord | None,
+    step: str,
+    planned: list[str],
+) -> NodeRecord:
+    """A fresh pending node under `parent` (or a root when `parent` is None)."""
+    return NodeRecord(
+        id=f"n{order}",
+        parent_id=parent["id"] if parent else None,
+        depth=parent["depth"] + 1 if parent else 0,
+        order=order,
+        step=step,
+        planned=list(planned),
+        status="pending",
+        result=None,
+        error=None,
+        tool_calls=[],
+        sources=[],
+        seconds=None,
+        expanded=False,
+        complete=False,
+        answer=None,
+        answer_error=None,
+        score=None,
+        value_sum=0.0,
+        visits=0,
+    )

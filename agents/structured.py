@@ -1,0 +1,83 @@
+"""Structured model output with one corrective retry: the model sees why its reply failed."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from pydantic import BaseModel, ValidationError
+
+from agents.errors import BudgetExhausted, ModelError
+from agents.retry import retrying
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, ValidationError):
+        parts = [f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in error.errors()]
+        return "; ".join(parts)[:500]
+    return str(error)[:500] or type(error).__name__
+
+
+async def call_structured(
+    model: BaseChatModel,
+    schema: type[BaseModel] | dict[str, Any],
+    messages: Sequence[BaseMessage],
+    *,
+    config: RunnableConfig,
+    parse: Callable[[Any], T],
+    what: str,
+    retries: int = 0,
+    retry_delay_s: float = 1.0,
+) -> T:
+    """Ask `model` for output matching `schema` and turn it into `T` with `parse`.
+
+    `parse` raises `ValueError` (or `ValidationError`) for output that parses but is unusable.
+    A reply that fails is retried once with the failure shown to the model; a second failure,
+    or a model call that still fails after `retries` retries of retryable errors, raises
+    `ModelError`.
+    """
+    runnable = model.with_structured_output(schema, method="json_schema", include_raw=True)
+    history: list[BaseMessage] = list(messages)
+    problem = "no reply"
+    for attempt in (1, 2):
+        try:
+            out = await retrying(
+                lambda: runnable.ainvoke(history, config=config),
+                retries=retries,
+                base_delay_s=retry_delay_s,
+                what=what,
+            )
+        except (BudgetExhausted, ModelError):
+            raise
+        except Exception as e:
+            raise ModelError(f"the {what} model call failed ({type(e).__name__})") from e
+        assert isinstance(out, dict)  # include_raw=True always returns a dict
+        raw = out.get("raw")
+        try:
+            if out.get("parsing_error") is not None:
+                raise ValueError(_describe(out["parsing_error"]))
+            if out.get("parsed") is None:
+                raise ValueError("the reply did not contain the requested JSON object")
+            return parse(out["parsed"])
+        except (ValueError, ValidationError) as e:
+            problem = _describe(e)
+            logger.warning("%s output unusable (attempt %d): %s", what, attempt, problem)
+            if isinstance(raw, AIMessage):
+                history.append(AIMessage(content=raw.text or "(empty)"))
+            history.append(
+                HumanMessage(
+                    content=(
+                        f"Your reply could not be used: {problem}. "
+                        "Reply again with only a JSON object that matches the schema."
+                    )
+                )
+            )
+    raise ModelError(f"the {what} reply was unusable twice: {problem}")

@@ -1,0 +1,105 @@
+"""Pure functions over the tree of node records: paths, runnable sets, candidate hygiene."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from agents.state import NodeRecord, Source
+
+_LEADING_MARK = re.compile(r"^\s*(?:step\s*)?(?:\d+[.):]|[-*•]|\(\d+\))\s*", re.IGNORECASE)
+_SPACE = re.compile(r"\s+")
+_NON_WORD = re.compile(r"[^\w\s]")
+
+
+def path_to(nodes: Mapping[str, NodeRecord], node_id: str) -> list[NodeRecord]:
+    """The nodes from the root down to `node_id`, root included."""
+    path: list[NodeRecord] = []
+    current: str | None = node_id
+    while current is not None:
+        node = nodes[current]
+        path.append(node)
+        current = node["parent_id"]
+    path.reverse()
+    return path
+
+
+def children_of(nodes: Mapping[str, NodeRecord], node_id: str) -> list[NodeRecord]:
+    """Direct children of a node in creation order."""
+    return sorted((n for n in nodes.values() if n["parent_id"] == node_id), key=_order)
+
+
+def _order(node: NodeRecord) -> int:
+    return node["order"]
+
+
+def clean_step(text: str) -> str:
+    """A proposed step as it is stored: list markers stripped, whitespace collapsed."""
+    return _SPACE.sub(" ", _LEADING_MARK.sub("", text)).strip()
+
+
+def step_key(text: str) -> str:
+    """The identity of a step for de-duplication: case, punctuation and spacing ignored."""
+    return _SPACE.sub(" ", _NON_WORD.sub(" ", clean_step(text).casefold())).strip()
+
+
+def select_candidates(
+    proposals: Iterable[str],
+    *,
+    taken: Iterable[str],
+    limit: int,
+) -> tuple[list[str], list[str]]:
+    """Keep at most `limit` distinct, non-empty proposals not already in `taken`.
+
+    `taken` holds the steps of the path's ancestors and of existing siblings. Returns the kept
+    steps in the proposer's order and the dropped ones (duplicates, empties, over the limit).
+    Never pads: fewer good proposals mean fewer children.
+    """
+    seen = {step_key(step) for step in taken}
+    kept: list[str] = []
+    dropped: list[str] = []
+    for raw in proposals:
+        step = clean_step(raw)
+        key = step_key(step)
+        if not key or key in seen or len(kept) >= limit:
+            dropped.append(raw)
+            continue
+        seen.add(key)
+        kept.append(step)
+    return kept, dropped
+
+
+def runnable(nodes: Mapping[str, NodeRecord], busy: set[str]) -> list[NodeRecord]:
+    """Pending (or orphaned running) nodes whose parent is done and that no job is running."""
+    out: list[NodeRecord] = []
+    for node in nodes.values():
+        if node["id"] in busy or node["status"] not in ("pending", "running"):
+            continue
+        parent = nodes.get(node["parent_id"]) if node["parent_id"] else None
+        if parent is None or parent["status"] == "done":
+            out.append(node)
+    return out
+
+
+def path_sources(path: Iterable[NodeRecord]) -> list[Source]:
+    """The distinct sources of a path, first occurrence first."""
+    seen: set[str] = set()
+    out: list[Source] = []
+    for node in path:
+        for source in node["sources"]:
+            if source["url"] not in seen:
+                seen.add(source["url"])
+                out.append(source)
+    return out
+
+
+def trim(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, marking the cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 15)].rstrip() + " …[truncated]"
+
+
+def mean_value(node: NodeRecord) -> float:
+    """Mean backed-up value of a node (0 when never visited)."""
+    return node["value_sum"] / node["visits"] if node["visits"] else 0.0
