@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Protocol
 
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 
 from agents.errors import ConfigError
-from agents.settings import ROLES, Role, Settings
+from agents.settings import DEFAULT_MODEL, ROLES, Role, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,11 @@ class SettingsModelFactory:
             self._cache[role] = self._build(role)
         return self._cache[role]
 
+    def _has_google_key(self) -> bool:
+        if self._settings.google_api_key is not None:
+            return bool(self._settings.google_api_key.get_secret_value())
+        return bool(os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY"))
+
     def check(self) -> None:
         """Build every role's model now, so misconfiguration fails at start-up."""
         for role in ROLES:
@@ -50,6 +56,16 @@ class SettingsModelFactory:
 
     def _build(self, role: Role) -> BaseChatModel:
         spec = self._settings.model_for(role)
+        provider, sep, name = spec.partition(":")
+        if not sep or not provider or not name:
+            raise ConfigError(
+                f"model {spec!r} for role {role} must be 'provider:model', "
+                f"e.g. {DEFAULT_MODEL!r} (a bare Gemini name would route to Vertex AI)"
+            )
+        if provider == "google_genai" and not self._has_google_key():
+            raise ConfigError(
+                f"model {spec!r} for role {role} needs a Gemini API key: set GOOGLE_API_KEY"
+            )
         kwargs: dict[str, Any] = {
             "temperature": ROLE_TEMPERATURE[role],
             "timeout": self._settings.model_timeout_s,
@@ -63,9 +79,8 @@ class SettingsModelFactory:
             raise ConfigError(
                 f"model {spec!r} for role {role} needs a provider package that is not installed"
             ) from e
-        except ValueError as e:
-            raise ConfigError(f"cannot use model {spec!r} for role {role}: {e}") from e
-        except Exception as e:  # provider constructors raise their own types (e.g. missing key)
-            raise ConfigError(f"cannot build model {spec!r} for role {role}: {e}") from e
+        except Exception as e:  # provider constructors raise their own types
+            first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ConfigError(f"cannot use model {spec!r} for role {role}: {first_line}") from e
         logger.info("model for role=%s: %s", role, spec)
         return model

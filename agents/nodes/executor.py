@@ -9,7 +9,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import ModelCallLimitMiddleware, ModelRetryMiddleware
+from langchain.agents.middleware import (
+    ModelCallLimitMiddleware,
+    ModelRetryMiddleware,
+    ToolErrorMiddleware,
+)
+from langchain.agents.middleware.types import ToolCallRequest
 from langchain_core.messages import AIMessage
 
 from agents.context import RunContext
@@ -21,6 +26,13 @@ from agents.state import NodeRecord
 from agents.tree import path_to, trim
 
 logger = logging.getLogger(__name__)
+
+
+def _tool_failure(error: Exception, request: ToolCallRequest) -> str:
+    # Tools report their own failures; this is the backstop for one that raises anyway. The
+    # text names the failure's kind only: exception messages may carry internal detail.
+    name = request.tool_call["name"]
+    return f"{name}: failed ({type(error).__name__}); try a different query or tool"
 
 
 def _agent(ctx: RunContext) -> Any:
@@ -38,6 +50,7 @@ def _agent(ctx: RunContext) -> Any:
                 initial_delay=settings.model_retry_base_delay_s,
                 jitter=True,
             ),
+            ToolErrorMiddleware(on_error=_tool_failure),
         ]
         ctx.executor_agent = create_agent(
             ctx.models.for_role("executor"),

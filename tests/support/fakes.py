@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from agents.settings import Role
 
@@ -68,7 +68,7 @@ class ScriptedChatModel(BaseChatModel):
     role: str
     script: Any
     recorder: Any
-    tool_names: list[str] = []
+    tool_names: list[str] = Field(default_factory=list)
     json_schema_sent: dict[str, Any] | None = None
 
     @property

@@ -1,0 +1,96 @@
+"""Every budget ends the run with its stop reason, checked before the call that would break it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from langchain_core.messages import AIMessage
+
+from agents.params import RunParams
+from tests.conftest import EngineMaker, EventLog
+from tests.support.fakes import FakeCall, Reply, step_to_execute
+from tests.support.scenario import Scenario
+
+WIDE = Scenario(plan=["A"], replans={"A": ["B", "C", "D"], "B": ["B1"], "C": ["C1"]})
+
+
+async def test_max_paths_stops_the_search_when_enough_answers_exist(
+    make_engine: EngineMaker, events: EventLog
+) -> None:
+    engine, _ = make_engine(WIDE)
+
+    result = await engine.run("task?", RunParams(max_paths=1, max_concurrency=1), sink=events)
+
+    assert result.stop_reason == "max_paths"
+    assert len(events.of("path_completed")) == 1
+    assert events.types()[-1] == "done"
+
+
+async def test_max_nodes_caps_the_tree_and_is_the_stop_reason(
+    make_engine: EngineMaker, events: EventLog
+) -> None:
+    engine, _ = make_engine(WIDE)
+
+    result = await engine.run("task?", RunParams(max_nodes=3, max_paths=10), sink=events)
+
+    assert len(result.nodes) == 3
+    assert result.stop_reason == "max_nodes"
+    assert events.of("candidates")[0].dropped == ["D"]
+    assert result.status == "done"
+
+
+async def test_llm_call_budget_is_never_exceeded_and_keeps_one_call_for_the_vote(
+    make_engine: EngineMaker, events: EventLog
+) -> None:
+    engine, models = make_engine(WIDE)
+
+    result = await engine.run("task?", RunParams(max_llm_calls=6, max_paths=10), sink=events)
+
+    assert result.stop_reason == "budget_llm_calls"
+    assert len(models.recorder.calls) <= 6
+    assert result.metrics["llm_calls"] == len(models.recorder.calls)
+    assert result.status == "done"
+    assert events.types()[-1] == "done"
+
+
+async def test_token_budget_stops_before_the_next_call(
+    make_engine: EngineMaker, events: EventLog
+) -> None:
+    def script(call: FakeCall) -> Reply:
+        reply = WIDE.reply(call)
+        if call.role == "executor" and isinstance(reply, AIMessage):
+            reply.usage_metadata = {"input_tokens": 700, "output_tokens": 100, "total_tokens": 800}
+        return reply
+
+    engine, models = make_engine(script)
+
+    result = await engine.run("task?", RunParams(max_tokens=1000, max_paths=10), sink=events)
+
+    assert result.stop_reason == "budget_tokens"
+    executed = [step_to_execute(c) for c in models.recorder.by_role("executor")]
+    # A, then B/C/D start together (concurrency 4); whatever else ran, nothing started after.
+    assert executed[0] == "A"
+    assert len(executed) <= 4
+    assert result.metrics["input_tokens"] + result.metrics["output_tokens"] >= 1000
+
+
+async def test_deadline_cancels_in_flight_steps_and_still_answers(
+    make_engine: EngineMaker, events: EventLog
+) -> None:
+    never = asyncio.Event()
+
+    async def script(call: FakeCall) -> Reply:
+        if call.role == "executor" and step_to_execute(call) != "A":
+            await never.wait()
+        return WIDE.reply(call)
+
+    engine, _ = make_engine(script)
+
+    result = await engine.run("task?", RunParams(deadline_s=0.2), sink=events)
+
+    assert result.stop_reason == "deadline"
+    cancelled = [e.node_id for e in events.of("node_finished") if e.status == "cancelled"]
+    assert sorted(cancelled) == ["n2", "n3", "n4"]
+    assert result.partial is True
+    assert result.chosen_id == "n1"
+    assert events.types()[-1] == "done"

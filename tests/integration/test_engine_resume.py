@@ -1,0 +1,149 @@
+"""Checkpointing: a run stopped mid-search resumes from its SQLite checkpoint and finishes
+without executing a completed node again. Cancellation stops in-flight calls."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from agents.engine import Engine
+from agents.errors import RunNotFound
+from agents.params import RunParams
+from agents.settings import Settings
+from tests.conftest import EngineMaker, EventLog
+from tests.support.fakes import FakeCall, FakeModels, Reply, step_to_execute
+from tests.support.scenario import Scenario
+
+TREE = Scenario(plan=["A"], replans={"A": ["B", "C", "D"]})
+PARAMS = RunParams(max_paths=3)
+
+
+class SignallingSaver(AsyncSqliteSaver):
+    """A real SQLite saver that tells the test each time a checkpoint is written."""
+
+    written: asyncio.Event
+
+    async def aput(self, *args: Any, **kwargs: Any) -> Any:
+        out = await super().aput(*args, **kwargs)
+        self.written.set()
+        return out
+
+
+async def _saver(path: Path) -> tuple[SignallingSaver, Any]:
+    manager = SignallingSaver.from_conn_string(str(path))
+    saver = await manager.__aenter__()
+    saver.written = asyncio.Event()
+    return saver, manager  # type: ignore[return-value]
+
+
+async def test_a_stopped_run_resumes_from_its_checkpoint_without_redoing_finished_nodes(
+    settings: Settings, tmp_path: Path
+) -> None:
+    db = tmp_path / "checkpoints.sqlite"
+    stuck = asyncio.Event()
+
+    async def first_script(call: FakeCall) -> Reply:
+        if call.role == "executor" and step_to_execute(call) == "D":
+            await stuck.wait()  # D is in flight when the run is stopped
+        return TREE.reply(call)
+
+    saver, manager = await _saver(db)
+    first_models = FakeModels(first_script)
+    first = Engine(settings=settings, models=first_models, tools=[], checkpointer=saver)
+    run = asyncio.create_task(first.run("task?", PARAMS, run_id="r1"))
+    config = {"configurable": {"thread_id": "r1"}}
+    async with asyncio.timeout(10):
+        while True:
+            await saver.written.wait()
+            saver.written.clear()
+            nodes = (await first.graph.aget_state(config)).values.get("nodes", {})  # type: ignore[arg-type]
+            if sum(1 for n in nodes.values() if n["answer"]) == 2:
+                break
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    await manager.__aexit__(None, None, None)
+    saved_done = sorted(n["step"] for n in nodes.values() if n["status"] == "done")
+    assert saved_done == ["A", "B", "C"]
+
+    saver2, manager2 = await _saver(db)
+    second_models = FakeModels(TREE)
+    second = Engine(settings=settings, models=second_models, tools=[], checkpointer=saver2)
+    events = EventLog()
+    result = await second.resume("r1", sink=events)
+    await manager2.__aexit__(None, None, None)
+
+    assert [step_to_execute(c) for c in second_models.recorder.by_role("executor")] == ["D"]
+    assert second_models.recorder.by_role("planner") == []
+    assert len(second_models.recorder.by_role("responder")) == 1
+    assert result.status == "done"
+    assert result.metrics["paths_completed"] == 3
+    assert events.types()[-1] == "done"
+
+
+async def test_resuming_a_finished_run_makes_no_calls(settings: Settings, tmp_path: Path) -> None:
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "c.sqlite")) as saver:
+        models = FakeModels(TREE)
+        engine = Engine(settings=settings, models=models, tools=[], checkpointer=saver)
+        first = await engine.run("task?", PARAMS, run_id="r2")
+        calls = len(models.recorder.calls)
+
+        again = await engine.resume("r2")
+
+    assert len(models.recorder.calls) == calls
+    assert again.answer == first.answer
+    assert again.status == "done"
+
+
+async def test_resuming_an_unknown_run_raises_run_not_found(
+    settings: Settings, tmp_path: Path
+) -> None:
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "c.sqlite")) as saver:
+        engine = Engine(settings=settings, models=FakeModels(TREE), tools=[], checkpointer=saver)
+        with pytest.raises(RunNotFound):
+            await engine.resume("nope")
+
+
+async def test_cancelling_a_run_cancels_in_flight_calls_and_emits_cancelled(
+    make_engine: EngineMaker, events: EventLog
+) -> None:
+    started = asyncio.Event()
+    interrupted: list[str] = []
+
+    async def script(call: FakeCall) -> Reply:
+        if call.role == "executor" and step_to_execute(call) != "A":
+            started.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                interrupted.append(step_to_execute(call))
+                raise
+        return TREE.reply(call)
+
+    engine, _ = make_engine(script)
+    run = asyncio.create_task(engine.run("task?", PARAMS, sink=events))
+    async with asyncio.timeout(5):
+        await started.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+
+    assert sorted(interrupted) == ["B", "C", "D"]
+    assert events.types()[-1] == "cancelled"
+
+
+async def test_stream_yields_events_in_order_ending_with_the_terminal_one(
+    make_engine: EngineMaker,
+) -> None:
+    engine, _ = make_engine(TREE)
+
+    seen = [event.type async for event in engine.stream("task?", PARAMS)]
+
+    assert seen[0] == "run_started"
+    assert seen[1] == "plan"
+    assert seen[-1] == "done"
+    assert seen.count("path_completed") == 3

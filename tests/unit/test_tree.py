@@ -1,0 +1,94 @@
+"""Pure tree functions: paths, candidate hygiene, runnable sets."""
+
+from __future__ import annotations
+
+from agents.state import NodeRecord, new_node
+from agents.tree import (
+    clean_step,
+    path_sources,
+    path_to,
+    runnable,
+    select_candidates,
+    step_key,
+    trim,
+)
+
+
+def _chain() -> dict[str, NodeRecord]:
+    root = new_node(order=1, parent=None, step="A", planned=["B"])
+    child = new_node(order=2, parent=root, step="B", planned=[])
+    grandchild = new_node(order=3, parent=child, step="C", planned=[])
+    return {n["id"]: n for n in (root, child, grandchild)}
+
+
+def test_path_to_includes_the_root() -> None:
+    nodes = _chain()
+
+    assert [n["step"] for n in path_to(nodes, "n3")] == ["A", "B", "C"]
+    assert [n["step"] for n in path_to(nodes, "n1")] == ["A"]
+
+
+def test_new_node_depth_and_parent_follow_the_parent() -> None:
+    nodes = _chain()
+
+    assert (nodes["n3"]["depth"], nodes["n3"]["parent_id"]) == (2, "n2")
+    assert (nodes["n1"]["depth"], nodes["n1"]["parent_id"]) == (0, None)
+
+
+def test_clean_step_strips_list_markers_and_spacing() -> None:
+    assert clean_step("  2.  Search   arXiv ") == "Search arXiv"
+    assert clean_step("- read the page") == "read the page"
+    assert clean_step("Step 3: compare") == "compare"
+    assert clean_step("(1) verify") == "verify"
+
+
+def test_step_key_ignores_case_punctuation_and_spacing() -> None:
+    assert step_key("Check Y!") == step_key("check   y")
+    assert step_key("Check Y") != step_key("Check Z")
+
+
+def test_select_candidates_drops_duplicates_empties_and_overflow_in_order() -> None:
+    kept, dropped = select_candidates(["1. B", "b.", "A", "", "C", "D"], taken=["A"], limit=2)
+
+    assert kept == ["B", "C"]
+    assert dropped == ["b.", "A", "", "D"]
+
+
+def test_select_candidates_never_pads() -> None:
+    kept, dropped = select_candidates(["A"], taken=["A"], limit=3)
+
+    assert (kept, dropped) == ([], ["A"])
+
+
+def test_runnable_needs_a_done_parent_and_no_running_job() -> None:
+    nodes = _chain()
+    assert [n["id"] for n in runnable(nodes, set())] == ["n1"]
+
+    nodes["n1"] = {**nodes["n1"], "status": "done"}
+    assert [n["id"] for n in runnable(nodes, set())] == ["n2"]
+    assert runnable(nodes, {"n2"}) == []
+
+
+def test_a_running_node_without_a_job_is_runnable_again_after_a_resume() -> None:
+    nodes = _chain()
+    nodes["n1"] = {**nodes["n1"], "status": "running"}
+
+    assert [n["id"] for n in runnable(nodes, set())] == ["n1"]
+
+
+def test_path_sources_are_distinct_by_url_in_path_order() -> None:
+    nodes = _chain()
+    nodes["n1"]["sources"] = [{"title": "x", "url": "u1"}]
+    nodes["n2"]["sources"] = [{"title": "y", "url": "u2"}, {"title": "x again", "url": "u1"}]
+
+    assert path_sources(path_to(nodes, "n2")) == [
+        {"title": "x", "url": "u1"},
+        {"title": "y", "url": "u2"},
+    ]
+
+
+def test_trim_marks_the_cut_and_respects_the_limit() -> None:
+    assert trim("short", 10) == "short"
+    cut = trim("x" * 100, 40)
+    assert len(cut) <= 40
+    assert cut.endswith("…[truncated]")

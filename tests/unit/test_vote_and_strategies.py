@@ -1,0 +1,61 @@
+"""Vote schema and fallback choice; the dfs ordering."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.errors import ConfigError
+from agents.nodes.vote import best_valued, vote_schema
+from agents.state import NodeRecord, new_node
+from agents.strategies import DepthFirst, strategy_for
+
+
+def test_vote_schema_is_json_schema_with_a_lower_case_string_enum() -> None:
+    schema = vote_schema(["n4", "n2"])
+
+    assert schema["type"] == "object"
+    assert schema["properties"]["choice"] == {
+        "type": "string",
+        "enum": ["n4", "n2"],
+        "description": "A candidate id.",
+    }
+    assert schema["required"] == ["choice"]
+
+
+def _tree() -> dict[str, NodeRecord]:
+    root = new_node(order=1, parent=None, step="A", planned=[])
+    b = new_node(order=2, parent=root, step="B", planned=[])
+    c = new_node(order=3, parent=root, step="C", planned=[])
+    d = new_node(order=4, parent=b, step="D", planned=[])
+    return {n["id"]: n for n in (root, b, c, d)}
+
+
+def test_best_valued_prefers_the_higher_mean_score_of_the_path() -> None:
+    nodes = _tree()
+    nodes["n2"]["score"], nodes["n3"]["score"] = 0.2, 0.9
+
+    assert best_valued(nodes, [nodes["n2"], nodes["n3"]])["id"] == "n3"
+
+
+def test_best_valued_breaks_ties_by_creation_order() -> None:
+    nodes = _tree()
+
+    assert best_valued(nodes, [nodes["n3"], nodes["n2"]])["id"] == "n2"
+
+
+def test_dfs_takes_the_deepest_first_then_the_replanners_order() -> None:
+    nodes = _tree()
+    picks = DepthFirst().select(nodes, [nodes["n3"], nodes["n4"], nodes["n2"]], set(), 2)
+
+    assert [n["id"] for n in picks] == ["n4", "n2"]
+
+
+def test_dfs_never_returns_more_than_the_free_slots() -> None:
+    nodes = _tree()
+
+    assert DepthFirst().select(nodes, list(nodes.values()), set(), 0) == []
+
+
+def test_an_unknown_strategy_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown strategy"):
+        strategy_for("astar")
