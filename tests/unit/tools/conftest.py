@@ -1,7 +1,9 @@
-"""Fixtures for the pure tool tests: a fake clock and settings that never read the environment."""
+"""Fixtures for the tool tests: a fake clock, settings that never read the environment, and a
+way to call a tool as an agent's tool node does."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -12,12 +14,12 @@ from agents.settings import Settings
 
 
 class FakeClock:
-    """Monotonic time that moves only when told to, or by `sleep` when `advance_on_sleep`."""
+    """Monotonic time that moves only by `sleep` (when `advance_on_sleep`) or by hand."""
 
-    def __init__(self, *, advance_on_sleep: bool = True) -> None:
+    def __init__(self) -> None:
         self.now = 1000.0
         self.sleeps: list[float] = []
-        self.advance_on_sleep = advance_on_sleep
+        self.advance_on_sleep = True
 
     def __call__(self) -> float:
         return self.now
@@ -28,21 +30,35 @@ class FakeClock:
             self.now += seconds
 
 
+SettingsFactory = Callable[..., Settings]
+CallTool = Callable[[BaseTool, dict[str, Any]], Awaitable[ToolMessage]]
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
 
 
-def make_settings(**fields: Any) -> Settings:
+@pytest.fixture
+def make_settings() -> SettingsFactory:
     """Settings from explicit fields only (no .env file); rate limits off unless asked for."""
-    fields.setdefault("tool_min_interval_s", 0.0)
-    return Settings(_env_file=None, **fields)  # type: ignore[call-arg]
+
+    def make(**fields: Any) -> Settings:
+        fields.setdefault("tool_min_interval_s", 0.0)
+        return Settings(_env_file=None, **fields)  # type: ignore[call-arg]
+
+    return make
 
 
-async def call(tool: BaseTool, args: dict[str, Any]) -> ToolMessage:
-    """Invoke a tool the way an agent's tool node does: with a tool call."""
-    message = await tool.ainvoke(
-        {"name": tool.name, "args": args, "id": "call-1", "type": "tool_call"}
-    )
-    assert isinstance(message, ToolMessage)
-    return message
+@pytest.fixture
+def call_tool() -> CallTool:
+    """Invoke a tool with a tool call, as LangGraph's tool node does; returns the ToolMessage."""
+
+    async def call(tool: BaseTool, args: dict[str, Any]) -> ToolMessage:
+        message = await tool.ainvoke(
+            {"name": tool.name, "args": args, "id": "call-1", "type": "tool_call"}
+        )
+        assert isinstance(message, ToolMessage)
+        return message
+
+    return call

@@ -1,0 +1,78 @@
+"""Request and response bodies of the HTTP API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.params import RunParams
+from agents.state import Source, StopReason
+from app.store.base import RunStatus
+
+MAX_TASK_CHARS = 4000
+
+
+class SolveRequest(RunParams):
+    """A task plus optional run parameters; every parameter has a default and bounds."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "task": "Which transformer variants beat the original on long-context tasks?",
+                    "max_paths": 3,
+                    "max_candidates": 2,
+                }
+            ]
+        },
+    )
+
+    task: str = Field(min_length=1, max_length=MAX_TASK_CHARS, description="The research question.")
+
+    def params(self) -> RunParams:
+        return RunParams.model_validate(self.model_dump(exclude={"task"}))
+
+
+class RunAccepted(BaseModel):
+    run_id: str
+    status: RunStatus
+    events: str = Field(description="Where to follow the run's events (SSE).")
+
+
+class RunView(BaseModel):
+    """A run as the API shows it."""
+
+    run_id: str
+    status: RunStatus
+    task: str
+    params: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    answer: str | None = None
+    partial: bool = False
+    chosen_id: str | None = None
+    path: list[str] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=list)
+    stop_reason: StopReason | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    error: dict[str, str] | None = None
+    nodes: list[dict[str, Any]] | None = Field(
+        default=None, description="The tree (node records); left out of run lists."
+    )
+
+
+class RunList(BaseModel):
+    runs: list[RunView]
+    next_offset: int | None = Field(description="Offset of the next page; null on the last.")
+
+
+class ErrorBody(BaseModel):
+    """Every error response: a stable code and a message safe to show."""
+
+    code: str
+    message: str
+    fields: list[dict[str, Any]] | None = None

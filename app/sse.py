@@ -1,0 +1,28 @@
+"""Server-Sent Events framing: `id:` / `event:` / `data:` frames and heartbeat comments."""
+
+from __future__ import annotations
+
+from app.store.base import StoredEvent
+
+SSE_HEADERS = {
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",
+    "Connection": "keep-alive",
+}
+HEARTBEAT = b": heartbeat\n\n"
+
+
+def frame(event: StoredEvent) -> bytes:
+    """One event as an SSE frame. The JSON payload is one line, so one `data:` line."""
+    return f"id: {event.seq}\nevent: {event.type}\ndata: {event.data}\n\n".encode()
+
+
+def parse_last_event_id(value: str | None) -> int | None:
+    """The integer in a `Last-Event-ID` header, or None when absent or not a number."""
+    if value is None:
+        return None
+    try:
+        seq = int(value.strip())
+    except ValueError:
+        return None
+    return seq if seq >= 0 else None

@@ -1,0 +1,48 @@
+"""The real app served by uvicorn on a free loopback port, inside the test's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import uvicorn
+
+from agents.settings import Settings
+from app.main import create_app
+from tests.support.fakes import FakeModels, Script
+
+
+@dataclass
+class Service:
+    url: str
+    client: httpx.AsyncClient
+    models: FakeModels
+
+
+@contextlib.asynccontextmanager
+async def serve(
+    settings: Settings, script: Script, tools: list[Any] | None = None
+) -> AsyncIterator[Service]:
+    """Serve the app with scripted models; yields once it accepts connections."""
+    models = FakeModels(script)
+    app = create_app(settings, models=models, tools=tools or [])
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                if task.done():
+                    task.result()  # surfaces a start-up failure
+                await asyncio.sleep(0.01)  # polling uvicorn's flag: it has no start event
+        port = server.servers[0].sockets[0].getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient(base_url=url, timeout=20) as client:
+            yield Service(url=url, client=client, models=models)
+    finally:
+        server.should_exit = True
+        await task

@@ -1,0 +1,104 @@
+"""`build_tools`: which tools, in what shape, and start-up failures for bad configuration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from agents.errors import ConfigError
+from tools.registry import ToolOverrides, build_tools
+from tools.results import ToolResult, read_artifact
+from tools.runtime import TtlCache
+
+
+def _no_search(query: str, **_: Any) -> list[dict[str, Any]]:
+    raise AssertionError("the network edge must not be reached")
+
+
+def test_default_settings_give_web_search_arxiv_wikipedia_in_order(make_settings) -> None:
+    tools = build_tools(make_settings())
+
+    assert [tool.name for tool in tools] == ["web_search", "arxiv", "wikipedia"]
+
+
+def test_tools_follow_the_configured_order_without_repeats(make_settings) -> None:
+    settings = make_settings(tools=["wikipedia", "web_search", "wikipedia"])
+
+    assert [tool.name for tool in build_tools(settings)] == ["wikipedia", "web_search"]
+
+
+def test_every_tool_is_async_and_returns_content_and_artifact(make_settings) -> None:
+    for tool in build_tools(make_settings()):
+        assert tool.response_format == "content_and_artifact"
+        assert getattr(tool, "coroutine", None) is not None
+        assert "Input:" in tool.description
+        assert "Returns" in tool.description
+        assert list(tool.args) == ["query"]
+
+
+def test_unknown_tool_in_the_environment_fails_settings(make_settings, monkeypatch) -> None:
+    monkeypatch.setenv("LATS_TOOLS", "web_search,bing")
+
+    with pytest.raises(ValidationError, match="unknown tool"):
+        make_settings()
+
+
+def test_unknown_tool_fails_start_up_with_a_clear_message(make_settings) -> None:
+    # model_copy skips validation: build_tools must not trust that settings were validated.
+    settings = make_settings().model_copy(update={"tools": ["web_search", "bing"]})
+
+    with pytest.raises(ConfigError, match=r"unknown tool\(s\) bing.*known: web_search"):
+        build_tools(settings)
+
+
+@pytest.mark.parametrize("backend", ["html", "lite", "duckduckgo,nope", ""])
+def test_unknown_web_search_backend_fails_start_up(make_settings, backend: str) -> None:
+    # ddgs would quietly fall back to "auto" (every engine) for these names.
+    with pytest.raises(ConfigError, match="web_search_backend"):
+        build_tools(make_settings(web_search_backend=backend))
+
+
+def test_several_known_backends_are_accepted(make_settings) -> None:
+    [tool] = build_tools(make_settings(tools=["web_search"], web_search_backend="duckduckgo,brave"))
+
+    assert tool.name == "web_search"
+
+
+def test_enabled_local_docs_without_a_folder_fails_start_up(make_settings) -> None:
+    with pytest.raises(ConfigError, match="LATS_LOCAL_DOCS_DIR is not set"):
+        build_tools(make_settings(tools=["local_docs"]))
+
+
+async def test_arguments_not_matching_the_schema_become_an_error_message(
+    make_settings, call_tool
+) -> None:
+    overrides = ToolOverrides(web_search_fn=_no_search)
+    [tool] = build_tools(make_settings(tools=["web_search"]), overrides=overrides)
+
+    message = await call_tool(tool, {"q": "wrong argument name"})
+
+    assert message.status == "error"
+    assert message.content.startswith("web_search: invalid input")
+    assert read_artifact(message.artifact)["error_kind"] == "invalid_input"
+
+
+def test_a_configured_folder_alone_does_not_enable_local_docs(make_settings) -> None:
+    settings = make_settings(local_docs_dir="/no/such/folder")
+
+    assert "local_docs" not in [tool.name for tool in build_tools(settings)]
+
+
+async def test_an_injected_cache_is_the_one_the_tools_fill(make_settings, call_tool, clock) -> None:
+    cache: TtlCache[ToolResult] = TtlCache(clock=clock)
+    overrides = ToolOverrides(web_search_fn=_results, cache=cache, clock=clock)
+    [tool] = build_tools(make_settings(tools=["web_search"]), overrides=overrides)
+
+    await call_tool(tool, {"query": "q"})
+
+    assert len(cache) == 1
+
+
+def _results(query: str, **_: Any) -> list[dict[str, Any]]:
+    return [{"title": "T", "href": "https://t.example/", "body": "b"}]

@@ -1,0 +1,228 @@
+"""`local_docs`: BM25 (bm25s) over the `.md`/`.txt` files of a configured folder, offline.
+
+Files are split into passages of about `PASSAGE_CHARS` (a heading starts a new passage), and the
+index is built once per folder and content: `load_index` reuses it until a file changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import bm25s  # type: ignore[import-untyped]  # bm25s ships no type information
+import Stemmer  # type: ignore[import-not-found]  # PyStemmer is a C extension without stubs
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel, Field
+
+from tools.results import Hit, ToolResult, render_hits
+from tools.runtime import ToolCallError, ToolRuntime, research_tool
+
+logger = logging.getLogger(__name__)
+
+NAME = "local_docs"
+SUFFIXES = frozenset({".md", ".txt"})
+MAX_FILE_BYTES = 2_000_000
+PASSAGE_CHARS = 1200
+MAX_PASSAGES = 5
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
+
+Fingerprint = tuple[tuple[str, int, int], ...]
+
+
+class LocalDocsInput(BaseModel):
+    """Arguments of `local_docs`."""
+
+    query: str = Field(description="Keywords to look for in the private documents.")
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A piece of one file: `path` is relative to the folder, in POSIX form."""
+
+    path: str
+    title: str
+    text: str
+
+
+class LocalDocsIndex:
+    """A BM25 index over the passages of one folder; `search` is safe to call from threads."""
+
+    def __init__(self, folder: Path, passages: list[Passage], fingerprint: Fingerprint) -> None:
+        self.folder = folder
+        self.passages = passages
+        self.fingerprint = fingerprint
+        # PyStemmer objects must not be used by two threads at once.
+        self._lock = threading.Lock()
+        self._stemmer = Stemmer.Stemmer("english")
+        self._retriever: bm25s.BM25 | None = None
+        if passages:
+            tokens = bm25s.tokenize(
+                [f"{p.title}\n{p.text}" for p in passages],
+                stopwords="en",
+                stemmer=self._stemmer,
+                show_progress=False,
+            )
+            self._retriever = bm25s.BM25()
+            self._retriever.index(tokens, show_progress=False)
+
+    @classmethod
+    def build(cls, folder: Path) -> LocalDocsIndex:
+        """Read every `.md`/`.txt` file under `folder` (hidden ones skipped) and index it."""
+        files = doc_files(folder)
+        passages: list[Passage] = []
+        for path in files:
+            relative = path.relative_to(folder).as_posix()
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                logger.warning("local_docs: cannot read %s: %s", relative, exc)
+                continue
+            passages.extend(split_passages(relative, text))
+        logger.info(
+            "local_docs: indexed %s passages from %s files in %s", len(passages), len(files), folder
+        )
+        return cls(folder, passages, fingerprint(folder, files))
+
+    def search(self, query: str, k: int = MAX_PASSAGES) -> list[tuple[Passage, float]]:
+        """The best `k` passages with a positive score, best first."""
+        if self._retriever is None:
+            return []
+        with self._lock:
+            query_tokens = bm25s.tokenize(
+                [query],
+                stopwords="en",
+                stemmer=self._stemmer,
+                return_ids=False,
+                show_progress=False,
+            )
+            if not query_tokens or not query_tokens[0]:
+                return []
+            documents, scores = self._retriever.retrieve(
+                query_tokens, k=min(k, len(self.passages)), show_progress=False
+            )
+        found: list[tuple[Passage, float]] = []
+        for index, score in zip(documents[0].tolist(), scores[0].tolist(), strict=True):
+            if score > 0:
+                found.append((self.passages[index], float(score)))
+        return found
+
+
+def doc_files(folder: Path) -> list[Path]:
+    """The indexable files under `folder`, sorted; hidden files and folders are skipped."""
+    files: list[Path] = []
+    for path in folder.rglob("*"):
+        relative = path.relative_to(folder)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        if path.suffix.lower() not in SUFFIXES or not path.is_file():
+            continue
+        if path.stat().st_size > MAX_FILE_BYTES:
+            logger.warning("local_docs: skipping %s (over %s bytes)", relative, MAX_FILE_BYTES)
+            continue
+        files.append(path)
+    return sorted(files)
+
+
+def fingerprint(folder: Path, files: list[Path] | None = None) -> Fingerprint:
+    """Name, size and modification time of every indexable file: changes when the corpus does."""
+    entries: list[tuple[str, int, int]] = []
+    for path in doc_files(folder) if files is None else files:
+        stat = path.stat()
+        entries.append((path.relative_to(folder).as_posix(), stat.st_size, stat.st_mtime_ns))
+    return tuple(entries)
+
+
+def split_passages(path: str, text: str, max_chars: int = PASSAGE_CHARS) -> list[Passage]:
+    """Split a file into passages: paragraphs packed up to `max_chars`, a new one per heading.
+
+    A passage's title is the file's first heading (or its name) plus the section heading.
+    """
+    doc_title = Path(path).stem
+    for line in text.splitlines():
+        match = _HEADING.match(line)
+        if match:
+            doc_title = match.group(1)
+            break
+    passages: list[Passage] = []
+    section = ""
+    chunk: list[str] = []
+
+    def flush() -> None:
+        body = "\n\n".join(chunk).strip()
+        chunk.clear()
+        if not body:
+            return
+        title = f"{doc_title} > {section}" if section and section != doc_title else doc_title
+        for start in range(0, len(body), max_chars):
+            passages.append(Passage(path=path, title=title, text=body[start : start + max_chars]))
+
+    for paragraph in re.split(r"\n\s*\n", text):
+        paragraph = paragraph.strip()
+        if not paragraph:
+            continue
+        heading = _HEADING.match(paragraph.splitlines()[0])
+        if heading:
+            flush()
+            section = heading.group(1)
+            paragraph = "\n".join(paragraph.splitlines()[1:]).strip()
+            if not paragraph:
+                continue
+        if chunk and sum(len(c) + 2 for c in chunk) + len(paragraph) > max_chars:
+            flush()
+        chunk.append(paragraph)
+    flush()
+    return passages
+
+
+_INDEXES: dict[Path, LocalDocsIndex] = {}
+_INDEXES_LOCK = threading.Lock()
+
+
+def load_index(folder: Path) -> LocalDocsIndex:
+    """The process-wide index of `folder`, rebuilt only when its files changed since."""
+    folder = folder.resolve()
+    with _INDEXES_LOCK:
+        index = _INDEXES.get(folder)
+        if index is None or index.fingerprint != fingerprint(folder):
+            index = LocalDocsIndex.build(folder)
+            _INDEXES[folder] = index
+        return index
+
+
+def to_hit(passage: Passage) -> Hit:
+    """A passage as a hit; its URL is `local://<path relative to the folder>`."""
+    return Hit(
+        title=passage.title, url=f"local://{passage.path}", text=passage.text, meta=passage.path
+    )
+
+
+def classify_local_error(exc: Exception) -> ToolCallError:
+    """Searching an in-memory index has no expected failure: anything raised is a bug."""
+    return ToolCallError("internal", detail=type(exc).__name__)
+
+
+def build_local_docs(runtime: ToolRuntime, index: LocalDocsIndex) -> BaseTool:
+    """The `local_docs` tool over a built index."""
+
+    def fetch(query: str) -> ToolResult:
+        found = index.search(query, MAX_PASSAGES)
+        hits = [to_hit(passage) for passage, _score in found]
+        return render_hits(NAME, query, hits, runtime.max_chars)
+
+    async def local_docs(query: str) -> ToolResult:
+        return await runtime.run(query, fetch, classify_local_error)
+
+    return research_tool(
+        name=NAME,
+        description=(
+            "Search the private document collection configured for this service (Markdown and "
+            "text files), offline. Use it first when the question may concern internal or "
+            "project-specific material, and to check what those documents say. Input: keywords. "
+            f"Returns up to {MAX_PASSAGES} best-matching passages, each with its file path."
+        ),
+        args_schema=LocalDocsInput,
+        coroutine=local_docs,
+    )

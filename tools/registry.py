@@ -1,0 +1,150 @@
+"""`build_tools`: the enabled research tools for a process's settings."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+from langchain_core.tools import BaseTool
+
+from agents.errors import ConfigError
+from agents.settings import KNOWN_TOOLS, Settings
+from tools import arxiv_search, local_docs, web_search, wikipedia_search
+from tools.results import ToolResult
+from tools.runtime import (
+    PROCESS_CACHE,
+    PROCESS_LIMITERS,
+    Clock,
+    Jitter,
+    LimiterRegistry,
+    Sleep,
+    ToolRuntime,
+    TtlCache,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOverrides:
+    """The network edge and the clocks, replaceable for tests and the bench.
+
+    Without overrides the tools use the real services, the real clock, and the process-wide
+    rate limiters and result cache. Passing `clock` or `sleep` without `limiters`/`cache` gives
+    the tools a fresh limiter registry and cache on that clock (a fake clock must not leak into
+    the process-wide ones).
+    """
+
+    web_search_fn: web_search.WebSearchFn | None = None
+    """Replaces `DDGS().text` (ddgs's HTTP client cannot be intercepted)."""
+    http_session: requests.Session | None = None
+    """Session for arxiv and wikipedia; default a new `requests.Session` per tool."""
+    clock: Clock | None = None
+    """Monotonic seconds, for deadlines, rate limits and cache expiry."""
+    sleep: Sleep | None = None
+    """Async sleep for rate-limit waits and retry backoff."""
+    jitter: Jitter | None = None
+    """Uniform [0, 1) scaling each backoff delay."""
+    cache: TtlCache[ToolResult] | None = None
+    limiters: LimiterRegistry | None = None
+
+
+def build_tools(settings: Settings, *, overrides: ToolOverrides | None = None) -> list[BaseTool]:
+    """The tools enabled in `settings.tools`, in that order.
+
+    `local_docs` is built only when enabled and `settings.local_docs_dir` names a folder.
+    Raises `ConfigError` for an unknown tool name, an unknown web search backend, or an enabled
+    `local_docs` without an existing folder.
+    """
+    overrides = overrides or ToolOverrides()
+    names = list(dict.fromkeys(settings.tools))  # keeps order, drops repeats
+    unknown = sorted(set(names) - set(KNOWN_TOOLS))
+    if unknown:
+        raise ConfigError(
+            f"unknown tool(s) {', '.join(unknown)} in LATS_TOOLS; known: {', '.join(KNOWN_TOOLS)}"
+        )
+    fake_time = overrides.clock is not None or overrides.sleep is not None
+    clock = overrides.clock or time.monotonic
+    sleep = overrides.sleep or asyncio.sleep
+    limiters = overrides.limiters
+    if limiters is None:
+        limiters = LimiterRegistry(clock=clock, sleep=sleep) if fake_time else PROCESS_LIMITERS
+    # Not `or`: an empty cache is falsy (it has a length).
+    cache = overrides.cache
+    if cache is None:
+        cache = TtlCache(clock=clock) if fake_time else PROCESS_CACHE
+
+    def runtime(name: str, *, min_interval_s: float, max_retries: int, scope: str) -> ToolRuntime:
+        return ToolRuntime(
+            name=name,
+            timeout_s=settings.tool_timeout_s,
+            max_retries=max_retries,
+            max_chars=settings.tool_result_max_chars,
+            cache_ttl_s=settings.tool_cache_ttl_s,
+            limiter=limiters.limiter(name, min_interval_s),
+            cache=cache,
+            clock=clock,
+            sleep=sleep,
+            jitter=overrides.jitter or random.random,
+            scope=scope,
+            # arXiv's boolean operators are upper case: "AND" and "and" are different queries.
+            casefold_keys=name != arxiv_search.NAME,
+        )
+
+    def session() -> requests.Session:
+        return overrides.http_session or requests.Session()
+
+    interval = settings.tool_min_interval_s
+    retries = settings.tool_max_retries
+    tools: list[BaseTool] = []
+    for name in names:
+        if name == web_search.NAME:
+            web_search.check_backend(settings.web_search_backend)
+            scope = "|".join(
+                [
+                    settings.web_search_backend,
+                    settings.web_search_region,
+                    settings.web_search_safesearch,
+                    str(settings.web_search_max_results),
+                ]
+            )
+            rt = runtime(name, min_interval_s=interval, max_retries=retries, scope=scope)
+            tools.append(web_search.build_web_search(settings, rt, overrides.web_search_fn))
+        elif name == arxiv_search.NAME:
+            arxiv_interval = max(interval, arxiv_search.MIN_INTERVAL_S)
+            scope = str(settings.arxiv_max_results)
+            rt = runtime(name, min_interval_s=arxiv_interval, max_retries=retries, scope=scope)
+            tools.append(arxiv_search.build_arxiv(settings, rt, session()))
+        elif name == wikipedia_search.NAME:
+            scope = settings.wikipedia_lang
+            rt = runtime(name, min_interval_s=interval, max_retries=retries, scope=scope)
+            tools.append(wikipedia_search.build_wikipedia(settings, rt, session()))
+        elif name == local_docs.NAME:
+            folder = _local_docs_folder(settings)
+            index = local_docs.load_index(folder)
+            # Nothing remote to protect and nothing retryable: no spacing, no retries. The
+            # corpus fingerprint in the scope retires cached answers when a file changes.
+            scope = f"{folder}|{hash(index.fingerprint):x}"
+            rt = runtime(name, min_interval_s=0.0, max_retries=0, scope=scope)
+            tools.append(local_docs.build_local_docs(rt, index))
+    logger.info("research tools enabled: %s", ", ".join(tool.name for tool in tools) or "none")
+    return tools
+
+
+def _local_docs_folder(settings: Settings) -> Path:
+    folder = settings.local_docs_dir
+    if folder is None:
+        raise ConfigError(
+            "local_docs is enabled in LATS_TOOLS but LATS_LOCAL_DOCS_DIR is not set; "
+            "set it to a folder of .md/.txt files or remove local_docs from LATS_TOOLS"
+        )
+    if not folder.is_dir():
+        raise ConfigError(
+            f"LATS_LOCAL_DOCS_DIR {str(folder)!r} is not an existing folder (local_docs is enabled)"
+        )
+    return folder.resolve()
