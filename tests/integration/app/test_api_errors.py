@@ -1,0 +1,109 @@
+"""Callers' mistakes get clear 4xx answers, never a 500 or internal text; keys guard the API."""
+
+from __future__ import annotations
+
+from pydantic import SecretStr
+
+from tests.integration.app.conftest import ServiceMaker
+from tests.support.scenario import Scenario
+
+TREE = Scenario(plan=["A"])
+
+
+async def test_an_invalid_body_gets_422_with_field_messages(service_for: ServiceMaker) -> None:
+    async with service_for(TREE) as svc:
+        response = await svc.client.post("/solve", json={"task": "", "max_paths": 999})
+
+    body = response.json()
+    assert response.status_code == 422
+    assert body["code"] == "invalid_request"
+    assert {tuple(f["loc"]) for f in body["fields"]} == {("body", "task"), ("body", "max_paths")}
+
+
+async def test_unknown_fields_and_non_json_bodies_are_422(service_for: ServiceMaker) -> None:
+    async with service_for(TREE) as svc:
+        unknown = await svc.client.post("/runs", json={"task": "x", "maxpaths": 1})
+        garbage = await svc.client.post(
+            "/runs", content=b"{not json", headers={"Content-Type": "application/json"}
+        )
+
+    assert unknown.status_code == 422
+    assert garbage.status_code == 422
+
+
+async def test_a_task_over_4000_characters_is_refused(service_for: ServiceMaker) -> None:
+    async with service_for(TREE) as svc:
+        response = await svc.client.post("/runs", json={"task": "x" * 4001})
+
+    assert response.status_code == 422
+
+
+async def test_an_oversized_body_gets_413(service_for: ServiceMaker) -> None:
+    async with service_for(TREE, max_body_bytes=2048) as svc:
+        response = await svc.client.post("/runs", json={"task": "x", "pad": "y" * 5000})
+
+    assert response.status_code == 413
+
+
+async def test_unknown_runs_are_404_everywhere(service_for: ServiceMaker) -> None:
+    async with service_for(TREE) as svc:
+        statuses = [
+            (await svc.client.get("/runs/nope")).status_code,
+            (await svc.client.get("/runs/nope/events")).status_code,
+            (await svc.client.get("/runs/nope/trace")).status_code,
+            (await svc.client.post("/runs/nope/cancel")).status_code,
+        ]
+
+    assert statuses == [404, 404, 404, 404]
+
+
+async def test_bad_query_parameters_are_422(service_for: ServiceMaker) -> None:
+    async with service_for(TREE) as svc:
+        responses = [
+            await svc.client.get("/runs?limit=0"),
+            await svc.client.get("/runs?status=bogus"),
+            await svc.client.get("/runs/x/events?after=-1"),
+        ]
+
+    assert [r.status_code for r in responses] == [422, 422, 422]
+
+
+async def test_with_keys_configured_every_endpoint_but_health_needs_one(
+    service_for: ServiceMaker,
+) -> None:
+    keys = [SecretStr("k-one"), SecretStr("k-two")]
+    async with service_for(TREE, api_keys=keys) as svc:
+        missing = await svc.client.get("/runs")
+        wrong = await svc.client.get("/runs", headers={"Authorization": "Bearer nope"})
+        bearer = await svc.client.get("/runs", headers={"Authorization": "Bearer k-one"})
+        header = await svc.client.get("/runs", headers={"X-API-Key": "k-two"})
+        solve = await svc.client.post("/solve", json={"task": "x"})
+        health = await svc.client.get("/healthz")
+        ready = await svc.client.get("/readyz")
+
+    assert (missing.status_code, wrong.status_code) == (401, 401)
+    assert missing.json()["code"] == "unauthorized"
+    assert "k-one" not in missing.text
+    assert (bearer.status_code, header.status_code) == (200, 200)
+    assert solve.status_code == 401
+    assert (health.status_code, ready.status_code) == (200, 200)
+
+
+async def test_readyz_reports_the_store_and_model(service_for: ServiceMaker) -> None:
+    async with service_for(TREE) as svc:
+        body = (await svc.client.get("/readyz")).json()
+
+    assert body["status"] == "ready"
+    assert body["checks"]["database"] == "ok"
+
+
+async def test_openapi_documents_the_run_body_and_errors(service_for: ServiceMaker) -> None:
+    async with service_for(TREE) as svc:
+        spec = (await svc.client.get("/openapi.json")).json()
+
+    solve = spec["paths"]["/solve"]["post"]
+    assert "text/event-stream" in solve["responses"]["200"]["content"]
+    assert "429" in solve["responses"]
+    body = spec["components"]["schemas"]["SolveRequest"]["properties"]
+    assert body["task"]["maxLength"] == 4000
+    assert body["max_paths"]["maximum"] == 50
