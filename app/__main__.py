@@ -1,0 +1,7 @@
+"""`python -m app …` is the `lats` command."""
+
+import sys
+
+from app.cli import main
+
+sys.exit(main())

@@ -1,0 +1,248 @@
+"""`lats`: serve the API, solve a task (in-process or against a server), list and show runs."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from agents.errors import ConfigError, LatsError
+from agents.params import RunParams
+from agents.settings import Settings
+from app.render import TreePrinter
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+PARAM_FLAGS = (
+    "max_paths",
+    "max_candidates",
+    "max_depth",
+    "max_nodes",
+    "max_llm_calls",
+    "max_concurrency",
+    "deadline_s",
+    "strategy",
+)
+
+
+class CliError(Exception):
+    """A message for the user and the exit code that goes with it."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as e:
+        problems = "; ".join(
+            f"LATS_{'.'.join(map(str, x['loc'])).upper()}: {x['msg']}" for x in e.errors()
+        )
+        raise CliError(f"invalid settings: {problems}") from e
+
+
+def _params(args: argparse.Namespace) -> RunParams:
+    given = {k: getattr(args, k) for k in PARAM_FLAGS if getattr(args, k) is not None}
+    try:
+        return RunParams(**given)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"--{str(x['loc'][0]).replace('_', '-')}: {x['msg']}" for x in e.errors()
+        )
+        raise CliError(f"invalid option: {problems}") from e
+
+
+def _headers(args: argparse.Namespace) -> dict[str, str]:
+    return {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
+
+
+# -- commands ---------------------------------------------------------------------------------
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from agents.models import SettingsModelFactory
+    from app.main import create_app
+    from tools.registry import build_tools
+
+    settings = _settings()
+    try:
+        SettingsModelFactory(settings).check()
+        build_tools(settings)
+    except ConfigError as e:
+        raise CliError(f"cannot start: {e}") from e
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_config=None)
+    return EXIT_OK
+
+
+async def _solve_local(task: str, params: RunParams, printer: TreePrinter) -> int:
+    from agents.engine import Engine
+    from agents.models import SettingsModelFactory
+    from tools.registry import build_tools
+
+    settings = _settings()
+    try:
+        models = SettingsModelFactory(settings)
+        models.check()
+        engine = Engine(settings=settings, models=models, tools=build_tools(settings))
+    except ConfigError as e:
+        raise CliError(f"cannot run: {e}") from e
+    code = EXIT_FAILED
+    async for event in engine.stream(task, params):
+        printer.handle(event.model_dump(mode="json"))
+        if event.type == "done":
+            code = EXIT_OK
+    return code
+
+
+async def solve_remote(
+    url: str, task: str, params: RunParams, printer: TreePrinter, headers: dict[str, str]
+) -> int:
+    """Run `task` on the server at `url`, rendering its SSE stream; the exit code."""
+    body = {"task": task, **params.model_dump(exclude_defaults=True)}
+    code = EXIT_FAILED
+    async with (
+        httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(30, read=60)) as client,
+        client.stream("POST", "/solve", json=body, headers=headers) as response,
+    ):
+        if response.status_code != 200:
+            await response.aread()
+            raise CliError(_http_problem(response), EXIT_FAILED)
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                event = json.loads(line[6:])
+                printer.handle(event)
+                if event["type"] == "done":
+                    code = EXIT_OK
+    return code
+
+
+def _http_problem(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+        return f"server said {response.status_code}: {body.get('message', body)}"
+    except ValueError:
+        return f"server said {response.status_code}"
+
+
+def solve(args: argparse.Namespace) -> int:
+    task = args.task.strip()
+    if not task or len(task) > 4000:
+        raise CliError("the task must be 1 to 4000 characters")
+    params = _params(args)
+    printer = TreePrinter(sys.stdout)
+    if args.url:
+        return asyncio.run(solve_remote(args.url, task, params, printer, _headers(args)))
+    return asyncio.run(_solve_local(task, params, printer))
+
+
+async def fetch_json(url: str, path: str, headers: dict[str, str]) -> Any:
+    """GET `path` on the server; the JSON body, or a `CliError` with the server's message."""
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        response = await client.get(path, headers=headers)
+    if response.status_code != 200:
+        raise CliError(_http_problem(response), EXIT_FAILED)
+    return response.json()
+
+
+def runs(args: argparse.Namespace) -> int:
+    return asyncio.run(runs_async(args))
+
+
+async def runs_async(args: argparse.Namespace) -> int:
+    """`lats runs`: one line per run, newest first."""
+    query = f"/runs?limit={args.limit}" + (f"&status={args.status}" if args.status else "")
+    body = await fetch_json(args.url, query, _headers(args))
+    for run in body["runs"]:
+        task = run["task"] if len(run["task"]) <= 60 else run["task"][:57] + "..."
+        print(f"{run['run_id']}  {run['status']:<11} {run['created_at'][:19]}  {task}")
+    return EXIT_OK
+
+
+def show(args: argparse.Namespace) -> int:
+    return asyncio.run(show_async(args))
+
+
+async def show_async(args: argparse.Namespace) -> int:
+    """`lats show`: the run, its tree (the chosen path starred) and its answer."""
+    run = await fetch_json(args.url, f"/runs/{args.run_id}", _headers(args))
+    print(f"run {run['run_id']} · {run['status']} · stop: {run['stop_reason']}")
+    print(f"task: {run['task']}")
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for node in run.get("nodes") or []:
+        children.setdefault(node["parent_id"], []).append(node)
+
+    def draw(parent: str | None, depth: int) -> None:
+        for node in children.get(parent, []):
+            mark = "★" if node["id"] in run["path"] else " "
+            print(f"{'  ' * depth}{mark} {node['id']} [{node['status']}] {node['step']}")
+            draw(node["id"], depth + 1)
+
+    draw(None, 1)
+    if run.get("answer"):
+        print(f"\nanswer:\n{run['answer']}")
+    return EXIT_OK if run["status"] != "failed" else EXIT_FAILED
+
+
+# -- entry --------------------------------------------------------------------------------------
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="lats", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="run the HTTP service")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.set_defaults(func=serve)
+
+    def remote(p: argparse.ArgumentParser, required: bool) -> None:
+        p.add_argument(
+            "--url", required=required, help="a running server, e.g. http://127.0.0.1:8000"
+        )
+        p.add_argument("--api-key", default=None, help="sent as Authorization: Bearer")
+
+    p = sub.add_parser("solve", help="answer a task, showing the search live")
+    p.add_argument("task")
+    remote(p, required=False)
+    for name in PARAM_FLAGS:
+        kind: Any = float if name == "deadline_s" else (str if name == "strategy" else int)
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
+    p.set_defaults(func=solve)
+
+    p = sub.add_parser("runs", help="list runs on a server")
+    remote(p, required=True)
+    p.add_argument("--status", default=None)
+    p.add_argument("--limit", type=int, default=20)
+    p.set_defaults(func=runs)
+
+    p = sub.add_parser("show", help="show one run and its tree")
+    p.add_argument("run_id")
+    remote(p, required=True)
+    p.set_defaults(func=show)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `lats` command; returns the exit code."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except CliError as e:
+        print(f"lats: {e}", file=sys.stderr)
+        return e.code
+    except LatsError as e:
+        print(f"lats: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    except httpx.HTTPError as e:
+        print(f"lats: cannot reach the server ({type(e).__name__})", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED

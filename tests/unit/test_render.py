@@ -1,0 +1,57 @@
+"""The terminal tree printer."""
+
+from __future__ import annotations
+
+import io
+
+from app.render import TreePrinter
+
+
+def test_the_printer_indents_by_depth_and_ends_with_answer_and_costs() -> None:
+    out = io.StringIO()
+    printer = TreePrinter(out)
+    root = {"node_id": "n1", "parent_id": None, "depth": 0, "step": "find X"}
+    for event in [
+        {"type": "plan", "steps": ["find X"], "root": root},
+        {"type": "node_started", "node_id": "n1"},
+        {
+            "type": "tool_call",
+            "node_id": "n1",
+            "name": "web_search",
+            "args": {"query": "X"},
+            "ok": False,
+            "error_kind": "rate_limited",
+            "seconds": 0.25,
+        },
+        {"type": "node_finished", "node_id": "n1", "status": "done", "seconds": 1.0, "error": None},
+        {
+            "type": "candidates",
+            "parent_id": "n1",
+            "complete": False,
+            "nodes": [{"node_id": "n2", "parent_id": "n1", "depth": 1, "step": "check X"}],
+        },
+        {"type": "node_started", "node_id": "n2"},
+        {
+            "type": "done",
+            "answer": "42",
+            "partial": False,
+            "stop_reason": "max_paths",
+            "sources": [{"title": "T", "url": "https://x.test"}],
+            "metrics": {
+                "llm_calls": 7,
+                "input_tokens": 10,
+                "output_tokens": 5,
+                "tool_calls": 1,
+                "wall_s": 2.5,
+            },
+        },
+    ]:
+        printer.handle(event)
+
+    lines = out.getvalue().splitlines()
+    assert "  ▶ n1 find X" in lines
+    assert "    ⚙ web_search(query='X') failed (rate_limited) 0.2s" in lines
+    assert "    ▶ n2 check X" in lines
+    assert "42" in lines
+    assert "  - T: https://x.test" in lines
+    assert lines[-1] == "stop: max_paths · model calls 7 · tokens 10+5 · tool calls 1 · 2.5s"
