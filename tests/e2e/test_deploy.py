@@ -1,0 +1,93 @@
+"""Deployment files: the compose file against the Compose Specification's schema, and the
+Dockerfile's install script run for real (no Docker engine runs here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT / ".cache" / "compose-spec.json"
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return data
+
+
+def test_the_compose_file_is_valid_against_the_compose_spec(compose: dict[str, Any]) -> None:
+    assert SCHEMA.exists(), "run `make test` (it fetches the Compose Specification schema)"
+    schema = json.loads(SCHEMA.read_text())
+
+    validator = jsonschema.Draft201909Validator(schema)  # the schema's own draft
+
+    validator.validate(compose)
+
+    broken = {**compose, "services": {"api": {"depends_on": {"db": {"condition": "soon"}}}}}
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate(broken)
+
+
+def test_the_api_waits_for_a_healthy_postgres_and_gets_the_key(
+    compose: dict[str, Any],
+) -> None:
+    api, db = compose["services"]["api"], compose["services"]["db"]
+
+    assert api["depends_on"] == {"db": {"condition": "service_healthy"}}
+    assert "healthcheck" in api
+    assert "healthcheck" in db
+    assert api["environment"]["GOOGLE_API_KEY"].startswith("${GOOGLE_API_KEY")
+    assert api["environment"]["LATS_DATABASE_URL"].startswith("postgresql://")
+    assert db["volumes"] == ["pgdata:/var/lib/postgresql/data"]
+    assert "pgdata" in compose["volumes"]
+    assert (ROOT / ".env.example").exists()
+
+
+def test_the_dockerfile_runs_the_install_script_as_a_non_root_user() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+
+    assert "RUN deploy/install.sh /opt/venv postgres" in dockerfile
+    assert "USER lats" in dockerfile
+    assert "HEALTHCHECK" in dockerfile
+    assert "/healthz" in dockerfile
+    final_stage = dockerfile.split("FROM python:3.11-slim\n", 1)[1]
+    assert "install.sh" not in final_stage  # nothing is built in the final image
+
+
+def test_the_install_script_builds_a_working_runtime(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run(
+        ["sh", "deploy/install.sh", str(venv), "postgres"], cwd=ROOT, check=True, timeout=600
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    probe = subprocess.run(
+        [
+            str(venv / "bin/python"),
+            "-c",
+            "import app.main, langgraph.checkpoint.postgres.aio, psycopg_pool; print('ok')",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    dev_tool = subprocess.run(
+        [str(venv / "bin/python"), "-c", "import pytest"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+
+    assert probe.stdout.strip() == "ok", probe.stderr
+    assert dev_tool.returncode != 0  # dev dependencies stay out of the image

@@ -1,0 +1,75 @@
+"""The service and the engine's checkpoints on the local PostgreSQL (LATS_DATABASE_URL)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from httpx_sse import aconnect_sse
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+from agents.engine import Engine
+from agents.params import RunParams
+from agents.settings import Settings
+from tests.integration.app.conftest import ServiceMaker
+from tests.integration.app.test_run_lifecycle import Gate
+from tests.support.fakes import FakeModels
+from tests.support.scenario import Scenario
+
+TREE = Scenario(plan=["A"], replans={"A": ["B", "C"]})
+BODY = {"task": "t", "max_paths": 2}
+
+
+async def test_solve_rejoin_and_list_on_postgres(
+    service_for: ServiceMaker, postgres_url: str
+) -> None:
+    async with service_for(TREE, database_url=postgres_url) as svc:
+        seqs: list[int] = []
+        async with aconnect_sse(svc.client, "POST", "/solve", json=BODY) as source:
+            async for sse in source.aiter_sse():
+                seqs.append(int(sse.id))
+                run_id = json.loads(sse.data)["run_id"]
+        async with aconnect_sse(
+            svc.client, "GET", f"/runs/{run_id}/events", headers={"Last-Event-ID": "2"}
+        ) as source:
+            replay = [int(sse.id) async for sse in source.aiter_sse()]
+        run = (await svc.client.get(f"/runs/{run_id}")).json()
+        listed = (await svc.client.get("/runs?status=done")).json()
+        ready = (await svc.client.get("/readyz")).json()
+
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert replay == seqs[2:]
+    assert run["status"] == "done"
+    assert [n["id"] for n in run["nodes"]] == ["n1", "n2", "n3"]
+    assert run_id in [r["run_id"] for r in listed["runs"]]
+    assert ready["checks"]["database"] == "ok"
+
+
+async def test_cancel_on_postgres(service_for: ServiceMaker, postgres_url: str) -> None:
+    gate = Gate()
+    async with service_for(gate, database_url=postgres_url) as svc:
+        run_id = (await svc.client.post("/runs", json={"task": "t", "max_paths": 1})).json()[
+            "run_id"
+        ]
+        async with asyncio.timeout(5):
+            await gate.waiting.wait()
+        cancelled = (await svc.client.post(f"/runs/{run_id}/cancel")).json()
+
+    assert cancelled["status"] == "cancelled"
+    assert gate.cancelled == 1
+
+
+async def test_engine_resumes_from_a_postgres_checkpoint(
+    settings: Settings, postgres_url: str
+) -> None:
+    async with AsyncPostgresSaver.from_conn_string(postgres_url) as saver:
+        await saver.setup()
+        first = Engine(settings=settings, models=FakeModels(TREE), tools=[], checkpointer=saver)
+        done = await first.run("t", RunParams(max_paths=2), run_id="pg-run")
+        models = FakeModels(TREE)
+        second = Engine(settings=settings, models=models, tools=[], checkpointer=saver)
+        again = await second.resume("pg-run")
+
+    assert done.status == again.status == "done"
+    assert again.answer == done.answer
+    assert models.recorder.calls == []
