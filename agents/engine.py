@@ -32,6 +32,7 @@ from agents.models import ModelFactory
 from agents.params import RunParams
 from agents.settings import Settings
 from agents.state import NodeRecord, RunState, Source, StopReason
+from agents.tree import by_id
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +202,7 @@ class Engine:
 
     def _result(self, run_id: str, state: RunState) -> RunResult:
         final = state.get("final")
-        nodes = sorted(state.get("nodes", {}).values(), key=lambda n: n["order"])
+        nodes = sorted(state.get("nodes", {}).values(), key=by_id)
         common: dict[str, Any] = {
             "run_id": run_id,
             "stop_reason": state.get("stop_reason"),

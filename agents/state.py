@@ -50,12 +50,12 @@ class ToolCallRecord(TypedDict):
 
 
 class NodeRecord(TypedDict):
-    """One step of one path. `order` is the creation sequence (ids are `n<order>`)."""
+    """One step of one path. Ids are paths of sibling numbers: the root is `n1`, its second
+    child `n1.2`; they do not depend on the order in which work finished."""
 
     id: str
     parent_id: str | None
     depth: int
-    order: int
     step: str
     planned: list[str]
     status: NodeStatus
@@ -86,6 +86,11 @@ class ErrorInfo(TypedDict):
     message: str
 
 
+def id_key(node_id: str) -> tuple[int, ...]:
+    """Sort key of a node id: depth-first, siblings in the replanner's order."""
+    return tuple(int(part) for part in node_id[1:].split("."))
+
+
 def merge_nodes(left: dict[str, NodeRecord], right: dict[str, NodeRecord]) -> dict[str, NodeRecord]:
     """Reducer: a node update replaces the record with the same id; others are kept."""
     return {**left, **right}
@@ -97,7 +102,6 @@ class RunState(TypedDict, total=False):
     params: dict[str, Any]
     plan: list[str]
     nodes: Annotated[dict[str, NodeRecord], merge_nodes]
-    next_order: int
     phase: Phase
     budget_hit: StopReason | None
     capped: bool
@@ -110,17 +114,16 @@ class RunState(TypedDict, total=False):
 
 def new_node(
     *,
-    order: int,
     parent: NodeRecord | None,
+    index: int,
     step: str,
     planned: list[str],
 ) -> NodeRecord:
-    """A fresh pending node under `parent` (or a root when `parent` is None)."""
+    """A fresh pending node: the `index`-th child (from 1) of `parent`, or the root."""
     return NodeRecord(
-        id=f"n{order}",
+        id=f"{parent['id']}.{index}" if parent else f"n{index}",
         parent_id=parent["id"] if parent else None,
         depth=parent["depth"] + 1 if parent else 0,
-        order=order,
         step=step,
         planned=list(planned),
         status="pending",

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from agents.errors import ConfigError
 from agents.state import NodeRecord
+from agents.tree import by_id
 
 
 class Strategy(Protocol):
@@ -41,7 +42,7 @@ class DepthFirst:
         in_flight: set[str],
         slots: int,
     ) -> list[NodeRecord]:
-        ranked = sorted(runnable, key=lambda n: (-n["depth"], n["order"]))
+        ranked = sorted(runnable, key=lambda n: (-n["depth"], by_id(n)))
         return ranked[: max(0, slots)]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from agents.state import NodeRecord, Source
+from agents.state import NodeRecord, Source, id_key
 
 _LEADING_MARK = re.compile(r"^\s*(?:step\s*)?(?:\d+[.):]|[-*•]|\(\d+\))\s*", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
@@ -25,12 +25,13 @@ def path_to(nodes: Mapping[str, NodeRecord], node_id: str) -> list[NodeRecord]:
 
 
 def children_of(nodes: Mapping[str, NodeRecord], node_id: str) -> list[NodeRecord]:
-    """Direct children of a node in creation order."""
-    return sorted((n for n in nodes.values() if n["parent_id"] == node_id), key=_order)
+    """Direct children of a node in the replanner's order."""
+    return sorted((n for n in nodes.values() if n["parent_id"] == node_id), key=by_id)
 
 
-def _order(node: NodeRecord) -> int:
-    return node["order"]
+def by_id(node: NodeRecord) -> tuple[int, ...]:
+    """Sort key: depth-first order of ids (`n1` < `n1.1` < `n1.1.1` < `n1.2`)."""
+    return id_key(node["id"])
 
 
 def clean_step(text: str) -> str:

@@ -22,6 +22,7 @@ from agents.errors import LatsError, RunNotFound
 from agents.events import Event, RunCancelled, RunError, RunStarted
 from agents.params import RunParams
 from agents.settings import Settings
+from agents.tree import by_id
 from app.live import TERMINAL, LiveRun
 from app.store.base import FINISHED, RunRecord, RunStore, StoredEvent
 
@@ -189,7 +190,7 @@ class RunManager:
             return list(record.result.get("nodes", []))
         snapshot = await self.engine.graph.aget_state({"configurable": {"thread_id": record.id}})
         nodes = (snapshot.values or {}).get("nodes", {})
-        return sorted(nodes.values(), key=lambda n: n["order"])
+        return sorted(nodes.values(), key=by_id)
 
     async def follow(
         self, run_id: str, after: int, heartbeat_s: float

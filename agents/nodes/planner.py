@@ -64,7 +64,7 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
             "metrics": ctx.accountant.snapshot(),
             "error": {"code": "plan", "message": "the planner produced no usable plan"},
         }
-    root = new_node(order=1, parent=None, step=steps[0], planned=steps[1:])
+    root = new_node(parent=None, index=1, step=steps[0], planned=steps[1:])
     await ctx.emit(
         PlanMade(
             run_id=ctx.run_id,
@@ -76,7 +76,6 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {
         "plan": steps,
         "nodes": {root["id"]: root},
-        "next_order": 2,
         "phase": "search",
         "metrics": ctx.accountant.snapshot(),
     }

@@ -29,7 +29,7 @@ from agents.nodes.replanner import expand
 from agents.nodes.responder import respond
 from agents.state import NodeRecord, RunState, StopReason, new_node
 from agents.strategies import strategy_for
-from agents.tree import children_of, path_to, runnable, select_candidates, trim
+from agents.tree import by_id, children_of, path_to, runnable, select_candidates, trim
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,6 @@ class _Round:
         self.ctx = ctx
         self.nodes: dict[str, NodeRecord] = dict(state.get("nodes", {}))
         self.changed: dict[str, NodeRecord] = {}
-        self.next_order = state.get("next_order", len(self.nodes) + 1)
         self.budget_hit: StopReason | None = state.get("budget_hit")
         self.capped = state.get("capped", False)
 
@@ -91,7 +90,7 @@ class _Round:
             : max(0, wanted_paths)
         ]
         if wanted_paths - len(plan) > 0:
-            plan += [Job("expand", n["id"]) for n in sorted(self._to_expand(busy), key=_by_order)]
+            plan += [Job("expand", n["id"]) for n in sorted(self._to_expand(busy), key=by_id)]
             slots = params.max_concurrency - len(pool) - len(plan)
             strategy = strategy_for(params.strategy)
             picks = strategy.select(self.nodes, runnable(self.nodes, busy), busy, slots)
@@ -209,11 +208,9 @@ class _Round:
             steps = steps[:room]
         parent = self.nodes[node_id]
         created: list[NodeRecord] = []
-        for step in steps:
-            child = new_node(
-                order=self.next_order, parent=parent, step=step, planned=parent["planned"][1:]
-            )
-            self.next_order += 1
+        first = len(children_of(self.nodes, node_id)) + 1
+        for index, step in enumerate(steps, start=first):
+            child = new_node(parent=parent, index=index, step=step, planned=parent["planned"][1:])
             self.put(child)
             created.append(child)
         complete = not created
@@ -250,10 +247,6 @@ class _Round:
                 await self._finish_node(job.node_id, "cancelled", None, "search stopped")
 
 
-def _by_order(node: NodeRecord) -> int:
-    return node["order"]
-
-
 async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """One scheduling round (see the module docstring)."""
     ctx = runtime.context
@@ -284,7 +277,6 @@ async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         raise
     update: dict[str, Any] = {
         "nodes": rnd.changed,
-        "next_order": rnd.next_order,
         "budget_hit": rnd.budget_hit,
         "capped": rnd.capped,
         "metrics": ctx.accountant.snapshot(),

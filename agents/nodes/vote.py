@@ -17,7 +17,7 @@ from agents.nodes.responder import write_answer
 from agents.prompts import path_evidence, voter_messages
 from agents.state import FinalResult, NodeRecord, RunState
 from agents.structured import call_structured
-from agents.tree import path_sources, path_to, trim
+from agents.tree import by_id, path_sources, path_to, trim
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +46,8 @@ def path_value(nodes: Mapping[str, NodeRecord], leaf_id: str) -> float:
 
 
 def best_valued(nodes: Mapping[str, NodeRecord], leaves: Sequence[NodeRecord]) -> NodeRecord:
-    """The leaf of the best-valued path; ties go to the earliest-created leaf."""
-    return max(leaves, key=lambda leaf: (path_value(nodes, leaf["id"]), -leaf["order"]))
+    """The leaf of the best-valued path; ties go to the first leaf in id order."""
+    return min(leaves, key=lambda leaf: (-path_value(nodes, leaf["id"]), by_id(leaf)))
 
 
 def _final(
@@ -71,7 +71,9 @@ async def _vote(
         return leaves[0], "single", None
     by_id = {leaf["id"]: leaf for leaf in leaves}
     shown = list(by_id)
-    random.Random(ctx.run_id).shuffle(shown)  # no position bias; the same order on resume
+    # No position bias, yet the same order for the same task and tree (on resume, on a rerun
+    # that should be served from the cache).
+    random.Random(f"{ctx.task}\n{','.join(shown)}").shuffle(shown)
     candidates = [
         (
             cid,
@@ -112,7 +114,7 @@ async def _best_effort(ctx: RunContext, nodes: Mapping[str, NodeRecord]) -> Fina
     done = [n for n in nodes.values() if n["status"] == "done"]
     if not done:
         return None
-    leaf = max(done, key=lambda n: (n["depth"], -n["order"]))
+    leaf = min(done, key=lambda n: (-n["depth"], by_id(n)))
     try:
         answer = await write_answer(ctx, nodes, leaf["id"], partial=True)
     except (ModelError, BudgetExhausted, Exception) as e:  # any failure: fall back to the text
@@ -130,7 +132,7 @@ async def finish(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     ctx = runtime.context
     ctx.accountant.finishing = True
     nodes = state.get("nodes", {})
-    leaves = sorted((n for n in nodes.values() if n["answer"]), key=lambda n: n["order"])
+    leaves = sorted((n for n in nodes.values() if n["answer"]), key=by_id)
     if not leaves:
         final = await _best_effort(ctx, nodes)
         if final is None:

@@ -112,7 +112,7 @@ async def test_a_failing_node_is_marked_failed_and_the_run_goes_on_elsewhere(
     result = await engine.run("task?", sink=events)
 
     failed = [e for e in events.of("node_finished") if e.status == "failed"]
-    assert [e.node_id for e in failed] == ["n2"]
+    assert [e.node_id for e in failed] == ["n1.1"]
     assert failed[0].error == "model call failed (RuntimeError)"
     assert result.status == "done"
     assert result.answer == "answer via good"
@@ -135,8 +135,8 @@ async def test_an_unparseable_vote_is_retried_then_falls_back_to_the_best_valued
     assert "choice must be one of" in models.recorder.by_role("voter")[1].prompt
     vote = events.of("vote")[0]
     assert vote.method == "fallback"
-    # No scores yet: the tie goes to the earliest-created leaf.
-    assert vote.chosen_id == "n2"
+    # No scores: the tie goes to the first leaf in id order.
+    assert vote.chosen_id == "n1.1"
     assert result.answer == "answer via B"
 
 
@@ -151,7 +151,7 @@ async def test_the_vote_schema_is_a_string_enum_of_the_candidate_ids(
     assert schema is not None
     choice = schema["properties"]["choice"]
     assert choice["type"] == "string"
-    assert sorted(choice["enum"]) == ["n2", "n3", "n4"]
+    assert sorted(choice["enum"]) == ["n1.1", "n1.2", "n1.3"]
     assert schema["required"] == ["choice"]
 
 
@@ -169,7 +169,7 @@ async def test_zero_candidates_gives_a_partial_best_effort_answer(
 
     assert result.status == "done"
     assert result.partial is True
-    assert result.chosen_id == "n2"
+    assert result.chosen_id == "n1.1"
     assert result.answer == "answer via B"
     assert events.of("path_completed")[0].answer is None
     assert events.of("vote") == []

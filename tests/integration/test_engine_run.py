@@ -14,7 +14,7 @@ async def test_three_path_run_votes_once_and_returns_the_chosen_answer(
     scenario = Scenario(
         plan=["A", "B"],
         replans={"A": ["B", "B2", "B3"]},
-        vote=lambda call: {"choice": next(i for i in call.enum if i == "n3"), "reason": "best"},
+        vote=lambda call: {"choice": next(i for i in call.enum if i == "n1.2"), "reason": "best"},
     )
     engine, models = make_engine(scenario)
 
@@ -23,8 +23,8 @@ async def test_three_path_run_votes_once_and_returns_the_chosen_answer(
     assert result.status == "done"
     assert result.stop_reason == "max_paths"
     assert result.answer == "answer via B2"
-    assert result.chosen_id == "n3"
-    assert result.path == ["n1", "n3"]
+    assert result.chosen_id == "n1.2"
+    assert result.path == ["n1", "n1.2"]
     assert events.types()[0] == "run_started"
     assert events.types()[-1] == "done"
     assert events.types().count("vote") == 1

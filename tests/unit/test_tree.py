@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.state import NodeRecord, new_node
+from agents.state import NodeRecord, id_key, new_node
 from agents.tree import (
     clean_step,
     path_sources,
@@ -15,23 +15,23 @@ from agents.tree import (
 
 
 def _chain() -> dict[str, NodeRecord]:
-    root = new_node(order=1, parent=None, step="A", planned=["B"])
-    child = new_node(order=2, parent=root, step="B", planned=[])
-    grandchild = new_node(order=3, parent=child, step="C", planned=[])
+    root = new_node(parent=None, index=1, step="A", planned=["B"])
+    child = new_node(parent=root, index=1, step="B", planned=[])
+    grandchild = new_node(parent=child, index=1, step="C", planned=[])
     return {n["id"]: n for n in (root, child, grandchild)}
 
 
 def test_path_to_includes_the_root() -> None:
     nodes = _chain()
 
-    assert [n["step"] for n in path_to(nodes, "n3")] == ["A", "B", "C"]
+    assert [n["step"] for n in path_to(nodes, "n1.1.1")] == ["A", "B", "C"]
     assert [n["step"] for n in path_to(nodes, "n1")] == ["A"]
 
 
 def test_new_node_depth_and_parent_follow_the_parent() -> None:
     nodes = _chain()
 
-    assert (nodes["n3"]["depth"], nodes["n3"]["parent_id"]) == (2, "n2")
+    assert (nodes["n1.1.1"]["depth"], nodes["n1.1.1"]["parent_id"]) == (2, "n1.1")
     assert (nodes["n1"]["depth"], nodes["n1"]["parent_id"]) == (0, None)
 
 
@@ -65,8 +65,8 @@ def test_runnable_needs_a_done_parent_and_no_running_job() -> None:
     assert [n["id"] for n in runnable(nodes, set())] == ["n1"]
 
     nodes["n1"] = {**nodes["n1"], "status": "done"}
-    assert [n["id"] for n in runnable(nodes, set())] == ["n2"]
-    assert runnable(nodes, {"n2"}) == []
+    assert [n["id"] for n in runnable(nodes, set())] == ["n1.1"]
+    assert runnable(nodes, {"n1.1"}) == []
 
 
 def test_a_running_node_without_a_job_is_runnable_again_after_a_resume() -> None:
@@ -79,9 +79,9 @@ def test_a_running_node_without_a_job_is_runnable_again_after_a_resume() -> None
 def test_path_sources_are_distinct_by_url_in_path_order() -> None:
     nodes = _chain()
     nodes["n1"]["sources"] = [{"title": "x", "url": "u1"}]
-    nodes["n2"]["sources"] = [{"title": "y", "url": "u2"}, {"title": "x again", "url": "u1"}]
+    nodes["n1.1"]["sources"] = [{"title": "y", "url": "u2"}, {"title": "x again", "url": "u1"}]
 
-    assert path_sources(path_to(nodes, "n2")) == [
+    assert path_sources(path_to(nodes, "n1.1")) == [
         {"title": "x", "url": "u1"},
         {"title": "y", "url": "u2"},
     ]
@@ -92,3 +92,9 @@ def test_trim_marks_the_cut_and_respects_the_limit() -> None:
     cut = trim("x" * 100, 40)
     assert len(cut) <= 40
     assert cut.endswith("…[truncated]")
+
+
+def test_ids_sort_depth_first_with_numeric_siblings() -> None:
+    ids = ["n1.10", "n1.2", "n1", "n1.2.1", "n1.1"]
+
+    assert sorted(ids, key=id_key) == ["n1", "n1.1", "n1.2", "n1.2.1", "n1.10"]

@@ -23,31 +23,31 @@ def test_vote_schema_is_json_schema_with_a_lower_case_string_enum() -> None:
 
 
 def _tree() -> dict[str, NodeRecord]:
-    root = new_node(order=1, parent=None, step="A", planned=[])
-    b = new_node(order=2, parent=root, step="B", planned=[])
-    c = new_node(order=3, parent=root, step="C", planned=[])
-    d = new_node(order=4, parent=b, step="D", planned=[])
+    root = new_node(parent=None, index=1, step="A", planned=[])
+    b = new_node(parent=root, index=1, step="B", planned=[])
+    c = new_node(parent=root, index=2, step="C", planned=[])
+    d = new_node(parent=b, index=1, step="D", planned=[])
     return {n["id"]: n for n in (root, b, c, d)}
 
 
 def test_best_valued_prefers_the_higher_mean_score_of_the_path() -> None:
     nodes = _tree()
-    nodes["n2"]["score"], nodes["n3"]["score"] = 0.2, 0.9
+    nodes["n1.1"]["score"], nodes["n1.2"]["score"] = 0.2, 0.9
 
-    assert best_valued(nodes, [nodes["n2"], nodes["n3"]])["id"] == "n3"
+    assert best_valued(nodes, [nodes["n1.1"], nodes["n1.2"]])["id"] == "n1.2"
 
 
-def test_best_valued_breaks_ties_by_creation_order() -> None:
+def test_best_valued_breaks_ties_by_id_order() -> None:
     nodes = _tree()
 
-    assert best_valued(nodes, [nodes["n3"], nodes["n2"]])["id"] == "n2"
+    assert best_valued(nodes, [nodes["n1.2"], nodes["n1.1"]])["id"] == "n1.1"
 
 
 def test_dfs_takes_the_deepest_first_then_the_replanners_order() -> None:
     nodes = _tree()
-    picks = DepthFirst().select(nodes, [nodes["n3"], nodes["n4"], nodes["n2"]], set(), 2)
+    picks = DepthFirst().select(nodes, [nodes["n1.2"], nodes["n1.1.1"], nodes["n1.1"]], set(), 2)
 
-    assert [n["id"] for n in picks] == ["n4", "n2"]
+    assert [n["id"] for n in picks] == ["n1.1.1", "n1.1"]
 
 
 def test_dfs_never_returns_more_than_the_free_slots() -> None:

@@ -34,7 +34,7 @@ async def test_solve_against_a_server_renders_the_tree_and_answer(
     assert "answer:\nanswer via B" in text
     show_text = capsys.readouterr().out
     assert "  ★ n1 [done] A" in show_text
-    assert "    ★ n2 [done] B" in show_text
+    assert "    ★ n1.1 [done] B" in show_text
 
 
 def test_bad_options_exit_2_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:

@@ -40,7 +40,7 @@ async def test_solve_rejoin_and_list_on_postgres(
     assert seqs == list(range(1, len(seqs) + 1))
     assert replay == seqs[2:]
     assert run["status"] == "done"
-    assert [n["id"] for n in run["nodes"]] == ["n1", "n2", "n3"]
+    assert [n["id"] for n in run["nodes"]] == ["n1", "n1.1", "n1.2"]
     assert run_id in [r["run_id"] for r in listed["runs"]]
     assert ready["checks"]["database"] == "ok"
 
