@@ -12,6 +12,7 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
+from agents.cache import CACHE_HIT
 from agents.errors import BudgetExhausted, BudgetReason
 from agents.events import EventSink, ToolCalled
 from agents.params import RunParams
@@ -36,6 +37,9 @@ class Accountant:
         self.output_tokens: int = int(prior.get("output_tokens", 0))
         self.tool_calls: int = int(prior.get("tool_calls", 0))
         self.tool_errors: int = int(prior.get("tool_errors", 0))
+        self.cache_hits: int = int(prior.get("cache_hits", 0))
+        self.candidate_batches: int = int(prior.get("candidate_batches", 0))
+        self.candidates_scored: int = int(prior.get("candidates_scored", 0))
         self.finishing = False
 
     @property
@@ -62,6 +66,13 @@ class Accountant:
             raise BudgetExhausted(reason)
         self.calls[role] += 1
 
+    def count_hit(self, role: Role) -> None:
+        """A call counted by `before_call` was served from the cache: not a model call."""
+        self.calls[role] -= 1
+        if self.calls[role] <= 0:
+            del self.calls[role]
+        self.cache_hits += 1
+
     def add_usage(self, message: BaseMessage) -> None:
         """Add a response's token usage (thinking tokens are inside output tokens for Gemini)."""
         usage = message.usage_metadata if isinstance(message, AIMessage) else None
@@ -78,6 +89,15 @@ class Accountant:
             "output_tokens": self.output_tokens,
             "tool_calls": self.tool_calls,
             "tool_errors": self.tool_errors,
+            "cache_hits": self.cache_hits,
+            "evaluations": self.calls.get("evaluator", 0),
+            "candidate_batches": self.candidate_batches,
+            "candidates_scored": self.candidates_scored,
+            # The same tree with one evaluator call per candidate and no cache.
+            "naive_calls": self.total_calls
+            + self.cache_hits
+            - self.candidate_batches
+            + self.candidates_scored,
         }
 
 
@@ -116,10 +136,13 @@ class CallTracker(AsyncCallbackHandler):
         self.accountant.before_call(self.role)
 
     async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        for generations in response.generations:
-            for generation in generations:
-                if isinstance(generation, ChatGeneration):
-                    self.accountant.add_usage(generation.message)
+        generations = [g for gens in response.generations for g in gens]
+        if any((g.generation_info or {}).get(CACHE_HIT) for g in generations):
+            self.accountant.count_hit(self.role)
+            return
+        for generation in generations:
+            if isinstance(generation, ChatGeneration):
+                self.accountant.add_usage(generation.message)
 
     async def on_tool_start(
         self,

@@ -7,10 +7,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
 from agents.accounting import Accountant, CallTracker
+from agents.cache import CacheStore, RoleCache
 from agents.events import Event, EventSink
 from agents.jobs import JobPool
 from agents.models import ModelFactory
@@ -28,10 +30,21 @@ class RunContext:
     tools: list[BaseTool]
     sink: EventSink
     accountant: Accountant
+    cache: CacheStore | None = None
     elapsed_before_s: float = 0.0
     pool: JobPool = field(default_factory=JobPool)
     started: float = field(default_factory=time.monotonic)
     executor_agent: Any = None  # compiled on first use by the executor
+    _models: dict[Role, BaseChatModel] = field(default_factory=dict)
+
+    def model(self, role: Role) -> BaseChatModel:
+        """The role's model for this run: with the cache, or with caching switched off."""
+        if role not in self._models:
+            base = self.models.for_role(role)
+            use = self.cache is not None and self.params.use_cache
+            cache = RoleCache(self.cache, role) if use and self.cache is not None else False
+            self._models[role] = base.model_copy(update={"cache": cache})
+        return self._models[role]
 
     async def emit(self, event: Event) -> None:
         await self.sink(event)

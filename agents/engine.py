@@ -15,6 +15,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from pydantic import BaseModel, Field
 
 from agents.accounting import Accountant
+from agents.cache import CacheStore, MemoryStore, SqliteStore
 from agents.context import RunContext
 from agents.errors import LatsError, RunNotFound
 from agents.events import (
@@ -76,10 +77,16 @@ class Engine:
         models: ModelFactory,
         tools: Sequence[BaseTool],
         checkpointer: BaseCheckpointSaver[str] | None = None,
+        cache: CacheStore | None = None,
     ) -> None:
+        """`cache` holds memoised model calls (default: in memory, or the SQLite file of
+        `settings.cache_path`); runs with `use_cache=false` bypass it."""
         self.settings = settings
         self.models = models
         self.tools = list(tools)
+        if cache is None:
+            cache = SqliteStore(settings.cache_path) if settings.cache_path else MemoryStore()
+        self.cache = cache
         self.graph = build_graph(checkpointer)
 
     def _config(self, run_id: str, params: RunParams) -> RunnableConfig:
@@ -102,6 +109,7 @@ class Engine:
             tools=self.tools,
             sink=sink,
             accountant=Accountant(params, state.get("metrics")),
+            cache=self.cache,
             elapsed_before_s=float(state.get("elapsed_s", 0.0)),
         )
 

@@ -32,6 +32,10 @@ class NodeBrief(BaseModel):
     parent_id: str | None
     depth: int = Field(ge=0)
     step: str
+    score: float | None = Field(
+        default=None, description="The evaluator's score of this candidate (null: unscored)."
+    )
+    reason: str | None = Field(default=None, description="The evaluator's one-line reason.")
 
 
 class RunStarted(_Event):
@@ -80,6 +84,15 @@ class CandidatesProposed(_Event):
     dropped: list[str] = Field(
         default_factory=list, description="Proposals dropped as duplicates or over the limits."
     )
+
+
+class NodeEvaluated(_Event):
+    type: Literal["evaluated"] = "evaluated"
+    node_id: str
+    score: float = Field(ge=0, le=1, description="Progress of the path ending here.")
+    reason: str | None = None
+    value: float = Field(description="The node's mean backed-up value after this score.")
+    visits: int = Field(ge=0)
 
 
 class NodePruned(_Event):
@@ -135,6 +148,7 @@ Event = Annotated[
     | ToolCalled
     | NodeFinished
     | CandidatesProposed
+    | NodeEvaluated
     | NodePruned
     | PathCompleted
     | VoteCast

@@ -38,10 +38,19 @@ class ExecOutcome:
 
 
 @dataclass
+class Judged:
+    score: float
+    viable: bool
+    reason: str
+
+
+@dataclass
 class ExpandOutcome:
     complete: bool
     steps: list[str]
     dropped: list[str]
+    progress: Judged | None = None
+    scores: list[Judged | None] = field(default_factory=list)
 
 
 @dataclass

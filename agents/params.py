@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Strategy = Literal["dfs"]
+Strategy = Literal["mcts", "beam", "dfs"]
 
 
 class RunParams(BaseModel):
@@ -35,7 +35,34 @@ class RunParams(BaseModel):
     max_concurrency: int = Field(
         default=4, ge=1, le=32, description="Most model/tool jobs in flight at once."
     )
-    strategy: Strategy = Field(default="dfs", description="Order among runnable nodes.")
+    strategy: Strategy = Field(
+        default="mcts",
+        description="mcts: UCT over backed-up values (LATS); beam: best `beam_width` per layer; "
+        "dfs: deepest first.",
+    )
+    beam_width: int = Field(default=2, ge=1, le=8, description="Nodes kept per layer (beam).")
+    exploration: float = Field(
+        default=1.0, ge=0, le=5, description="UCT exploration constant (mcts)."
+    )
+    evaluate: bool = Field(
+        default=True,
+        description="Score candidates and results with the evaluator (prunes weak candidates).",
+    )
+    min_score: float = Field(
+        default=0.2, ge=0, le=1, description="Candidates scored below this are pruned."
+    )
+    satisfaction: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Stop early once a completed path's value reaches this (and min_depth).",
+    )
+    min_depth: int = Field(
+        default=1, ge=1, le=20, description="Fewest steps a path needs to stop the search early."
+    )
+    use_cache: bool = Field(
+        default=True, description="Serve repeated model calls from the cache (false: bypass)."
+    )
     max_tool_calls_per_step: int = Field(
         default=4, ge=0, le=20, description="Most tool calls the executor makes for one step."
     )

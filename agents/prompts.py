@@ -123,3 +123,36 @@ def voter_messages(
 def path_evidence(path: Sequence[NodeRecord], result_chars: int) -> str:
     """A path's steps and results as one text block (used by the vote)."""
     return _path_block(path, result_chars)
+
+
+EVALUATOR_CANDIDATES_SYSTEM = (
+    "You judge proposed next steps of a research plan. For each candidate id, give a score in "
+    "[0, 1] for how much doing that step next would advance answering the task, whether it is "
+    "viable at all (feasible with web search, arXiv and Wikipedia, on topic, not a repeat), and "
+    "a one-line reason. Judge every id you are given."
+)
+
+EVALUATOR_PROGRESS_SYSTEM = (
+    "You judge research progress. Given the task and the steps done on one path with their "
+    "results, give a score in [0, 1] for how close these results are to a correct, complete "
+    "answer (1: the task can be answered well from them), and a one-line reason."
+)
+
+
+def candidate_scoring_messages(
+    task: str, path: Sequence[NodeRecord], candidates: Sequence[tuple[str, str]], result_chars: int
+) -> list[BaseMessage]:
+    """`candidates` holds (key, step) pairs; the evaluator answers per key."""
+    listed = "\n".join(f"{key}: {step}" for key, step in candidates)
+    body = (
+        f"Task: {task}\n\nSteps done on this path:\n{_path_block(path, result_chars)}\n\n"
+        f"Candidate next steps:\n{listed}"
+    )
+    return [SystemMessage(content=EVALUATOR_CANDIDATES_SYSTEM), HumanMessage(content=body)]
+
+
+def progress_messages(
+    task: str, path: Sequence[NodeRecord], result_chars: int
+) -> list[BaseMessage]:
+    body = f"Task: {task}\n\nSteps done on this path:\n{_path_block(path, result_chars)}"
+    return [SystemMessage(content=EVALUATOR_PROGRESS_SYSTEM), HumanMessage(content=body)]

@@ -70,7 +70,13 @@ class Settings(BaseSettings):
         default=256, ge=16, le=4096, description="Most tokens one local model reply may have."
     )
     local_threads: int | None = Field(
-        default=None, ge=1, le=256, description="CPU threads for the local model (default: all)."
+        default=None,
+        ge=1,
+        le=256,
+        description="CPU threads for the local model (default: half the cores).",
+    )
+    local_seed: int | None = Field(
+        default=0, description="Sampling seed of the local model; fixed makes runs repeatable."
     )
     google_api_key: SecretStr | None = Field(
         default=None,
@@ -109,6 +115,11 @@ class Settings(BaseSettings):
     )
     local_docs_dir: Path | None = Field(
         default=None, description="Folder of .md/.txt files searched by the local_docs tool."
+    )
+
+    cache_path: Path | None = Field(
+        default=None,
+        description="SQLite file for the model-call cache (unset: in memory, per process).",
     )
 
     # Storage and service ----------------------------------------------------------------------

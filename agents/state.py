@@ -68,6 +68,7 @@ class NodeRecord(TypedDict):
     complete: bool
     answer: str | None
     answer_error: str | None
+    prior: float | None
     score: float | None
     value_sum: float
     visits: int
@@ -136,6 +137,7 @@ def new_node(
         complete=False,
         answer=None,
         answer_error=None,
+        prior=None,
         score=None,
         value_sum=0.0,
         visits=0,

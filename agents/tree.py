@@ -104,3 +104,14 @@ def trim(text: str, limit: int) -> str:
 def mean_value(node: NodeRecord) -> float:
     """Mean backed-up value of a node (0 when never visited)."""
     return node["value_sum"] / node["visits"] if node["visits"] else 0.0
+
+
+def backpropagate(nodes: Mapping[str, NodeRecord], node_id: str, value: float) -> list[NodeRecord]:
+    """`value` added to the node and every ancestor: value sum and visit count, kept apart.
+    Returns the updated records (the caller stores them)."""
+    updated: list[NodeRecord] = []
+    for node in path_to(nodes, node_id):
+        updated.append(
+            {**node, "value_sum": node["value_sum"] + value, "visits": node["visits"] + 1}
+        )
+    return updated

@@ -53,7 +53,7 @@ def _agent(ctx: RunContext) -> Any:
             ToolErrorMiddleware(on_error=_tool_failure),
         ]
         ctx.executor_agent = create_agent(
-            ctx.models.for_role("executor"),
+            ctx.model("executor"),
             ctx.tools,
             system_prompt=EXECUTOR_SYSTEM,
             middleware=middleware,

@@ -42,7 +42,7 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     tracker = ctx.tracker("planner", None)
     try:
         steps = await call_structured(
-            ctx.models.for_role("planner"),
+            ctx.model("planner"),
             Plan,
             planner_messages(state["task"], params.max_plan_steps),
             config=ctx.config(tracker),

@@ -19,7 +19,7 @@ async def write_answer(
     """The answer text for the path ending at `node_id` (raises on model failure)."""
     path = path_to(nodes, node_id)
     tracker = ctx.tracker("responder", node_id)
-    model = ctx.models.for_role("responder")
+    model = ctx.model("responder")
     messages = responder_messages(ctx.task, path, ctx.settings.result_max_chars, partial=partial)
     reply = await retrying(
         lambda: model.ainvoke(messages, config=ctx.config(tracker, node_id=node_id)),

@@ -19,17 +19,27 @@ from agents.errors import BudgetExhausted
 from agents.events import (
     CandidatesProposed,
     NodeBrief,
+    NodeEvaluated,
     NodeFinished,
+    NodePruned,
     NodeStarted,
     PathCompleted,
 )
-from agents.jobs import ExecOutcome, ExpandOutcome, Job, Outcome, RespondOutcome
+from agents.jobs import ExecOutcome, ExpandOutcome, Job, Judged, Outcome, RespondOutcome
 from agents.nodes.executor import execute
 from agents.nodes.replanner import expand
 from agents.nodes.responder import respond
 from agents.state import NodeRecord, RunState, StopReason, new_node
 from agents.strategies import strategy_for
-from agents.tree import by_id, children_of, path_to, runnable, select_candidates, trim
+from agents.tree import (
+    backpropagate,
+    by_id,
+    children_of,
+    mean_value,
+    path_to,
+    runnable,
+    trim,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +68,27 @@ class _Round:
 
     def completed_paths(self) -> int:
         return sum(1 for n in self.nodes.values() if n["answer"] is not None)
+
+    def satisfied(self) -> bool:
+        """A completed path is good enough to stop (`satisfaction` and `min_depth`)."""
+        params = self.ctx.params
+        if params.satisfaction is None:
+            return False
+        return any(
+            n["answer"] is not None
+            and n["score"] is not None
+            and n["score"] >= params.satisfaction
+            and n["depth"] + 1 >= params.min_depth
+            for n in self.nodes.values()
+        )
+
+    def stop_reason(self) -> StopReason | None:
+        """Why the search must stop now, before any new work."""
+        if self.completed_paths() >= self.ctx.params.max_paths:
+            return "max_paths"
+        if self.satisfied():
+            return "early_stop"
+        return None
 
     # -- starting jobs -------------------------------------------------------------------------
     def _to_respond(self, busy: set[str]) -> list[NodeRecord]:
@@ -92,7 +123,7 @@ class _Round:
         if wanted_paths - len(plan) > 0:
             plan += [Job("expand", n["id"]) for n in sorted(self._to_expand(busy), key=by_id)]
             slots = params.max_concurrency - len(pool) - len(plan)
-            strategy = strategy_for(params.strategy)
+            strategy = strategy_for(params)
             picks = strategy.select(self.nodes, runnable(self.nodes, busy), busy, slots)
             plan += [Job("execute", n["id"]) for n in picks]
         for job in plan[: max(0, params.max_concurrency - len(pool))]:
@@ -138,24 +169,15 @@ class _Round:
 
     async def _job_crashed(self, job: Job, error: BaseException) -> None:
         ctx = self.ctx
-        if job.kind == "expand":
-            # The replanner failed after its retries: follow the plan instead of losing the path.
-            logger.warning("run=%s node=%s replanner failed: %s", ctx.run_id, job.node_id, error)
-            node = self.nodes[job.node_id]
-            follow = (
-                node["planned"][:1]
-                if len(path_to(self.nodes, node["id"])) < ctx.params.max_depth
-                else []
-            )
-            await self._apply_expand(
-                job.node_id, ExpandOutcome(complete=not follow, steps=follow, dropped=[])
-            )
-            return
         logger.error(
             "run=%s node=%s %s job crashed", ctx.run_id, job.node_id, job.kind, exc_info=error
         )
         if job.kind == "execute":
             await self._finish_node(job.node_id, "failed", None, "internal error")
+        elif job.kind == "expand":  # end the path with what it found rather than lose it
+            await self._apply_expand(
+                job.node_id, ExpandOutcome(complete=True, steps=[], dropped=[])
+            )
         else:
             self.update(job.node_id, answer_error="internal error")
 
@@ -192,41 +214,72 @@ class _Round:
         status = "done" if outcome.ok else "failed"
         await self._finish_node(node_id, status, outcome, outcome.error)
 
+    async def _record_progress(self, node_id: str, judged: Judged) -> None:
+        """Store the path's progress score and back it up to the root."""
+        self.update(node_id, score=judged.score)
+        for record in backpropagate(self.nodes, node_id, judged.score):
+            self.put(record)
+        node = self.nodes[node_id]
+        await self.ctx.emit(
+            NodeEvaluated(
+                run_id=self.ctx.run_id,
+                node_id=node_id,
+                score=judged.score,
+                reason=judged.reason or None,
+                value=round(mean_value(node), 6),
+                visits=node["visits"],
+            )
+        )
+
     async def _apply_expand(self, node_id: str, outcome: ExpandOutcome) -> None:
         ctx = self.ctx
-        steps, dropped = outcome.steps, list(outcome.dropped)
-        if steps:
-            # Siblings may have appeared since the job started (a resumed run): check again.
-            taken = [n["step"] for n in path_to(self.nodes, node_id)]
-            taken += [c["step"] for c in children_of(self.nodes, node_id)]
-            steps, more = select_candidates(steps, taken=taken, limit=ctx.params.max_candidates)
-            dropped += more
+        if outcome.progress is not None:
+            await self._record_progress(node_id, outcome.progress)
+        steps, dropped = list(outcome.steps), list(outcome.dropped)
+        scores = outcome.scores or [None] * len(steps)
         room = max(0, ctx.params.max_nodes - len(self.nodes))
         if len(steps) > room:
             self.capped = True
             dropped += steps[room:]
             steps = steps[:room]
         parent = self.nodes[node_id]
-        created: list[NodeRecord] = []
+        created: list[tuple[NodeRecord, Judged | None]] = []
         first = len(children_of(self.nodes, node_id)) + 1
-        for index, step in enumerate(steps, start=first):
+        for index, (step, judged) in enumerate(zip(steps, scores, strict=False), start=first):
             child = new_node(parent=parent, index=index, step=step, planned=parent["planned"][1:])
+            if judged is not None:
+                child["prior"] = judged.score
             self.put(child)
-            created.append(child)
-        complete = not created
-        self.update(node_id, expanded=True, complete=complete)
+            created.append((child, judged))
         await ctx.emit(
             CandidatesProposed(
                 run_id=ctx.run_id,
                 parent_id=node_id,
-                complete=complete,
+                complete=not created,
                 nodes=[
-                    NodeBrief(node_id=c["id"], parent_id=node_id, depth=c["depth"], step=c["step"])
-                    for c in created
+                    NodeBrief(
+                        node_id=c["id"],
+                        parent_id=node_id,
+                        depth=c["depth"],
+                        step=c["step"],
+                        score=j.score if j else None,
+                        reason=(j.reason or None) if j else None,
+                    )
+                    for c, j in created
                 ],
                 dropped=dropped,
             )
         )
+        alive = 0
+        for child, judged in created:
+            reason = _prune_reason(judged, ctx.params.min_score)
+            if reason is None:
+                alive += 1
+                continue
+            self.update(child["id"], status="pruned", error=reason)
+            await ctx.emit(NodePruned(run_id=ctx.run_id, node_id=child["id"], reason=reason))
+        # A path whose every continuation was pruned ends here, with what it found.
+        self.update(node_id, expanded=True, complete=alive == 0)
 
     async def _apply_respond(self, node_id: str, outcome: RespondOutcome) -> None:
         ctx = self.ctx
@@ -247,17 +300,29 @@ class _Round:
                 await self._finish_node(job.node_id, "cancelled", None, "search stopped")
 
 
+def _prune_reason(judged: Judged | None, min_score: float) -> str | None:
+    """Why a judged candidate is pruned, or None to keep it (unscored ones are kept)."""
+    if judged is None:
+        return None
+    if not judged.viable:
+        return f"not viable: {judged.reason}" if judged.reason else "not viable"
+    if judged.score < min_score:
+        return f"score {judged.score:.2f} below {min_score:.2f}" + (
+            f": {judged.reason}" if judged.reason else ""
+        )
+    return None
+
+
 async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """One scheduling round (see the module docstring)."""
     ctx = runtime.context
     rnd = _Round(state, ctx)
     stop: StopReason | None = None
     try:
-        if rnd.completed_paths() >= ctx.params.max_paths:
-            stop = "max_paths"
-        elif ctx.time_left_s() <= 0:
+        stop = rnd.stop_reason()
+        if stop is None and ctx.time_left_s() <= 0:
             stop = "deadline"
-        elif rnd.budget_hit is None:
+        elif stop is None and rnd.budget_hit is None:
             await rnd.launch()
         if stop is None and not len(ctx.pool):
             # Nothing runs and nothing could start: the search is over.
@@ -268,8 +333,7 @@ async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
                 stop = "deadline"
             for job, outcome in finished:
                 await rnd.apply(job, outcome)
-            if rnd.completed_paths() >= ctx.params.max_paths:
-                stop = "max_paths"
+            stop = stop or rnd.stop_reason()
         if stop is not None:
             await rnd.cancel_all()
     except asyncio.CancelledError:

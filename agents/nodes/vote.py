@@ -94,7 +94,7 @@ async def _vote(
 
     try:
         choice, reason = await call_structured(
-            ctx.models.for_role("voter"),
+            ctx.model("voter"),
             vote_schema(shown),
             voter_messages(ctx.task, candidates, VOTE_EVIDENCE_CHARS),
             config=ctx.config(ctx.tracker("voter", None)),

@@ -4,6 +4,7 @@ each step, which steps fail, and how the vote picks."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,12 +24,17 @@ from tests.support.fakes import (
 class Scenario:
     """Replies by role. `replans[step]` lists the proposals after `step` ([] = path complete;
     a step with no entry also completes its path). `fail` names steps whose executor raises.
-    `tools[step]` makes the executor call that tool (name, args) once before answering."""
+    `tools[step]` makes the executor call that tool (name, args) once before answering.
+    The evaluator scores a candidate step by `priors` (default 0.5; `not_viable` ones are not
+    viable) and a done step's progress by `values` (default 0.5)."""
 
     plan: list[str]
     replans: dict[str, list[str]] = field(default_factory=dict)
     fail: set[str] = field(default_factory=set)
     tools: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    priors: dict[str, float] = field(default_factory=dict)
+    not_viable: set[str] = field(default_factory=set)
+    values: dict[str, float] = field(default_factory=dict)
     vote: Callable[[FakeCall], Reply] | None = None
     gate: asyncio.Event | None = None
     gate_roles: tuple[str, ...] = ("executor",)
@@ -54,8 +60,27 @@ class Scenario:
             return {"complete": not proposals, "next_steps": proposals}
         if call.role == "responder":
             return f"answer via {last_done_step(call)}"
+        if call.role == "evaluator":
+            return self.judge(call)
         if call.role == "voter":
             if self.vote is not None:
                 return self.vote(call)
             return {"choice": call.enum[0], "reason": "first shown"}
         raise AssertionError(f"unexpected role {call.role}")
+
+    def judge(self, call: FakeCall) -> Reply:
+        candidates = _CANDIDATE.findall(call.prompt)
+        if candidates:
+            return {
+                key: {
+                    "score": self.priors.get(step.strip(), 0.5),
+                    "viable": step.strip() not in self.not_viable,
+                    "reason": f"judged {step.strip()}",
+                }
+                for key, step in candidates
+            }
+        step = last_done_step(call)
+        return {"score": self.values.get(step, 0.5), "reason": f"progress of {step}"}
+
+
+_CANDIDATE = re.compile(r"^(c\d+): (.*)$", re.MULTILINE)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
-from agents.errors import ConfigError
 from agents.nodes.vote import best_valued, vote_schema
+from agents.params import RunParams
 from agents.state import NodeRecord, new_node
 from agents.strategies import DepthFirst, strategy_for
 
@@ -56,6 +57,12 @@ def test_dfs_never_returns_more_than_the_free_slots() -> None:
     assert DepthFirst().select(nodes, list(nodes.values()), set(), 0) == []
 
 
-def test_an_unknown_strategy_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="unknown strategy"):
-        strategy_for("astar")
+def test_an_unknown_strategy_is_refused_by_the_run_parameters() -> None:
+    with pytest.raises(ValidationError, match="strategy"):
+        RunParams(strategy="astar")  # type: ignore[arg-type]
+
+
+def test_each_strategy_name_gives_its_policy() -> None:
+    assert strategy_for(RunParams(strategy="dfs")).name == "dfs"
+    assert strategy_for(RunParams(strategy="beam")).name == "beam"
+    assert strategy_for(RunParams()).name == "mcts"
