@@ -5,6 +5,7 @@ it across processes."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sqlite3
@@ -138,3 +139,15 @@ class RoleCache(BaseCache):
 
     def clear(self, **kwargs: Any) -> None:
         self.store.clear()
+
+    # The memory store answers at once; only a file store is worth a thread.
+    async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
+        if isinstance(self.store, MemoryStore):
+            return self.lookup(prompt, llm_string)
+        return await asyncio.to_thread(self.lookup, prompt, llm_string)
+
+    async def aupdate(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
+        if isinstance(self.store, MemoryStore):
+            self.update(prompt, llm_string, return_val)
+        else:
+            await asyncio.to_thread(self.update, prompt, llm_string, return_val)
