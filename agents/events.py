@@ -48,6 +48,7 @@ class PlanMade(_Event):
     type: Literal["plan"] = "plan"
     steps: list[str] = Field(description="The planner's steps, in order.")
     root: NodeBrief = Field(description="The root node, seeded with the first step.")
+    seconds: float | None = Field(default=None, description="The planner's wall time.")
 
 
 class NodeStarted(_Event):
@@ -84,6 +85,9 @@ class CandidatesProposed(_Event):
     dropped: list[str] = Field(
         default_factory=list, description="Proposals dropped as duplicates or over the limits."
     )
+    seconds: float | None = Field(
+        default=None, description="Wall time of the expansion (evaluator and replanner calls)."
+    )
 
 
 class NodeEvaluated(_Event):
@@ -106,6 +110,7 @@ class PathCompleted(_Event):
     node_id: str = Field(description="The leaf that ends the path.")
     path: list[str] = Field(description="Node ids from the root to the leaf.")
     answer: str | None = Field(description="The candidate answer; null when writing it failed.")
+    seconds: float | None = Field(default=None, description="The responder's wall time.")
 
 
 class VoteCast(_Event):
@@ -114,6 +119,7 @@ class VoteCast(_Event):
     chosen_id: str
     method: Literal["llm", "single", "fallback"]
     reason: str | None = None
+    seconds: float | None = Field(default=None, description="The vote's wall time.")
 
 
 class RunDone(_Event):

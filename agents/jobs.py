@@ -51,12 +51,14 @@ class ExpandOutcome:
     dropped: list[str]
     progress: Judged | None = None
     scores: list[Judged | None] = field(default_factory=list)
+    seconds: float = 0.0
 
 
 @dataclass
 class RespondOutcome:
     answer: str | None
     error: str | None
+    seconds: float = 0.0
 
 
 Outcome = ExecOutcome | ExpandOutcome | RespondOutcome

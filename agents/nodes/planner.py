@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -40,6 +41,7 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     params = ctx.params
     tracker = ctx.tracker("planner", None)
+    started = time.monotonic()
     try:
         steps = await call_structured(
             ctx.model("planner"),
@@ -70,6 +72,7 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
             run_id=ctx.run_id,
             steps=steps,
             root=NodeBrief(node_id=root["id"], parent_id=None, depth=0, step=root["step"]),
+            seconds=round(time.monotonic() - started, 4),
         )
     )
     logger.info("run=%s plan of %d steps", ctx.run_id, len(steps))

@@ -4,6 +4,7 @@ judge those candidates in one call."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,6 +64,13 @@ async def expand(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str)
     """What follows `node_id`. A path at `max_depth` is complete without asking the replanner.
     Proposals that repeat a step of the path or of an existing sibling are dropped; none are
     invented to fill the quota."""
+    started = time.monotonic()
+    outcome = await _expand(ctx, nodes, node_id)
+    outcome.seconds = round(time.monotonic() - started, 4)
+    return outcome
+
+
+async def _expand(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str) -> ExpandOutcome:
     path = path_to(nodes, node_id)
     params = ctx.params
     progress: Judged | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 from agents.context import RunContext
@@ -32,12 +33,17 @@ async def write_answer(
 
 async def respond(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str) -> RespondOutcome:
     """Write the candidate answer of a complete path; a failure leaves the path without one."""
+    started = time.monotonic()
+
+    def outcome(answer: str | None, error: str | None) -> RespondOutcome:
+        return RespondOutcome(answer, error, round(time.monotonic() - started, 4))
+
     try:
         answer = await write_answer(ctx, nodes, node_id)
     except BudgetExhausted:
         raise
     except Exception as e:
-        return RespondOutcome(answer=None, error=f"responder failed ({type(e).__name__})")
+        return outcome(None, f"responder failed ({type(e).__name__})")
     if not answer:
-        return RespondOutcome(answer=None, error="responder returned an empty answer")
-    return RespondOutcome(answer=answer, error=None)
+        return outcome(None, "responder returned an empty answer")
+    return outcome(answer, None)

@@ -268,6 +268,7 @@ class _Round:
                     for c, j in created
                 ],
                 dropped=dropped,
+                seconds=outcome.seconds,
             )
         )
         alive = 0
@@ -290,6 +291,7 @@ class _Round:
                 node_id=node_id,
                 path=[n["id"] for n in path_to(self.nodes, node_id)],
                 answer=outcome.answer,
+                seconds=outcome.seconds,
             )
         )
 

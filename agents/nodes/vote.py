@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -143,6 +144,7 @@ async def finish(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
                 "error": {"code": "no_result", "message": "no research step succeeded"},
             }
         return {"phase": "done", "final": final, "metrics": ctx.accountant.snapshot()}
+    started = time.monotonic()
     leaf, method, reason = await _vote(ctx, nodes, leaves)
     await ctx.emit(
         VoteCast(
@@ -151,6 +153,7 @@ async def finish(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
             chosen_id=leaf["id"],
             method=method,
             reason=reason,
+            seconds=round(time.monotonic() - started, 4),
         )
     )
     return {

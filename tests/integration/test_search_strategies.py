@@ -170,12 +170,13 @@ async def test_use_cache_false_bypasses_the_cache(make_engine: EngineMaker) -> N
 
 async def test_a_sqlite_cache_serves_a_new_process(settings: Settings, tmp_path: Path) -> None:
     settings = settings.model_copy(update={"cache_path": tmp_path / "cache.sqlite"})
+    params = RunParams(max_paths=2, max_concurrency=1)
     first = Engine(settings=settings, models=FakeModels(SCENARIO), tools=[])
-    await first.run("t", RunParams(max_paths=2))
+    await first.run("t", params)
     models = FakeModels(SCENARIO)
     second = Engine(settings=settings, models=models, tools=[])
 
-    result = await second.run("t", RunParams(max_paths=2))
+    result = await second.run("t", params)
 
     assert models.recorder.calls == []
     assert result.status == "done"
