@@ -155,8 +155,10 @@ class Engine:
     async def _drive(self, ctx: RunContext, graph_input: RunState | None) -> RunResult:
         run_id = ctx.run_id
         try:
+            # "sync": a round's checkpoint is on disk before the next round starts, so a crash
+            # never loses a completed node (the default "async" writes in the background).
             out = await self.graph.ainvoke(
-                graph_input, self._config(run_id, ctx.params), context=ctx
+                graph_input, self._config(run_id, ctx.params), context=ctx, durability="sync"
             )
         except asyncio.CancelledError:
             await ctx.pool.cancel()

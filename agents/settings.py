@@ -138,6 +138,9 @@ class Settings(BaseSettings):
     )
     sse_heartbeat_s: float = Field(default=10.0, gt=0, le=15, description="SSE comment interval.")
     max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=10 * 1024 * 1024)
+    shutdown_grace_s: int = Field(
+        default=5, ge=0, le=600, description="Seconds open streams get on SIGTERM before the drain."
+    )
 
     @field_validator("tools", mode="before")
     @classmethod

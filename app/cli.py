@@ -78,7 +78,14 @@ def serve(args: argparse.Namespace) -> int:
         build_tools(settings)
     except ConfigError as e:
         raise CliError(f"cannot start: {e}") from e
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_config=None)
+    uvicorn.run(
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        log_config=None,
+        # Open event streams are closed after this, then running runs are drained.
+        timeout_graceful_shutdown=settings.shutdown_grace_s,
+    )
     return EXIT_OK
 
 
