@@ -158,7 +158,10 @@ class Engine:
             # "sync": a round's checkpoint is on disk before the next round starts, so a crash
             # never loses a completed node (the default "async" writes in the background).
             out = await self.graph.ainvoke(
-                graph_input, self._config(run_id, ctx.params), context=ctx, durability="sync"
+                graph_input,
+                self._config(run_id, ctx.params),
+                context=ctx,
+                durability="sync" if self.graph.checkpointer else None,
             )
         except asyncio.CancelledError:
             await ctx.pool.cancel()

@@ -14,6 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -24,6 +25,10 @@ from agents.errors import ToolError
 from tools.results import FailureKind, ToolResult, failure, squash
 
 logger = logging.getLogger(__name__)
+
+# A run that asks for `use_cache=false` sets this to False around its tool calls: the call then
+# goes to the source (and refreshes the cache) instead of reading it.
+USE_RESULT_CACHE: ContextVar[bool] = ContextVar("use_result_cache", default=True)
 
 Clock = Callable[[], float]
 """Monotonic seconds."""
@@ -192,7 +197,7 @@ class ToolRuntime:
             detail = f"the query is longer than {QUERY_MAX_CHARS} characters"
             return failure(self.name, "invalid_input", detail)
         key = cache_key(self.name, self.scope, clean, casefold=self.casefold_keys)
-        cached = self.cache.get(key)
+        cached = self.cache.get(key) if USE_RESULT_CACHE.get() else None
         if cached is not None:
             logger.debug("tool %s: cache hit for %r", self.name, clean)
             return copy.deepcopy(cached)

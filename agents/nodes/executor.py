@@ -24,6 +24,7 @@ from agents.prompts import EXECUTOR_SYSTEM, executor_messages
 from agents.retry import is_retryable
 from agents.state import NodeRecord
 from agents.tree import path_to, trim
+from tools.runtime import USE_RESULT_CACHE
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ async def execute(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str
     config = ctx.config(tracker, node_id=node_id)
     config["recursion_limit"] = 4 * (ctx.params.max_tool_calls_per_step + 2)
     started = time.monotonic()
+    USE_RESULT_CACHE.set(ctx.params.use_cache)  # this job's task and the tool calls it starts
 
     def outcome(ok: bool, result: str | None, error: str | None) -> ExecOutcome:
         return ExecOutcome(

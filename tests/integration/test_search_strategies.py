@@ -241,3 +241,32 @@ async def test_a_trace_rebuilds_the_live_tree(make_engine: EngineMaker, events: 
     live = {n["id"]: {f: n[f] for f in fields} for n in result.nodes}
     assert {k: {f: v[f] for f in fields} for k, v in rebuilt.items()} == live
     assert any(n["status"] == "pruned" for n in result.nodes)
+
+
+async def test_tool_results_are_cached_and_use_cache_false_goes_to_the_source(
+    make_engine: EngineMaker, settings: Settings
+) -> None:
+    from tools.registry import ToolOverrides, build_tools
+    from tools.runtime import TtlCache
+
+    searched: list[str] = []
+
+    def search(query: str, **_: object) -> list[dict[str, str]]:
+        searched.append(query)
+        return [{"title": "Result", "href": "https://example.test/r", "body": "a finding"}]
+
+    tools = build_tools(
+        settings.model_copy(update={"tools": ["web_search"], "tool_min_interval_s": 0.0}),
+        overrides=ToolOverrides(web_search_fn=search, cache=TtlCache()),
+    )
+    scenario = Scenario(plan=["A"], tools={"A": ("web_search", {"query": "q1"})})
+    engine, _ = make_engine(scenario, tools=tools)
+    params = RunParams(max_concurrency=1)
+
+    first = await engine.run("t", params)
+    await engine.run("t", params)
+    assert searched == ["q1"]  # the rerun's tool call was served from the result cache
+
+    await engine.run("t", params.model_copy(update={"use_cache": False}))
+    assert searched == ["q1", "q1"]
+    assert first.sources == [{"title": "Result", "url": "https://example.test/r"}]
