@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agents.errors import LatsError, RunNotFound
-from app.manager import QueueFull
+from app.queue import QueueFull
 
 logger = logging.getLogger(__name__)
 

@@ -18,21 +18,16 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from agents.engine import Engine, RunResult
-from agents.errors import LatsError, RunNotFound
+from agents.errors import RunNotFound
 from agents.events import Event, RunCancelled, RunError, RunStarted
 from agents.params import RunParams
 from agents.settings import Settings
 from agents.tree import by_id
 from app.live import TERMINAL, LiveRun
+from app.queue import LocalRunQueue, RunQueue
 from app.store.base import FINISHED, RunRecord, RunStore, StoredEvent
 
 logger = logging.getLogger(__name__)
-
-
-class QueueFull(LatsError):
-    """Too many runs are waiting; the caller should retry later."""
-
-    code = "queue_full"
 
 
 class RunManager:
@@ -45,31 +40,35 @@ class RunManager:
         store: RunStore,
         settings: Settings,
         checkpointer: BaseCheckpointSaver[str] | None = None,
+        queue: RunQueue | None = None,
     ) -> None:
         self.engine = engine
         self.store = store
         self.settings = settings
         self.checkpointer = checkpointer
-        self._slots = asyncio.Semaphore(settings.max_active_runs)
+        self.queue = queue or LocalRunQueue(settings.max_active_runs, settings.max_queued_runs)
         self._live: dict[str, LiveRun] = {}
-        self._running = 0
 
     # -- counts --------------------------------------------------------------------------------
     @property
     def active(self) -> int:
-        return self._running
+        return self.queue.active
 
     @property
     def queued(self) -> int:
-        return len(self._live) - self._running
+        return self.queue.waiting
 
     # -- starting ------------------------------------------------------------------------------
     async def submit(self, task: str, params: RunParams) -> RunRecord:
         """Create a run and queue it. Raises `QueueFull` when the queue is at its limit."""
-        if self.queued >= self.settings.max_queued_runs + max(
-            0, self.settings.max_active_runs - self._running
-        ):
-            raise QueueFull("too many runs are waiting; retry later")
+        self.queue.admit()
+        try:
+            return await self._create(task, params)
+        except BaseException:
+            self.queue.withdraw()
+            raise
+
+    async def _create(self, task: str, params: RunParams) -> RunRecord:
         now = datetime.now(UTC)
         record = RunRecord(
             id=uuid.uuid4().hex,
@@ -98,6 +97,7 @@ class RunManager:
                 continue
             live = LiveRun(record.id, history)
             self._live[record.id] = live
+            self.queue.admit(force=True)
             live.task = asyncio.create_task(self._work(live, record, resume=True))
             resumed.append(record.id)
         if resumed:
@@ -121,24 +121,20 @@ class RunManager:
             await self._emit(live, event)
 
         try:
-            async with self._slots:
-                self._running += 1
-                try:
-                    await self.store.set_status(run_id, "running")
-                    params = RunParams.model_validate(record.params)
-                    if resume:
-                        try:
-                            result = await self.engine.resume(run_id, sink=sink)
-                        except RunNotFound:  # queued before it ever checkpointed
-                            result = await self.engine.run(
-                                record.task, params, run_id=run_id, sink=sink, announce=False
-                            )
-                    else:
+            async with self.queue.slot():
+                await self.store.set_status(run_id, "running")
+                params = RunParams.model_validate(record.params)
+                if resume:
+                    try:
+                        result = await self.engine.resume(run_id, sink=sink)
+                    except RunNotFound:  # queued before it ever checkpointed
                         result = await self.engine.run(
                             record.task, params, run_id=run_id, sink=sink, announce=False
                         )
-                finally:
-                    self._running -= 1
+                else:
+                    result = await self.engine.run(
+                        record.task, params, run_id=run_id, sink=sink, announce=False
+                    )
         except asyncio.CancelledError:
             if live.draining:
                 await self.store.set_status(run_id, "interrupted")
