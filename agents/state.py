@@ -23,17 +23,6 @@ StopReason = Literal[
     "cancelled",
     "error",
 ]
-STOP_REASONS: tuple[StopReason, ...] = (
-    "max_paths",
-    "frontier_exhausted",
-    "budget_llm_calls",
-    "budget_tokens",
-    "max_nodes",
-    "deadline",
-    "early_stop",
-    "cancelled",
-    "error",
-)
 
 
 class Source(TypedDict):
