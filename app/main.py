@@ -12,9 +12,9 @@ from langchain_core.tools import BaseTool
 from agents.engine import Engine
 from agents.models import ModelFactory, SettingsModelFactory
 from agents.settings import Settings, get_settings
-from app import errors
+from app import errors, openapi
 from app.manager import RunManager
-from app.routes import health, runs
+from app.routes import health, runs, ui
 from app.store import open_backend
 from tools.registry import build_tools
 
@@ -64,4 +64,6 @@ def create_app(
     errors.install(app)
     app.include_router(health.router)
     app.include_router(runs.router)
+    openapi.install(app)
+    ui.install(app)  # the web page at / and its files under /static
     return app

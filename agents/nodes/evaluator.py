@@ -85,8 +85,6 @@ async def score_candidates(
             config=ctx.config(tracker, node_id=node_id),
             parse=lambda out: read_scores(out, keys),
             what="evaluator",
-            retries=ctx.settings.model_max_retries,
-            retry_delay_s=ctx.settings.model_retry_base_delay_s,
         )
     except ModelError as e:
         logger.warning("run=%s node=%s candidates unscored: %s", ctx.run_id, node_id, e)
@@ -109,8 +107,6 @@ async def score_progress(
             config=ctx.config(tracker, node_id=node_id),
             parse=Progress.model_validate,
             what="evaluator",
-            retries=ctx.settings.model_max_retries,
-            retry_delay_s=ctx.settings.model_retry_base_delay_s,
         )
     except ModelError as e:
         logger.warning("run=%s node=%s progress unscored: %s", ctx.run_id, node_id, e)

@@ -11,7 +11,6 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain.agents.middleware import (
     ModelCallLimitMiddleware,
-    ModelRetryMiddleware,
     ToolErrorMiddleware,
 )
 from langchain.agents.middleware.types import ToolCallRequest
@@ -21,7 +20,6 @@ from agents.context import RunContext
 from agents.errors import BudgetExhausted
 from agents.jobs import ExecOutcome
 from agents.prompts import EXECUTOR_SYSTEM, executor_messages
-from agents.retry import is_retryable
 from agents.state import NodeRecord
 from agents.tree import path_to, trim
 from tools.runtime import USE_RESULT_CACHE
@@ -39,17 +37,9 @@ def _tool_failure(error: Exception, request: ToolCallRequest) -> str:
 def _agent(ctx: RunContext) -> Any:
     """The executor agent, compiled once per run and shared by its nodes."""
     if ctx.executor_agent is None:
-        settings = ctx.settings
         middleware: list[Any] = [
             ModelCallLimitMiddleware(
                 run_limit=ctx.params.max_tool_calls_per_step + 1, exit_behavior="end"
-            ),
-            ModelRetryMiddleware(
-                max_retries=settings.model_max_retries,
-                retry_on=is_retryable,
-                on_failure="error",
-                initial_delay=settings.model_retry_base_delay_s,
-                jitter=True,
             ),
             ToolErrorMiddleware(on_error=_tool_failure),
         ]

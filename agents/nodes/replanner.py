@@ -48,8 +48,6 @@ async def _replan(ctx: RunContext, path: list[NodeRecord], node_id: str) -> Repl
             config=ctx.config(tracker, node_id=node_id),
             parse=parse,
             what="replanner",
-            retries=ctx.settings.model_max_retries,
-            retry_delay_s=ctx.settings.model_retry_base_delay_s,
         )
     except ModelError as e:
         # Follow the plan rather than lose the path.

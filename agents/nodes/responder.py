@@ -9,7 +9,6 @@ from agents.context import RunContext
 from agents.errors import BudgetExhausted
 from agents.jobs import RespondOutcome
 from agents.prompts import responder_messages
-from agents.retry import retrying
 from agents.state import NodeRecord
 from agents.tree import path_to
 
@@ -22,12 +21,7 @@ async def write_answer(
     tracker = ctx.tracker("responder", node_id)
     model = ctx.model("responder")
     messages = responder_messages(ctx.task, path, ctx.settings.result_max_chars, partial=partial)
-    reply = await retrying(
-        lambda: model.ainvoke(messages, config=ctx.config(tracker, node_id=node_id)),
-        retries=ctx.settings.model_max_retries,
-        base_delay_s=ctx.settings.model_retry_base_delay_s,
-        what="responder",
-    )
+    reply = await model.ainvoke(messages, config=ctx.config(tracker, node_id=node_id))
     return reply.text.strip()
 
 

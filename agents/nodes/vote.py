@@ -101,8 +101,6 @@ async def _vote(
             config=ctx.config(ctx.tracker("voter", None)),
             parse=parse,
             what="voter",
-            retries=ctx.settings.model_max_retries,
-            retry_delay_s=ctx.settings.model_retry_base_delay_s,
         )
     except (ModelError, BudgetExhausted) as e:
         leaf = best_valued(nodes, leaves)

@@ -1,17 +1,38 @@
-"""The model factory: role resolution, temperatures, and clear configuration errors."""
+"""The model factory: role resolution, defaults, temperatures, and clear configuration errors."""
 
 from __future__ import annotations
+
+import logging
+from pathlib import Path
 
 import pytest
 from langchain_google_genai import ChatGoogleGenerativeAI
 
 from agents.errors import ConfigError
-from agents.models import ROLE_TEMPERATURE, SettingsModelFactory
+from agents.local_model import LocalChatModel
+from agents.models import (
+    PROVIDER_TIMEOUT_MARGIN_S,
+    ROLE_TEMPERATURE,
+    ResilientChatModel,
+    SettingsModelFactory,
+)
 from agents.settings import Settings
 
 
 def _settings(**values: object) -> Settings:
     return Settings(_env_file=None, **values)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def _no_model_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "LATS_MODEL", "LATS_MODEL_VOTER"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _inner(factory: SettingsModelFactory, role: str) -> object:
+    model = factory.for_role(role)  # type: ignore[arg-type]
+    assert isinstance(model, ResilientChatModel)
+    return model.inner
 
 
 def test_gemini_is_built_per_role_with_the_role_temperature(
@@ -20,22 +41,97 @@ def test_gemini_is_built_per_role_with_the_role_temperature(
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
     factory = SettingsModelFactory(_settings())
 
-    voter = factory.for_role("voter")
-    replanner = factory.for_role("replanner")
+    voter = _inner(factory, "voter")
+    replanner = _inner(factory, "replanner")
 
     assert isinstance(voter, ChatGoogleGenerativeAI)
+    assert isinstance(replanner, ChatGoogleGenerativeAI)
     assert voter.model.endswith("gemini-2.5-flash")
     assert voter.temperature == ROLE_TEMPERATURE["voter"] == 0.0
-    assert replanner.temperature == ROLE_TEMPERATURE["replanner"]
-    assert factory.for_role("voter") is voter
+    assert ROLE_TEMPERATURE["evaluator"] == 0.0
+    assert replanner.temperature == ROLE_TEMPERATURE["replanner"] > 0.5
+    assert factory.for_role("voter") is factory.for_role("voter")
 
 
-def test_a_missing_gemini_key_names_the_variable_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+def test_gemini_sdk_retries_are_off_and_our_policy_has_the_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+    settings = _settings(model_timeout_s=12.5, model_max_retries=3)
+
+    model = SettingsModelFactory(settings).for_role("planner")
+
+    assert isinstance(model, ResilientChatModel)
+    assert isinstance(model.inner, ChatGoogleGenerativeAI)
+    assert model.inner.max_retries == 1  # 1 = one attempt; 0 would mean the SDK default
+    assert model.inner.timeout == 12.5 + PROVIDER_TIMEOUT_MARGIN_S  # ours fires first
+    assert (model.timeout_s, model.max_retries) == (12.5, 3)
+
+
+def test_lats_model_sets_every_role_and_a_role_variable_overrides_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+    monkeypatch.setenv("LATS_MODEL", "google_genai:gemini-2.0-flash")
+    monkeypatch.setenv("LATS_MODEL_VOTER", "google_genai:gemini-2.5-pro")
+    factory = SettingsModelFactory(_settings())
+
+    planner = _inner(factory, "planner")
+    voter = _inner(factory, "voter")
+
+    assert isinstance(planner, ChatGoogleGenerativeAI)
+    assert isinstance(voter, ChatGoogleGenerativeAI)
+    assert planner.model.endswith("gemini-2.0-flash")
+    assert voter.model.endswith("gemini-2.5-pro")
+
+
+def test_a_missing_gemini_key_names_the_variable_to_set() -> None:
+    settings = _settings(model="google_genai:gemini-2.5-flash")
 
     with pytest.raises(ConfigError, match="set GOOGLE_API_KEY"):
-        SettingsModelFactory(_settings()).check()
+        SettingsModelFactory(settings).check()
+
+
+def test_without_a_model_or_a_key_the_local_model_is_used_and_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    factory = SettingsModelFactory(_settings())
+
+    with caplog.at_level(logging.WARNING, logger="agents.models"):
+        factory.check()
+
+    assert factory.model_string("planner") == "local"
+    assert isinstance(_inner(factory, "executor"), LocalChatModel)
+    notices = [r for r in caplog.records if "bundled local model" in r.getMessage()]
+    assert len(notices) == 1
+    assert "GOOGLE_API_KEY" in notices[0].getMessage()
+
+
+def test_with_a_key_and_no_model_gemini_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+
+    factory = SettingsModelFactory(_settings())
+
+    assert factory.model_string("planner") == "google_genai:gemini-2.5-flash"
+
+
+def test_local_model_gets_the_role_temperature_and_no_rate_limit() -> None:
+    factory = SettingsModelFactory(_settings(model="local", local_max_tokens=64))
+
+    model = factory.for_role("replanner")
+
+    assert isinstance(model, ResilientChatModel)
+    assert isinstance(model.inner, LocalChatModel)
+    assert model.inner.temperature == ROLE_TEMPERATURE["replanner"]
+    assert model.inner.max_tokens == 64
+    assert model.limiter is None
+
+
+def test_a_missing_local_model_file_is_a_clear_config_error(tmp_path: Path) -> None:
+    settings = _settings(model="local", local_model_path=tmp_path / "nope.gguf")
+
+    with pytest.raises(ConfigError, match=r"local model .* unavailable: no model file"):
+        SettingsModelFactory(settings).for_role("planner")
 
 
 def test_a_bare_model_name_is_refused_with_the_expected_shape() -> None:
@@ -51,6 +147,22 @@ def test_an_unknown_provider_is_a_config_error_with_one_line() -> None:
     assert "nosuch:thing" in str(info.value)
 
 
-def test_a_provider_package_not_installed_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_provider_package_not_installed_is_reported() -> None:
     with pytest.raises(ConfigError, match="not installed"):
         SettingsModelFactory(_settings(model_voter="mistralai:mistral-small")).for_role("voter")
+
+
+def test_every_factory_of_the_process_shares_one_rate_limiter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+    first = SettingsModelFactory(_settings(model_rps=3.0)).for_role("planner")
+    second = SettingsModelFactory(_settings(model_rps=3.0)).for_role("voter")
+    unlimited = SettingsModelFactory(_settings(model_rps=0)).for_role("planner")
+
+    assert isinstance(first, ResilientChatModel)
+    assert isinstance(second, ResilientChatModel)
+    assert isinstance(unlimited, ResilientChatModel)
+    assert first.limiter is not None
+    assert first.limiter is second.limiter
+    assert unlimited.limiter is None

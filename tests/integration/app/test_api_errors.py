@@ -104,6 +104,10 @@ async def test_openapi_documents_the_run_body_and_errors(service_for: ServiceMak
     solve = spec["paths"]["/solve"]["post"]
     assert "text/event-stream" in solve["responses"]["200"]["content"]
     assert "429" in solve["responses"]
+    stream = solve["responses"]["200"]["content"]["text/event-stream"]
+    assert stream["itemSchema"] == {"$ref": "#/components/schemas/RunEvent"}
+    event_types = set(spec["components"]["schemas"]["RunEvent"]["discriminator"]["mapping"])
+    assert {"run_started", "plan", "node_started", "done", "error", "cancelled"} <= event_types
     body = spec["components"]["schemas"]["SolveRequest"]["properties"]
     assert body["task"]["maxLength"] == 4000
     assert body["max_paths"]["maximum"] == 50

@@ -40,7 +40,7 @@ def _factory(**overrides: Any) -> SettingsModelFactory:
         "model_rps": 0,
         **overrides,
     }
-    return SettingsModelFactory(Settings(_env_file=None, **values))  # type: ignore[arg-type]
+    return SettingsModelFactory(Settings(_env_file=None, **values))
 
 
 def _always(reply: Any) -> Any:
@@ -164,14 +164,32 @@ async def test_persistent_server_errors_stop_after_the_bounded_attempts(
     assert [r.status for r in sim.requests] == [503, 503, 503]
 
 
-async def test_a_malformed_body_is_a_clear_error(gemini_sim: SimulatorMaker) -> None:
-    sim = gemini_sim(_always(Malformed()))
-    model = _factory().for_role("planner")
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_malformed_body_is_retried(gemini_sim: SimulatorMaker, stream: bool) -> None:
+    replies: list[Any] = [Malformed(), Text("readable")]
+    sim = gemini_sim(lambda _request: replies.pop(0))
+    model = _factory(model_max_retries=1).for_role("responder")
 
-    with pytest.raises(ModelError, match="the planner model call failed"):
+    if stream:
+        text = "".join([chunk.text async for chunk in model.astream("answer")])
+    else:
+        text = (await model.ainvoke("answer")).text
+
+    assert text == "readable"
+    assert len(sim.requests) == 2
+
+
+async def test_malformed_bodies_end_in_a_clear_error(gemini_sim: SimulatorMaker) -> None:
+    sim = gemini_sim(_always(Malformed()))
+    model = _factory(model_max_retries=1).for_role("planner")
+
+    with pytest.raises(ModelError) as info:
         await model.ainvoke("plan")
 
-    assert sim.requests[0].status == 200
+    assert str(info.value) == (
+        "the planner model call got an unreadable response from the provider (2 attempts)"
+    )
+    assert [r.status for r in sim.requests] == [200, 200]
 
 
 async def test_a_reply_slower_than_the_timeout_is_cut_and_retried(

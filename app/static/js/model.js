@@ -1,0 +1,143 @@
+// A run as the page knows it, rebuilt from its events alone (docs/events.md). No drawing here.
+
+export const TERMINAL = new Set(["done", "error", "cancelled"]);
+
+export function newRun(runId) {
+  return {
+    id: runId,
+    task: "",
+    params: {},
+    status: "queued", // queued → running → done | failed | cancelled
+    nodes: new Map(), // id → node, in creation order (siblings in the replanner's order)
+    startedAt: null,
+    endedAt: null,
+    answer: null,
+    partial: false,
+    chosenId: null,
+    path: [],
+    sources: [],
+    stopReason: null,
+    error: null,
+    metrics: null, // the terminal event's metrics
+    toolCalls: 0,
+    toolErrors: 0,
+    pathsCompleted: 0,
+    vote: null,
+  };
+}
+
+function addNode(run, brief) {
+  if (run.nodes.has(brief.node_id)) return; // a resumed run may announce a node again
+  run.nodes.set(brief.node_id, {
+    id: brief.node_id,
+    parentId: brief.parent_id,
+    depth: brief.depth,
+    step: brief.step,
+    status: "pending",
+    prior: brief.score ?? null, // the evaluator's score of the proposal, when it scores
+    reason: brief.reason ?? null,
+    score: null, // the evaluator's score of the path's progress after this step
+    progress: null, // and its reason
+    valueSum: 0, // scores backed up from this node and its descendants
+    visits: 0,
+    result: null,
+    error: null,
+    seconds: null,
+    toolCalls: [],
+    sources: [],
+    complete: false,
+    candidate: false,
+    answer: null,
+    prunedReason: null,
+  });
+}
+
+/** Fold one event into the run. Unknown types and unknown node ids are ignored. */
+export function apply(run, event) {
+  const node = event.node_id ? run.nodes.get(event.node_id) : undefined;
+  switch (event.type) {
+    case "run_started":
+      run.task = event.task;
+      run.params = event.params;
+      run.startedAt = Date.parse(event.ts);
+      run.status = "running";
+      break;
+    case "plan":
+      addNode(run, event.root);
+      break;
+    case "node_started":
+      if (node) node.status = "running";
+      break;
+    case "tool_call":
+      run.toolCalls += 1;
+      if (!event.ok) run.toolErrors += 1;
+      node?.toolCalls.push(event);
+      break;
+    case "node_finished":
+      if (node) {
+        Object.assign(node, {
+          status: event.status,
+          result: event.result,
+          error: event.error,
+          seconds: event.seconds,
+          sources: event.sources ?? [],
+        });
+      }
+      break;
+    case "candidates": {
+      const parent = run.nodes.get(event.parent_id);
+      if (parent) parent.complete = event.complete;
+      for (const brief of event.nodes) addNode(run, brief);
+      break;
+    }
+    case "evaluated":
+      if (!node) break;
+      Object.assign(node, { score: event.score, progress: event.reason ?? null });
+      // A score is backed up to the node and every ancestor, as the engine does.
+      for (let n = node; n; n = run.nodes.get(n.parentId)) {
+        n.valueSum += event.score;
+        n.visits += 1;
+      }
+      break;
+    case "pruned":
+      if (node) Object.assign(node, { status: "pruned", prunedReason: event.reason });
+      break;
+    case "path_completed":
+      run.pathsCompleted += 1;
+      if (node) Object.assign(node, { candidate: true, answer: event.answer });
+      break;
+    case "vote":
+      run.vote = event;
+      break;
+    case "done":
+      Object.assign(run, {
+        status: "done",
+        answer: event.answer,
+        partial: event.partial,
+        chosenId: event.chosen_id,
+        path: event.path,
+        sources: event.sources,
+      });
+      break;
+    case "error":
+      Object.assign(run, { status: "failed", error: { code: event.code, message: event.message } });
+      break;
+    case "cancelled":
+      run.status = "cancelled";
+      break;
+  }
+  if (TERMINAL.has(event.type)) {
+    run.stopReason = event.stop_reason;
+    run.metrics = event.metrics ?? null;
+    run.endedAt = Date.parse(event.ts);
+    // Nothing runs after the end: steps still marked running were stopped with the run.
+    for (const n of run.nodes.values()) if (n.status === "running") n.status = "cancelled";
+  }
+}
+
+/** Nodes by status, for the costs panel. */
+export function countByStatus(run) {
+  const counts = {};
+  for (const n of run.nodes.values()) counts[n.status] = (counts[n.status] ?? 0) + 1;
+  return counts;
+}

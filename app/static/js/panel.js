@@ -1,0 +1,155 @@
+// The side panel: stop reason, costs, the answer (Markdown, sanitised) and one node's details.
+
+import DOMPurify from "../vendor/dompurify.js";
+import { marked } from "../vendor/marked.js";
+import { countByStatus } from "./model.js";
+import { scoreText } from "./tree.js";
+
+const $ = (id) => document.getElementById(id);
+
+// Model output is untrusted: Markdown is sanitised, links open elsewhere and never run code.
+DOMPurify.addHook("afterSanitizeAttributes", (element) => {
+  if (element.tagName === "A") {
+    element.setAttribute("target", "_blank");
+    element.setAttribute("rel", "noopener noreferrer");
+  }
+});
+
+export function markdown(text) {
+  return DOMPurify.sanitize(marked.parse(text ?? "", { async: false }));
+}
+
+function el(tag, props = {}, ...children) {
+  const element = Object.assign(document.createElement(tag), props);
+  element.append(...children.filter((c) => c !== null && c !== undefined));
+  return element;
+}
+
+function link({ title, url }) {
+  // Only web links: a source's URL comes from a tool result.
+  if (!/^https?:\/\//i.test(url)) return el("span", { textContent: title || url });
+  return el("a", { href: url, textContent: title || url, target: "_blank", rel: "noopener noreferrer" });
+}
+
+function facts(container, rows) {
+  container.replaceChildren(
+    ...rows.flatMap(([term, value, key]) => [
+      el("dt", { textContent: term }),
+      el("dd", { textContent: value, ...(key ? { id: key } : {}) }),
+    ]),
+  );
+}
+
+export const seconds = (s) => `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
+
+export function drawPanel(run, now) {
+  $("side").hidden = false;
+  $("run-head").hidden = false;
+  const status = $("run-status");
+  status.textContent = run.status;
+  status.dataset.status = run.status;
+  $("run-task").textContent = run.task;
+  $("cancel").disabled = !["queued", "running"].includes(run.status);
+  $("stop-reason").textContent = run.stopReason ?? "—";
+  $("run-error").hidden = !run.error;
+  $("run-error").textContent = run.error ? `${run.error.message} (${run.error.code})` : "";
+  drawCosts(run, now);
+  drawAnswer(run);
+}
+
+function drawCosts(run, now) {
+  const m = run.metrics ?? {};
+  const end = run.endedAt ?? now;
+  const wall = m.wall_s ?? (run.startedAt ? Math.max(0, (end - run.startedAt) / 1000) : 0);
+  const byStatus = Object.entries(countByStatus(run))
+    .map(([status, n]) => `${n} ${status}`)
+    .join(", ");
+  const rows = [["wall time", seconds(wall), "cost-wall"]];
+  // Model calls and tokens are counted by the engine and arrive with the terminal event;
+  // until then the panel shows what the events themselves tell.
+  if (m.llm_calls !== undefined) {
+    const roles = Object.entries(m.llm_calls_by_role ?? {})
+      .map(([role, n]) => `${role} ${n}`)
+      .join(", ");
+    rows.push(["model calls", `${m.llm_calls}${roles ? ` (${roles})` : ""}`, "cost-calls"]);
+    rows.push(["tokens", `${m.input_tokens ?? 0} in, ${m.output_tokens ?? 0} out`, "cost-tokens"]);
+    if (m.cache_hits !== undefined) rows.push(["cache hits", String(m.cache_hits), "cost-cache"]);
+  } else {
+    rows.push(["model calls", run.status === "running" ? "counted at the end" : "—", "cost-calls"]);
+  }
+  const toolErrors = m.tool_errors ?? run.toolErrors;
+  const tools = `${m.tool_calls ?? run.toolCalls}${toolErrors ? ` (${toolErrors} failed)` : ""}`;
+  rows.push(["tool calls", tools, "cost-tools"]);
+  rows.push(["nodes", `${run.nodes.size}${byStatus ? ` (${byStatus})` : ""}`, "cost-nodes"]);
+  rows.push(["paths answered", String(m.paths_completed ?? run.pathsCompleted), "cost-paths"]);
+  facts($("costs"), rows);
+}
+
+let shownAnswer = null;
+
+function drawAnswer(run) {
+  $("answer-card").hidden = run.answer === null;
+  if (run.answer === shownAnswer) return; // re-parse only when it changes
+  shownAnswer = run.answer;
+  $("answer").innerHTML = markdown(run.answer);
+  $("answer-partial").hidden = !run.partial;
+  $("answer-sources-title").hidden = run.sources.length === 0;
+  $("answer-sources").replaceChildren(...run.sources.map((s) => el("li", {}, link(s))));
+}
+
+export function drawNode(run, nodeId) {
+  const node = nodeId ? run.nodes.get(nodeId) : undefined;
+  $("node-card").hidden = !node;
+  if (!node) return;
+  $("node-title").textContent = `${node.id} · ${node.status}`;
+  const parts = [el("p", { className: "step", textContent: node.step })];
+  const meta = [
+    scoreText(node),
+    node.visits ? `value ${(node.valueSum / node.visits).toFixed(2)} over ${node.visits}` : "",
+    node.seconds !== null ? seconds(node.seconds) : "",
+  ].filter(Boolean);
+  if (meta.length) parts.push(el("p", { className: "muted", textContent: meta.join(" · ") }));
+  if (node.reason) parts.push(el("p", { className: "muted", textContent: `proposed: ${node.reason}` }));
+  if (node.progress) parts.push(el("p", { className: "muted", textContent: `progress: ${node.progress}` }));
+  if (node.prunedReason) parts.push(el("p", { className: "error", textContent: `pruned: ${node.prunedReason}` }));
+  if (node.error) parts.push(el("p", { className: "error", textContent: node.error }));
+  if (node.result) {
+    parts.push(el("h3", { textContent: "Result" }), el("pre", { className: "result", textContent: node.result }));
+  }
+  if (node.toolCalls.length) {
+    parts.push(
+      el("h3", { textContent: "Tool calls" }),
+      el(
+        "ol",
+        { className: "tool-calls" },
+        ...node.toolCalls.map((call) =>
+          el(
+            "li",
+            { className: call.ok ? "ok" : "failed" },
+            el("code", { textContent: `${call.name}(${JSON.stringify(call.args)})` }),
+            ` ${call.ok ? "ok" : `failed: ${call.error_kind}`} · ${seconds(call.seconds)}`,
+          ),
+        ),
+      ),
+    );
+  }
+  if (node.sources.length) {
+    parts.push(
+      el("h3", { textContent: "Sources" }),
+      el("ol", { className: "sources" }, ...node.sources.map((s) => el("li", {}, link(s)))),
+    );
+  }
+  if (node.answer) {
+    const answer = el("div", { className: "markdown" });
+    answer.innerHTML = markdown(node.answer);
+    parts.push(el("h3", { textContent: "Candidate answer" }), answer);
+  }
+  $("node-details").replaceChildren(...parts);
+}
+
+export function resetPanel() {
+  shownAnswer = null;
+  $("side").hidden = true;
+  $("run-head").hidden = true;
+  $("node-card").hidden = true;
+}

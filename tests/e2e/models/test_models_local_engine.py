@@ -1,0 +1,105 @@
+"""Whole engine runs on the bundled local model (SmolLM2-135M via llama.cpp): offline, no key,
+every stage a real model call. The answers are weak; what is tested is that the stages run."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import pytest
+from langchain_core.tools import tool
+
+from agents.engine import Engine, RunResult
+from agents.local_model import local_stats
+from agents.models import SettingsModelFactory
+from agents.params import RunParams
+from agents.settings import Settings
+from tests.conftest import EventLog
+
+pytestmark = pytest.mark.e2e
+
+logger = logging.getLogger(__name__)
+
+TASK = "Why are honey bees important, and what threatens them?"
+
+
+@tool
+def encyclopedia(query: str) -> str:
+    """Look a topic up in an offline encyclopedia."""
+    return (
+        "Honey bees (Apis mellifera) live in colonies of 20,000-80,000 workers. They pollinate "
+        "crops and make honey from nectar. Colony collapse disorder was reported from 2006."
+    )
+
+
+@pytest.fixture
+def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "LATS_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+async def _run(tmp_path: Any, events: EventLog, **params: Any) -> RunResult:
+    # No model configured and no key: the factory picks the local model by itself. The seed
+    # (LATS_LOCAL_SEED, 0 by default) makes the run repeatable.
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data")
+    factory = SettingsModelFactory(settings)
+    factory.check()
+    assert factory.model_string("planner") == "local"
+    engine = Engine(settings=settings, models=factory, tools=[encyclopedia])
+    before = local_stats()
+    started = time.monotonic()
+    defaults: dict[str, Any] = {
+        "max_paths": 2,
+        "max_depth": 3,
+        "max_plan_steps": 3,
+        "max_candidates": 2,
+        "max_concurrency": 2,
+    }
+    run_params = RunParams(**{**defaults, **params})
+    result = await engine.run(TASK, run_params, sink=events)
+    wall = time.monotonic() - started
+    after = local_stats()
+    tokens = after.completion_tokens - before.completion_tokens
+    seconds = after.seconds - before.seconds
+    logger.info(
+        "local run: %.1fs wall, %d calls, %d output tokens, %.1f tokens/s",
+        wall,
+        after.calls - before.calls,
+        tokens,
+        tokens / seconds if seconds else 0.0,
+    )
+    return result
+
+
+async def test_a_full_run_plans_uses_tools_replans_and_votes_offline(
+    no_keys: None, tmp_path: Any, events: EventLog
+) -> None:
+    # The evaluator is off here: its pruning leaves a 135M model one path nearly every time,
+    # and this run must reach the vote. The next test runs it with the evaluator.
+    result = await _run(tmp_path, events, evaluate=False)
+
+    assert result.status == "done", result.error
+    assert result.answer
+    calls = result.metrics["llm_calls_by_role"]
+    assert {"planner", "executor", "replanner", "responder", "voter"} <= set(calls)
+    assert result.metrics["paths_completed"] == 2
+    assert result.metrics["tool_calls"] >= 1
+    assert result.metrics["input_tokens"] > 0
+    assert result.metrics["output_tokens"] > 0
+    (vote,) = events.of("vote")
+    assert vote.method == "llm"
+    assert vote.chosen_id in vote.candidates
+    assert any(e.name == "encyclopedia" and e.ok for e in events.of("tool_call"))
+
+
+async def test_a_run_with_the_evaluator_completes_offline(
+    no_keys: None, tmp_path: Any, events: EventLog
+) -> None:
+    result = await _run(tmp_path, events, max_depth=2)
+
+    assert result.status == "done", result.error
+    assert result.answer
+    calls = result.metrics["llm_calls_by_role"]
+    assert {"planner", "executor", "replanner", "evaluator", "responder"} <= set(calls)
+    assert events.types()[-1] == "done"
