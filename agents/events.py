@@ -75,6 +75,9 @@ class NodeFinished(_Event):
     seconds: float | None = None
     tool_calls: int = Field(ge=0)
     sources: list[Source] = Field(default_factory=list)
+    metrics: dict[str, Any] | None = Field(
+        default=None, description="The run's model calls, tokens and tool calls so far."
+    )
 
 
 class CandidatesProposed(_Event):
@@ -87,6 +90,9 @@ class CandidatesProposed(_Event):
     )
     seconds: float | None = Field(
         default=None, description="Wall time of the expansion (evaluator and replanner calls)."
+    )
+    metrics: dict[str, Any] | None = Field(
+        default=None, description="The run's model calls, tokens and tool calls so far."
     )
 
 
@@ -111,6 +117,9 @@ class PathCompleted(_Event):
     path: list[str] = Field(description="Node ids from the root to the leaf.")
     answer: str | None = Field(description="The candidate answer; null when writing it failed.")
     seconds: float | None = Field(default=None, description="The responder's wall time.")
+    metrics: dict[str, Any] | None = Field(
+        default=None, description="The run's model calls, tokens and tool calls so far."
+    )
 
 
 class VoteCast(_Event):

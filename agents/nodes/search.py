@@ -207,6 +207,7 @@ class _Round:
                 seconds=node["seconds"],
                 tool_calls=len(node["tool_calls"]),
                 sources=node["sources"],
+                metrics=self.ctx.accountant.snapshot(),
             )
         )
 
@@ -269,6 +270,7 @@ class _Round:
                 ],
                 dropped=dropped,
                 seconds=outcome.seconds,
+                metrics=ctx.accountant.snapshot(),
             )
         )
         alive = 0
@@ -292,6 +294,7 @@ class _Round:
                 path=[n["id"] for n in path_to(self.nodes, node_id)],
                 answer=outcome.answer,
                 seconds=outcome.seconds,
+                metrics=ctx.accountant.snapshot(),
             )
         )
 

@@ -55,6 +55,8 @@ function addNode(run, brief) {
 /** Fold one event into the run. Unknown types and unknown node ids are ignored. */
 export function apply(run, event) {
   const node = event.node_id ? run.nodes.get(event.node_id) : undefined;
+  // Progress events carry the engine's running counts: the costs update live.
+  if (event.metrics && !TERMINAL.has(event.type)) run.metrics = { ...run.metrics, ...event.metrics };
   switch (event.type) {
     case "run_started":
       run.task = event.task;
@@ -128,7 +130,7 @@ export function apply(run, event) {
   }
   if (TERMINAL.has(event.type)) {
     run.stopReason = event.stop_reason;
-    run.metrics = event.metrics ?? null;
+    run.metrics = event.metrics ?? run.metrics;
     run.endedAt = Date.parse(event.ts);
     // Nothing runs after the end: steps still marked running were stopped with the run.
     for (const n of run.nodes.values()) if (n.status === "running") n.status = "cancelled";

@@ -65,8 +65,8 @@ function drawCosts(run, now) {
     .map(([status, n]) => `${n} ${status}`)
     .join(", ");
   const rows = [["wall time", seconds(wall), "cost-wall"]];
-  // Model calls and tokens are counted by the engine and arrive with the terminal event;
-  // until then the panel shows what the events themselves tell.
+  // Model calls and tokens are the engine's counts, carried by progress events and the
+  // terminal one; before the first of them the panel shows what the events tell.
   if (m.llm_calls !== undefined) {
     const roles = Object.entries(m.llm_calls_by_role ?? {})
       .map(([role, n]) => `${role} ${n}`)
@@ -75,7 +75,7 @@ function drawCosts(run, now) {
     rows.push(["tokens", `${m.input_tokens ?? 0} in, ${m.output_tokens ?? 0} out`, "cost-tokens"]);
     if (m.cache_hits !== undefined) rows.push(["cache hits", String(m.cache_hits), "cost-cache"]);
   } else {
-    rows.push(["model calls", run.status === "running" ? "counted at the end" : "—", "cost-calls"]);
+    rows.push(["model calls", "—", "cost-calls"]);
   }
   const toolErrors = m.tool_errors ?? run.toolErrors;
   const tools = `${m.tool_calls ?? run.toolCalls}${toolErrors ? ` (${toolErrors} failed)` : ""}`;

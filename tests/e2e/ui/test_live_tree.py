@@ -45,6 +45,8 @@ async def test_a_started_run_grows_live_and_ends_with_the_voted_path_highlighted
         await expect(page.locator("#run-status")).to_have_text("running")
         await expect(page.locator("#cost-paths")).to_have_text("1")
         await expect(page.locator(".node.chosen")).to_have_count(0)
+        # Costs are live: the engine's model-call count shows while B is still held.
+        await expect(page.locator("#cost-calls")).to_have_text(re.compile(r"^\d+ \(.*planner 1"))
         gate.release.set()
 
         await expect(page.locator("#run-status")).to_have_text("done")
