@@ -41,6 +41,9 @@ async def open_backend(
     conn = await aiosqlite.connect(settings.data_dir / "checkpoints.sqlite")
     try:
         await conn.execute("PRAGMA busy_timeout=5000")
+        # WAL (set by the saver) with NORMAL sync: a commit survives a process crash (SIGKILL);
+        # only an OS crash could lose the last ones.
+        await conn.execute("PRAGMA synchronous=NORMAL")
         sqlite_saver = AsyncSqliteSaver(conn)
         await sqlite_saver.setup()
         logger.info("store: sqlite in %s", settings.data_dir)

@@ -66,8 +66,10 @@ class ScriptedChatModel(BaseChatModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     role: str
-    script: Any
-    recorder: Any
+    # Out of the repr: LangChain's cache key and tracing serialise the model, and a recorder
+    # that grows with every call would make each call slower than the last.
+    script: Any = Field(repr=False)
+    recorder: Any = Field(repr=False)
     tool_names: list[str] = Field(default_factory=list)
     json_schema_sent: dict[str, Any] | None = None
 

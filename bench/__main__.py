@@ -1,0 +1,157 @@
+"""`python -m bench` (`make bench`): run the benchmarks, write bench/results/*.json and PNGs,
+and regenerate docs/benchmarks.md. Prints a short summary."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import machine, plots, report
+from bench.engine_runs import Latency
+from bench.load import LoadConfig, run_load
+from bench.memory import MemoryConfig, run_memory
+from bench.process import ROOT
+from bench.search import SearchConfig, run_search
+
+logger = logging.getLogger("bench")
+
+BENCHMARKS = ("search", "load", "memory")
+FAST = Latency(seed=7, low_s=0.002, high_s=0.008)
+# `--smoke`: every benchmark end to end at tiny sizes (the tests' variant; ~20 s).
+SMOKE: dict[str, Any] = {
+    "search": SearchConfig(concurrency=(1, 8), repetitions=1, latency=FAST),
+    "load": LoadConfig(clients=(2,), repetitions=1, latency=FAST),
+    "memory": MemoryConfig(
+        runs=10, checkpoints=(0, 5, 10), sample_every=5, repetitions=1, latency=FAST
+    ),
+}
+FULL: dict[str, Any] = {"search": SearchConfig(), "load": LoadConfig(), "memory": MemoryConfig()}
+
+
+def _save(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+
+
+def _load_json(path: Path) -> Any:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+async def _run(
+    only: Sequence[str], configs: dict[str, Any], results: Path, work: Path
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "search" in only:
+        logger.info("benchmarks 1-3: critical path, sequential baseline, calls")
+        out["search"] = await run_search(configs["search"], work / "search")
+    if "load" in only:
+        logger.info("benchmark 4: load")
+        out["load"] = await run_load(configs["load"], work, results)
+    if "memory" in only:
+        logger.info("benchmark 5: memory")
+        out["memory"] = await run_memory(configs["memory"], work)
+    return out
+
+
+def _summary(search: Any, load: Any, memory: Any) -> str:
+    lines = []
+    if search:
+        cp = search["critical_path"]
+        for cell in cp["cells"]:
+            lines.append(
+                f"critical path  {cell['strategy']:<5} concurrency {cell['concurrency']}: "
+                f"wall/bound {cell['ratio']['median']:.2f}  wall {cell['wall_s']['median']:.1f}s"
+            )
+        seq = search["sequential"]
+        lines.append(
+            f"speed-up per path (defaults vs sequential): {seq['speedup_per_path']['median']:.2f}x"
+        )
+        calls = search["calls"]
+        lines.append(
+            f"calls per path {calls['llm_calls_per_path']['median']:.1f}, naive "
+            f"{calls['naive_calls_per_path']['median']:.1f}, cached rerun "
+            f"{calls['cached_rerun']['llm_calls']['median']:.0f}"
+        )
+    if load:
+        for lv in load["levels"]:
+            lines.append(
+                f"load N={lv['clients']:<4} {lv['throughput_per_min']['median']:.0f} runs/min  "
+                f"p50 {lv['event_latency_p50_ms']['median']:.1f}ms  "
+                f"p99 {lv['event_latency_p99_ms']['median']:.0f}ms  "
+                f"errors {lv['errors']['median']:.0f}  RSS {lv['peak_rss_mib']['median']:.0f}MiB"
+            )
+        lines.append(f"load knee at ~{load['knee_clients']} clients")
+    if memory:
+        rss = ", ".join(f"{k}: {v['median']:.1f}" for k, v in memory["rss_mib"].items())
+        lines.append(
+            f"memory RSS MiB after runs {rss}; growth {memory['growth']['median'] * 100:+.1f}%"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument(
+        "--only", default=",".join(BENCHMARKS), help=f"comma-separated subset of {BENCHMARKS}"
+    )
+    parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--docs", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes, to check that everything still runs"
+    )
+    parser.add_argument(
+        "--report", action="store_true", help="run nothing; redraw plots and docs from --results"
+    )
+    args = parser.parse_args(argv)
+    only = [] if args.report else [x.strip() for x in args.only.split(",") if x.strip()]
+    unknown = sorted(set(only) - set(BENCHMARKS))
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+    results: Path = args.results
+    results.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-"))
+    started = time.monotonic()
+    try:
+        fresh = asyncio.run(_run(only, SMOKE if args.smoke else FULL, results, work))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    seconds = time.monotonic() - started
+
+    info = machine.describe()
+    for name, data in fresh.items():
+        _save(results / f"{name}.json", data)
+    run_info = _load_json(results / "run.json") or {}
+    run_info = {**run_info, "machine": info, "last": only, "last_seconds": seconds}
+    if set(only) == set(BENCHMARKS):
+        run_info["all_seconds"] = seconds
+    _save(results / "run.json", run_info)
+
+    search = _load_json(results / "search.json")
+    load = _load_json(results / "load.json")
+    memory = _load_json(results / "memory.json")
+    if search:
+        plots.critical_path(search, results / "critical_path.png")
+        plots.sequential(search, results / "sequential.png")
+        plots.calls(search, results / "calls.png")
+    if load:
+        plots.load(load, results / "load.png")
+    if memory:
+        plots.memory(memory, results / "memory.png")
+    report.write(args.docs, results, info, search, load, memory, run_info.get("all_seconds"))
+    sys.stdout.write(_summary(search, load, memory) + f"\n\ndone in {seconds / 60:.1f} min\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

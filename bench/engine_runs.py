@@ -1,0 +1,96 @@
+"""In-process runs of the real engine (LangGraph graph, scheduler, SQLite checkpointer, cache)
+with scripted models that sleep for their injected latency."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from agents.engine import Engine, RunResult
+from agents.events import Event
+from agents.params import RunParams
+from agents.settings import Settings
+from bench.critical import CriticalPath, critical_path
+from bench.models import CountingModels, Delayed
+from bench.scenarios import TASK, ScenarioName, scenario
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Injected model latency: uniform in [low_s, high_s], fixed per call by `seed`."""
+
+    seed: int = 7
+    low_s: float = 0.1
+    high_s: float = 0.4
+
+    def describe(self) -> str:
+        return f"{self.low_s * 1000:g}-{self.high_s * 1000:g} ms, seed {self.seed}"
+
+
+def bench_settings(data_dir: Path, **overrides: Any) -> Settings:
+    """Settings for a benchmark: no .env, no tools, no real back-off sleeps."""
+    values: dict[str, Any] = {
+        "model": "google_genai:gemini-2.5-flash",  # never built: scripted models replace it
+        "model_retry_base_delay_s": 0.0,
+        "data_dir": data_dir,
+        "tools": [],
+        **overrides,
+    }
+    return Settings(_env_file=None, **values)
+
+
+@dataclass
+class Measured:
+    """One run: its events (as JSON-like dicts), result and timing."""
+
+    events: list[dict[str, Any]]
+    result: RunResult
+    timing: CriticalPath
+    model_calls: int  # calls that reached the scripted models
+
+
+class EventLog(list[dict[str, Any]]):
+    """An event sink that keeps each event as the JSON the service would send."""
+
+    async def __call__(self, event: Event) -> None:
+        self.append(event.model_dump(mode="json"))
+
+
+@contextlib.asynccontextmanager
+async def checkpointer(data_dir: Path) -> AsyncIterator[AsyncSqliteSaver]:
+    """The service's default checkpointer: a SQLite file under `data_dir`."""
+    await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
+    async with aiosqlite.connect(data_dir / "checkpoints.sqlite") as conn:
+        saver = AsyncSqliteSaver(conn)
+        await saver.setup()
+        yield saver
+
+
+class Bench:
+    """A fresh engine (so a fresh model cache) over one scenario with injected latency."""
+
+    def __init__(
+        self, name: ScenarioName, latency: Latency, settings: Settings, saver: AsyncSqliteSaver
+    ) -> None:
+        script = Delayed(scenario(name), latency.seed, latency.low_s, latency.high_s)
+        self.models = CountingModels(script)
+        self.engine = Engine(settings=settings, models=self.models, tools=[], checkpointer=saver)
+
+    async def run(self, params: RunParams, task: str = TASK) -> Measured:
+        """Run `task` to its end; the model calls it made are those recorded since the start."""
+        before = self.models.calls
+        log = EventLog()
+        result = await self.engine.run(task, params, sink=log)
+        return Measured(
+            events=list(log),
+            result=result,
+            timing=critical_path(log),
+            model_calls=self.models.calls - before,
+        )

@@ -1,0 +1,106 @@
+"""A benchmark server as a child process (`python -m bench.serve`), with its memory and CPU
+read from /proc."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+logger = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parent.parent
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def proc_status_kib(pid: int, field: str) -> int:
+    """A `kB` field of /proc/<pid>/status, e.g. VmRSS (resident now) or VmHWM (peak)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise KeyError(f"{field} not in /proc/{pid}/status")
+
+
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds the process has used."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+class ServerProcess:
+    """`async with ServerProcess([...]) as server:` starts the bench server, waits until it
+    listens, and stops it (SIGTERM, then SIGKILL) on exit."""
+
+    def __init__(self, args: list[str], log_path: Path, start_timeout_s: float = 60.0) -> None:
+        self.args = args
+        self.log_path = log_path
+        self.start_timeout_s = start_timeout_s
+        self.proc: asyncio.subprocess.Process | None = None
+        self.pid = 0
+        self.url = ""
+        self._log: IO[bytes] | None = None
+
+    async def __aenter__(self) -> ServerProcess:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("wb")
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.serve",
+            *self.args,
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=self._log,
+        )
+        assert self.proc.stdout is not None
+        try:
+            line = await asyncio.wait_for(self.proc.stdout.readline(), self.start_timeout_s)
+        except TimeoutError:
+            await self._stop()
+            raise RuntimeError(f"bench server did not start; see {self.log_path}") from None
+        if not line:
+            await self._stop()
+            raise RuntimeError(f"bench server exited at start; see {self.log_path}")
+        info = json.loads(line)
+        self.pid = int(info["pid"])
+        self.url = f"http://127.0.0.1:{info['port']}"
+        logger.info("bench server pid=%s at %s", self.pid, self.url)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._stop()
+
+    async def _stop(self) -> None:
+        proc = self.proc
+        if proc is not None and proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), 30)
+            except TimeoutError:
+                logger.warning("bench server pid=%s ignored SIGTERM; killing it", proc.pid)
+                proc.kill()
+                await proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def rss_kib(self) -> int:
+        return proc_status_kib(self.pid, "VmRSS")
+
+    def peak_rss_kib(self) -> int:
+        return proc_status_kib(self.pid, "VmHWM")
+
+    def cpu_s(self) -> float:
+        return proc_cpu_s(self.pid)

@@ -1,0 +1,628 @@
+"""Writes docs/benchmarks.md from the results JSON: what each benchmark measures, the machine,
+the numbers (medians of the repetitions with min-max), the plots, and what they mean."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from bench.stats import Spread, fmt
+
+
+def _rel(target: Path, doc: Path) -> str:
+    return os.path.relpath(target, doc.parent)
+
+
+def _machine(m: dict[str, Any], seconds: float | None) -> list[str]:
+    pkgs = ", ".join(f"{k} {v}" for k, v in m["packages"].items())
+    lines = [
+        "## The machine",
+        "",
+        "| | |",
+        "| --- | --- |",
+        f"| CPU | {m['cpu']}, {m['cores']} cores |",
+        f"| memory | {m['memory_gib']} GiB |",
+        f"| OS, Python | {m['os']}, Python {m['python']} |",
+        f"| packages | {pkgs} |",
+    ]
+    if seconds is not None:
+        lines.append(f"| `make bench` took | {seconds / 60:.1f} min (all five, this run) |")
+    lines += [
+        "",
+        "The machine is shared and noisy (other work runs beside the benchmarks), which is why "
+        "every number is a median of repetitions with its min-max, and why configurations that "
+        "are compared run side by side in each repetition.",
+        "",
+    ]
+    return lines
+
+
+def _headline(search: dict[str, Any] | None, load: dict[str, Any] | None) -> list[str]:
+    lines = ["## What the numbers mean for a user", ""]
+    if search is not None:
+        seq = search["sequential"]
+        cp = search["critical_path"]
+        paths = seq["paths"]["median"]
+        lat = search["config"]["latency"]
+        best = min(
+            (c for c in cp["cells"] if c["concurrency"] >= cp["width"]),
+            key=lambda c: c["wall_s"]["median"],
+            default=None,
+        )
+        lines.append(
+            f"- A {paths:.0f}-path search (3 candidates per node, model calls of {lat}) takes "
+            f"**{seq['defaults_wall_s']['median']:.1f} s with the defaults** "
+            f"({seq['defaults']['strategy']}, `max_concurrency` "
+            f"{seq['defaults']['max_concurrency']}) instead of "
+            f"**{seq['baseline_wall_s']['median']:.1f} s one call at a time** like the reference "
+            f"notebook: {seq['speedup_per_path']['median']:.1f}x faster per completed path."
+        )
+        if best is not None:
+            lines.append(
+                f"- With `max_concurrency` ≥ the tree's width ({cp['width']}) it takes "
+                f"{best['wall_s']['median']:.1f} s ({best['strategy']}, concurrency "
+                f"{best['concurrency']}), {best['ratio']['median']:.2f}x its critical path: "
+                "the wait is the chain of dependent model calls, not the orchestration."
+            )
+        calls = search["calls"]
+        lines.append(
+            f"- It costs {calls['llm_calls_per_path']['median']:.1f} model calls per completed "
+            f"path ({calls['naive_calls_per_path']['median']:.1f} without batched sibling "
+            f"scoring); asking the identical question again costs "
+            f"{calls['cached_rerun']['llm_calls']['median']:.0f} calls and "
+            f"{calls['cached_rerun']['wall_s']['median']:.2f} s."
+        )
+        per_path = 412 / 10
+        lines.append(
+            "- For scale: the reference notebook needed 412 s for 10 paths with Gemini, one "
+            f"call at a time ({per_path:.0f} s per path). If that time were all model latency "
+            f"on a tree like this one, the defaults would bring it to about "
+            f"{per_path / seq['speedup_per_path']['median']:.0f} s per path."
+        )
+    if load is not None:
+        peak = next(lv for lv in load["levels"] if lv["clients"] == load["peak_clients"])
+        lines.append(
+            f"- One server process on this 2-core machine completes at most about "
+            f"**{peak['throughput_per_min']['median']:.0f} small runs per minute** (at "
+            f"{peak['clients']} concurrent clients); events reach clients in "
+            f"{peak['event_latency_p50_ms']['median']:.0f} ms at the median."
+        )
+    lines.append("")
+    return lines
+
+
+def _critical(search: dict[str, Any], doc: Path, results: Path) -> list[str]:
+    cp = search["critical_path"]
+    cfg = search["config"]
+    concs = cfg["concurrency"]
+    lines = [
+        "## 1. Critical path",
+        "",
+        "**What it measures.** How close a run's wall time comes to the fastest any schedule "
+        "could achieve. The lower bound comes from the run's own events (`bench/critical.py`): "
+        "a child step starts only after its parent's step ran and the parent was expanded, a "
+        "path's answer only after its leaf was expanded, the vote only after every answer, so",
+        "",
+        "```",
+        "bound = plan.seconds",
+        "      + max over the voted paths of Σ_nodes (node_finished.seconds + candidates.seconds)",
+        "      + the leaf's path_completed.seconds + vote.seconds",
+        "wall  = done.ts - run_started.ts",
+        "```",
+        "",
+        f"The tree (`bench/scenarios.py`, `wide`): a 3-step plan, the root gets 3 candidates, "
+        f"each of those 2, so {cp['width']} completed paths at width {cp['width']}, 10 nodes "
+        f"and 42 model calls; `max_paths` 6, `max_candidates` 3, everything else default "
+        f"(evaluator on, beam width 2). In-process engine with the service's SQLite "
+        f"checkpointer; {cfg['repetitions']} repetitions.",
+        "",
+        "wall ÷ bound, median (min-max):",
+        "",
+        "| strategy | " + " | ".join(f"concurrency {c}" for c in concs) + " |",
+        "| --- | " + " | ".join("---" for _ in concs) + " |",
+    ]
+    for strategy in cfg["strategies"]:
+        cells = {c["concurrency"]: c for c in cp["cells"] if c["strategy"] == strategy}
+        lines.append(f"| {strategy} | " + " | ".join(fmt(cells[c]["ratio"]) for c in concs) + " |")
+    lines += [
+        "",
+        "wall seconds, median (min-max), with the bound beside it:",
+        "",
+        "| strategy | " + " | ".join(f"concurrency {c}" for c in concs) + " |",
+        "| --- | " + " | ".join("---" for _ in concs) + " |",
+    ]
+    for strategy in cfg["strategies"]:
+        cells = {c["concurrency"]: c for c in cp["cells"] if c["strategy"] == strategy}
+        lines.append(
+            f"| {strategy} | "
+            + " | ".join(
+                f"{fmt(cells[c]['wall_s'], 1)} / {cells[c]['bound_s']['median']:.1f}" for c in concs
+            )
+            + " |"
+        )
+    met = [s for s, ok in cp["met"].items() if ok]
+    missed = [s for s, ok in cp["met"].items() if not ok]
+    verdict = (
+        f"**Target (≤ {cp['target']} at concurrency ≥ the width {cp['width']}):** "
+        + (f"met by {', '.join(met)}" if met else "met by none")
+        + (f"; missed by {', '.join(missed)} (see the closing note)." if missed else ".")
+    )
+    lines += [
+        "",
+        verdict,
+        "",
+        "At concurrency 1 the ratio is the total job time over the chain (the work cannot "
+        "overlap); it falls as concurrency grows, until the tree's width. `dfs` and `mcts` "
+        "start every runnable node when slots are free; `beam` keeps only `beam_width` nodes "
+        "per depth running while anything else is in flight, by design, so it stays above the "
+        "bound however many slots it has.",
+        "",
+        f"![critical path]({_rel(results / 'critical_path.png', doc)})",
+        "",
+    ]
+    return lines
+
+
+def _sequential(search: dict[str, Any], doc: Path, results: Path) -> list[str]:
+    seq = search["sequential"]
+    b, d = seq["baseline"], seq["defaults"]
+    return [
+        "## 2. Sequential baseline",
+        "",
+        "**What it measures.** The reference notebook runs one model call at a time, newest "
+        f"child first: here `max_concurrency={b['max_concurrency']}`, `strategy={b['strategy']}`"
+        f". The defaults are `strategy={d['strategy']}`, `max_concurrency="
+        f"{d['max_concurrency']}`. Same tree, same latencies, run side by side in every "
+        "repetition (the runs are cells of benchmark 1).",
+        "",
+        "| | wall s | s per completed path |",
+        "| --- | --- | --- |",
+        f"| sequential ({b['strategy']}, concurrency {b['max_concurrency']}) | "
+        f"{fmt(seq['baseline_wall_s'])} | {fmt(seq['baseline_per_path_s'])} |",
+        f"| defaults ({d['strategy']}, concurrency {d['max_concurrency']}) | "
+        f"{fmt(seq['defaults_wall_s'])} | {fmt(seq['defaults_per_path_s'])} |",
+        f"| **speed-up per completed path** | | **{fmt(seq['speedup_per_path'])}x** |",
+        "",
+        "The most any schedule could gain on this tree is its total job time over its "
+        f"critical path, {fmt(seq['max_speedup'])}x: the defaults' 4 slots get close to it, "
+        "and a wider tree (more candidates, more paths) gains more.",
+        "",
+        f"![sequential baseline]({_rel(results / 'sequential.png', doc)})",
+        "",
+    ]
+
+
+def _calls(search: dict[str, Any], doc: Path, results: Path) -> list[str]:
+    c = search["calls"]
+    rr = c["cached_rerun"]
+    lines = [
+        "## 3. Model calls",
+        "",
+        "**What it measures.** Real model calls per completed path by role (the run's "
+        "`metrics.llm_calls_by_role`), `naive_calls` (the same tree with one evaluator call per "
+        "candidate and no cache), and the identical rerun on the same engine, which the model "
+        "cache must answer entirely. Defaults (`"
+        f"{c['defaults']['strategy']}`, concurrency {c['defaults']['max_concurrency']}), the "
+        "6-path tree.",
+        "",
+        "| role | calls per completed path |",
+        "| --- | --- |",
+    ]
+    for role, s in c["calls_by_role_per_path"].items():
+        lines.append(f"| {role} | {fmt(s)} |")
+    lines += [
+        f"| **all** | **{fmt(c['llm_calls_per_path'])}** ({fmt(c['llm_calls'], 0)} per run) |",
+        f"| naive_calls | {fmt(c['naive_calls_per_path'])} ({fmt(c['naive_calls'], 0)} per run) |",
+        "",
+        f"Identical cached rerun: **{fmt(rr['llm_calls'], 0)} model calls** "
+        f"({fmt(rr['model_calls'], 0)} reached the scripted models), {fmt(rr['cache_hits'], 0)} "
+        f"cache hits, {fmt(rr['wall_s'])} s wall; "
+        + ("zero calls in every repetition." if rr["all_zero"] else "**NOT zero** — a bug.")
+        + " The same tree costs the same calls with every strategy and concurrency (it is "
+        "searched to the end); `results/search.json` has them per configuration.",
+        "",
+        f"![calls]({_rel(results / 'calls.png', doc)})",
+        "",
+    ]
+    return lines
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.0f} %"
+
+
+def _load(load: dict[str, Any], doc: Path, results: Path) -> list[str]:
+    cfg = load["config"]
+    lines = [
+        "## 4. Load",
+        "",
+        "**What it measures.** The service as a process (`python -m bench.serve`: the real "
+        "app, run manager, SQLite run store and checkpointer on disk; scripted models, per-call "
+        f"latency {cfg['latency']}), N clients each `POST /solve` at once and read the SSE "
+        "stream to its end. Each run is the `small` tree (root → 2 candidates, 2 paths, 14 "
+        "model calls, ~18 events) with its own task, so the model cache never answers. The "
+        "server runs with `LATS_MAX_ACTIVE_RUNS=256` so that every client's run executes at "
+        "once: with the default 4, throughput would be capped by the setting "
+        "(≈ 4 runs per run-duration), not by the machine. A fresh server per level, warmed by "
+        f"one run; {cfg['repetitions']} waves per level. Event latency is from an event's `ts` "
+        "(set when the engine creates it) to the client reading its `data:` line; errors count "
+        "non-200 answers, transport errors and runs that did not end in `done`.",
+        "",
+        "| clients | runs/min | event latency p50 ms | p99 ms | run duration p50 s | errors | "
+        "peak RSS MiB | server CPU |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for lv in load["levels"]:
+        lines.append(
+            f"| {lv['clients']} | {fmt(lv['throughput_per_min'], 0)} | "
+            f"{fmt(lv['event_latency_p50_ms'], 1)} | {fmt(lv['event_latency_p99_ms'], 0)} | "
+            f"{fmt(lv['run_p50_s'], 1)} | {fmt(lv['errors'], 0)} | "
+            f"{fmt(lv['peak_rss_mib'], 0)} | {fmt(lv['cpu_util'], 2)} |"
+        )
+    knee = load.get("knee_clients")
+    lines += [
+        "",
+        "(server CPU: CPU seconds of the server process per wall second; 1.0 is one core.)",
+        "",
+    ]
+    if knee:
+        lines.append(
+            f"**The knee is at about {knee} concurrent clients**: from there on, more clients "
+            "stop buying proportionally more runs (throughput below 80 % of linear scaling "
+            "from the lightest level) and each run takes longer; throughput peaks at "
+            f"{load['peak_clients']} clients."
+        )
+    else:
+        lines.append("No knee within these levels: throughput still scales.")
+    prof = load.get("profile")
+    if prof:
+        threads = {t["thread"]: t for t in prof["threads"]}
+        sqlite = sorted((t for t in threads if t.startswith("SQLite")), key=str)
+        lines += [
+            "",
+            f"**What limits it (py-spy, {load['config']['clients'][-1]} clients, every thread "
+            "sampled at 100 Hz, idle ones included):**",
+            "",
+            "| thread | busy |",
+            "| --- | --- |",
+            f"| event loop (MainThread: HTTP, SSE, the engine, LangGraph) | "
+            f"{_pct(prof['loop_busy'])} |",
+        ]
+        for name in sqlite:
+            lines.append(f"| {name} (aiosqlite worker) | {_pct(threads[name]['busy'])} |")
+        for name in ("default executor threads", "AnyIO worker threads"):
+            if name in threads:
+                lines.append(f"| {name} | {_pct(threads[name]['busy'])} |")
+        lines += [
+            "",
+            "Where the event loop's busy time goes (inclusive shares of its busy samples; "
+            "the parts overlap):",
+            "",
+            "| part | share |",
+            "| --- | --- |",
+        ]
+        for hot in prof.get("loop_hotspots", []):
+            lines.append(f"| {hot['name']} | {_pct(hot['share'])} |")
+        lines += [
+            "",
+            "By package (inclusive) and by function (self):",
+            "",
+            "| package | share of busy loop samples | | function | share |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for pkg, fn in zip(
+            prof["loop_by_package"][:10], prof["loop_by_function"][:10], strict=False
+        ):
+            lines.append(
+                f"| {pkg['name']} | {_pct(pkg['share'])} | | `{fn['name']}` | {_pct(fn['share'])} |"
+            )
+    tmpfs = load.get("tmpfs")
+    if tmpfs:
+        w = tmpfs["wave"]
+        lines += [
+            "",
+            f"**Diagnosis wave** (one wave, {tmpfs['clients']} clients, the server's data "
+            "directory on tmpfs, so SQLite commits never wait for the disk): "
+            f"{w['throughput_per_min']:.0f} runs/min against "
+            f"{tmpfs['disk_throughput_per_min']:.0f} on disk (the median above), server CPU "
+            f"{w['cpu_util']:.2f}.",
+        ]
+    lines += ["", _reading(load), ""]
+    lines += [
+        f"![load]({_rel(results / 'load.png', doc)})",
+        "",
+        f"Raw profile: `{_rel(results / 'load_profile.txt', doc)}` (py-spy collapsed stacks).",
+        "",
+    ]
+    return lines
+
+
+def tmpfs_gain(load: dict[str, Any]) -> float | None:
+    """How much faster the tmpfs wave ran than the same level on disk (0.15: 15 % faster)."""
+    tmpfs = load.get("tmpfs")
+    if not tmpfs or not tmpfs["disk_throughput_per_min"]:
+        return None
+    return float(tmpfs["wave"]["throughput_per_min"] / tmpfs["disk_throughput_per_min"] - 1)
+
+
+def cpu_bound(load: dict[str, Any]) -> bool:
+    """The server process used (nearly) a whole core at its busiest level."""
+    return bool(max(lv["cpu_util"]["median"] for lv in load["levels"]) >= 0.85)
+
+
+def _hotspots(load: dict[str, Any]) -> dict[str, float]:
+    prof = load.get("profile") or {}
+    return {h["name"]: h["share"] for h in prof.get("loop_hotspots", [])}
+
+
+def _reading(load: dict[str, Any]) -> str:
+    levels = load["levels"]
+    top, low = levels[-1], levels[0]
+    gain = tmpfs_gain(load)
+    if gain is None:
+        disk = ""
+    elif gain < 0.05:
+        disk = (
+            " Durable writes are not the limit: with the data directory on tmpfs the same "
+            f"wave's throughput was within {max(5.0, abs(gain) * 100):.0f} % of the disk's."
+        )
+    else:
+        disk = f" Durable writes are a {gain * 100:.0f} % part of it (the tmpfs wave)."
+    hot = _hotspots(load)
+    double = hot.get("scripted models (the benchmark's double)")
+    double_note = (
+        f" About {double * 100:.0f} % of the loop's busy samples are the scripted models' own "
+        "cost (their repr, which LangChain computes for every model copy, and the script); a "
+        "real provider client spends that time on HTTP and JSON instead."
+        if double
+        else ""
+    )
+    if cpu_bound(load):
+        return (
+            "**Reading.** Past the knee the server process is CPU-bound: it uses "
+            f"{top['cpu_util']['median']:.2f} of a core at {top['clients']} clients, and one "
+            "Python process cannot use more. The event loop runs HTTP, the SSE streams, the "
+            "engine and LangGraph on one thread, and the SQLite worker threads take the same "
+            "GIL for their Python side. More clients then only queue: a run takes "
+            f"{top['run_p50_s']['median']:.1f} s at the median instead of "
+            f"{low['run_p50_s']['median']:.1f} s, and event latency's p99 grows to "
+            f"{top['event_latency_p99_ms']['median']:.0f} ms, while the median event still "
+            f"arrives in {top['event_latency_p50_ms']['median']:.0f} ms. The loop's CPU goes "
+            "to the frameworks' per-call and per-superstep machinery (the tables: LangGraph's "
+            "supersteps, LangChain's callback and config plumbing, pydantic), not to one hot "
+            "spot of ours." + disk + double_note
+        )
+    return (
+        "**Reading.** No thread is saturated (server CPU "
+        f"{top['cpu_util']['median']:.2f} at {top['clients']} clients), yet throughput stops "
+        "growing: the runs queue behind one resource. Every LangGraph superstep of every run "
+        "checkpoints through the one SQLite connection of `AsyncSqliteSaver` (an asyncio lock "
+        "around each write, each statement a round trip to aiosqlite's worker thread, each "
+        "commit a disk sync: the checkpoint file uses SQLite's default rollback journal with "
+        "`synchronous=FULL`); the checkpointer's connection thread (Thread-2; "
+        "`app/store/__init__.py` opens the run store's first) is the busiest thread."
+        + disk
+        + double_note
+    )
+
+
+def _memory(mem: dict[str, Any], doc: Path, results: Path) -> list[str]:
+    cfg = mem["config"]
+    marks = [str(k) for k in cfg["checkpoints"]]
+    failed = sum(s["failed_runs"] for s in mem["soaks"])
+    lines = [
+        "## 5. Memory",
+        "",
+        f"**What it measures.** {cfg['runs']} sequential small runs (the `tiny` tree: a "
+        "one-step plan, 5 model calls; each with its own task) through HTTP "
+        "(`POST /solve`, `Accept: application/json`) in one server process; VmRSS from "
+        f"`/proc/<pid>/status` before the first run and after runs {', '.join(marks[1:])}. "
+        f"{cfg['repetitions']} processes (side by side). Per-call latency {cfg['latency']}: "
+        "memory does not depend on it, and it keeps the soak short.",
+        "",
+        "| after runs | " + " | ".join(marks) + " | growth | peak (VmHWM) |",
+        "| --- | " + " | ".join("---" for _ in marks) + " | --- | --- |",
+        "| VmRSS MiB | "
+        + " | ".join(fmt(mem["rss_mib"][k], 1) for k in marks)
+        + f" | {_growth(mem['growth'])} | "
+        + f"{max(s['peak_rss_mib'] for s in mem['soaks']):.1f} MiB |",
+        "",
+        (
+            f"**Growth within the {cfg['limit_growth']:.0%} limit.**"
+            if mem["within_limit"]
+            else f"**Growth beyond the {cfg['limit_growth']:.0%} limit — a bug.**"
+        )
+        + f" {failed} of {cfg['runs'] * cfg['repetitions']} runs failed."
+        + _memory_split(mem)
+        + _control(mem),
+        "",
+        f"![memory]({_rel(results / 'memory.png', doc)})",
+        "",
+    ]
+    return lines
+
+
+def _memory_split(mem: dict[str, Any]) -> str:
+    """Where the growth happened: the first quarter of the runs against the rest."""
+    marks = [str(k) for k in mem["config"]["checkpoints"]]
+    if len(marks) < 3:
+        return ""
+    start, early, end = (mem["rss_mib"][k]["median"] for k in (marks[0], marks[1], marks[-1]))
+    return (
+        f" Of the growth, {early - start:.1f} MiB came in the first {marks[1]} runs (first-use "
+        "imports, the model cache filling, SQLite page caches) and "
+        f"{end - early:.1f} MiB ({(end - early) / early * 100:.1f} %) over the "
+        f"{int(marks[-1]) - int(marks[1])} runs after"
+        + (": the curve flattens." if (end - early) / early < (early - start) / start else ".")
+    )
+
+
+def _control(mem: dict[str, Any]) -> str:
+    """What the process with the model cache off says about the rest of the growth."""
+    control = mem.get("no_cache_control")
+    marks = [str(k) for k in mem["config"]["checkpoints"]]
+    if not control or len(marks) < 3:
+        return ""
+    early, end = control["rss_mib"][marks[1]], control["rss_mib"][marks[-1]]
+    cached_early = mem["rss_mib"][marks[1]]["median"]
+    cached_end = mem["rss_mib"][marks[-1]]["median"]
+    return (
+        f" A control process with `use_cache=false` grew {control['growth'] * 100:+.1f} % in all "
+        f"and {end - early:+.1f} MiB after run {marks[1]} (against {cached_end - cached_early:+.1f}"
+        " MiB with the cache): what remains with the cache on is the model cache filling, "
+        "which is an LRU bounded at 20 000 entries (`agents/cache.py`)."
+        if (end - early) < (cached_end - cached_early)
+        else f" A control process with `use_cache=false` grew as much "
+        f"({control['growth'] * 100:+.1f} %): the model cache is not what grows."
+    )
+
+
+def _growth(s: Spread) -> str:
+    if s["n"] == 0 or math.isnan(s["median"]):
+        return "-"
+    return f"{s['median'] * 100:+.1f} % ({s['min'] * 100:+.1f} to {s['max'] * 100:+.1f})"
+
+
+def _closing(
+    search: dict[str, Any] | None, load: dict[str, Any] | None, mem: dict[str, Any] | None
+) -> list[str]:
+    lines = ["## Closing note: targets", ""]
+    if search is not None:
+        cp = search["critical_path"]
+        for strategy, ok in cp["met"].items():
+            wide = [
+                c
+                for c in cp["cells"]
+                if c["strategy"] == strategy and c["concurrency"] >= cp["width"]
+            ]
+            ratio = ", ".join(fmt(c["ratio"]) for c in wide)
+            if ok:
+                lines.append(
+                    f"- Critical path, `{strategy}`: **met** (wall ÷ bound {ratio} at "
+                    f"concurrency ≥ {cp['width']})."
+                )
+            elif strategy == "beam":
+                lines.append(
+                    f"- Critical path, `beam`: **missed** ({ratio}). Beam search runs only the "
+                    "`beam_width` (2) best nodes per depth while any job is in flight and takes "
+                    "up runner-ups only when the beam is idle (agents/strategies.py), so it "
+                    "serialises layers by design: it trades wall time for fewer explored "
+                    "nodes when `max_paths` stops the search early. To make it meet the "
+                    "bound, let `Beam.select` fill idle slots with runner-ups (speculative, "
+                    "lowest priority, cancelled when the beam needs the slot), or run it with "
+                    "`beam_width` ≥ the tree's width."
+                )
+            else:
+                lines.append(
+                    f"- Critical path, `{strategy}`: **missed** ({ratio}); see "
+                    "`results/search.json` rows for the runs."
+                )
+        rr = search["calls"]["cached_rerun"]
+        lines.append(
+            "- Cached rerun: **met** (0 calls)."
+            if rr["all_zero"]
+            else "- Cached rerun: **missed**."
+        )
+    if load is not None:
+        gain = tmpfs_gain(load)
+        agent = _hotspots(load).get("executor agent compiled per run (create_agent)", 0.0)
+        fixes = [
+            "more server processes: one process is one core here, so run several workers or "
+            "replicas over Postgres (`LATS_DATABASE_URL`); SQLite files are single-writer and "
+            "do not share well across processes"
+            if cpu_bound(load)
+            else "take the checkpointer off its single locked connection (a pool, or Postgres)",
+            "less CPU per run: LangGraph's superstep machinery is the largest part of the "
+            "loop's time and every scheduling round is one superstep with its checkpoint, so "
+            "fewer rounds per run pay directly; compiling the executor agent once per engine "
+            f"instead of once per run saves {agent * 100:.0f} % more",
+            "cheaper durable writes: WAL with `synchronous=NORMAL` on the checkpoint file (the "
+            'run store has it already), LangGraph\'s `durability="async"` for rounds whose '
+            "loss only repeats work, one commit per round for events instead of one per event"
+            + (
+                ""
+                if gain is None
+                else " (the tmpfs wave shows little to gain while the disk is idle)"
+                if gain < 0.05
+                else f" (the tmpfs wave bounds the gain at ~{gain * 100:.0f} %)"
+            ),
+        ]
+        if not cpu_bound(load):
+            fixes[0], fixes[2] = fixes[2], fixes[0]
+        lines.append(
+            f"- Load: no target was set. The knee is at ~{load.get('knee_clients')} clients; "
+            f"throughput peaks at {load['peak_clients']} clients. What would raise it, in "
+            "order of effect: " + "; ".join(f"({i}) {f}" for i, f in enumerate(fixes, 1)) + "."
+        )
+    if mem is not None:
+        lines.append(
+            "- Memory: **met** (growth " + _growth(mem["growth"]) + ")."
+            if mem["within_limit"]
+            else "- Memory: **missed** (growth " + _growth(mem["growth"]) + "): a leak to fix."
+        )
+    lines.append("")
+    return lines
+
+
+def write(
+    doc: Path,
+    results: Path,
+    machine: dict[str, Any],
+    search: dict[str, Any] | None,
+    load: dict[str, Any] | None,
+    memory: dict[str, Any] | None,
+    seconds: float | None,
+) -> None:
+    """Render docs/benchmarks.md from whichever results exist."""
+    lines = [
+        "# Benchmarks",
+        "",
+        "Where a run's time and model calls go: the critical path, the strategies, the cache, "
+        "load, memory. Every number here comes from `make bench` on the machine below and can "
+        "be reproduced with that one command. This file is generated by `bench/report.py` "
+        "from `bench/results/*.json`; edit the generator, not the file.",
+        "",
+        "## How to reproduce",
+        "",
+        "```sh",
+        "make bench                              # all five: bench/results/ and this file",
+        ".venv/bin/python -m bench --only search # benchmarks 1-3 (also: load, memory)",
+        ".venv/bin/python -m bench --smoke --results /tmp/r --docs /tmp/b.md  # tiny sizes",
+        ".venv/bin/python -m bench.serve --port 8000  # the load test's server, by hand",
+        ".venv/bin/pytest -q tests/e2e/bench     # the smoke tests",
+        "```",
+        "",
+        "**Latency injection.** Scripted chat models (`tests/support/fakes.py`, through "
+        "`bench/models.py`) with an `asyncio.sleep` before each reply: uniform in the range "
+        "given per benchmark, drawn from a hash of (seed, role, prompt), so a call sleeps the "
+        "same in every run and every strategy. Everything else is the real code: the "
+        "LangGraph graph, the scheduler, the evaluator batching, the cache, the SQLite "
+        "checkpointer, and for 4-5 the HTTP service as its own process. No tools (the "
+        "executor answers in one call), so the numbers are orchestration, not a provider or "
+        "the web.",
+        "",
+    ]
+    lines += _machine(machine, seconds)
+    lines += _headline(search, load)
+    if search is not None:
+        lines += _critical(search, doc, results)
+        lines += _sequential(search, doc, results)
+        lines += _calls(search, doc, results)
+    if load is not None:
+        lines += _load(load, doc, results)
+    if memory is not None:
+        lines += _memory(memory, doc, results)
+    lines += _closing(search, load, memory)
+    lines += [
+        "## Smoke tests",
+        "",
+        "`tests/e2e/bench` runs each benchmark with tiny sizes (5 ms latency, 2 clients, 10 "
+        "memory runs) inside `make test` and checks the shape of the results (keys, counts, "
+        "the cached rerun's zero calls), never timings. `make bench` itself never runs in "
+        "`make test`.",
+        "",
+    ]
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text("\n".join(lines))

@@ -1,0 +1,47 @@
+"""Small statistics for repeated measurements: medians with min-max, percentiles."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import TypedDict
+
+
+class Spread(TypedDict):
+    """The median of repetitions with their range."""
+
+    median: float
+    min: float
+    max: float
+    n: int
+
+
+def spread(values: Sequence[float]) -> Spread:
+    """Median, min and max of `values` (NaN for none)."""
+    if not values:
+        return {"median": math.nan, "min": math.nan, "max": math.nan, "n": 0}
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "n": len(values),
+    }
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100), nearest rank; NaN for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def fmt(s: Spread, digits: int = 2, unit: str = "") -> str:
+    """`median (min-max)` for a table cell."""
+    if s["n"] == 0:
+        return "-"
+    if s["n"] == 1 or s["min"] == s["max"]:
+        return f"{s['median']:.{digits}f}{unit}"
+    return f"{s['median']:.{digits}f}{unit} ({s['min']:.{digits}f}-{s['max']:.{digits}f})"
