@@ -25,7 +25,7 @@ from agents.settings import Settings
 from agents.tree import by_id
 from app.live import TERMINAL, LiveRun
 from app.queue import LocalRunQueue, RunQueue
-from app.store.base import FINISHED, RunRecord, RunStore, StoredEvent
+from app.store.base import FINISHED, RunRecord, RunStatus, RunStore, StoredEvent
 
 logger = logging.getLogger(__name__)
 
@@ -243,5 +243,12 @@ class RunManager:
             logger.info("drained %d run(s); they resume at the next start", len(lives))
 
 
-def _status_of(terminal_type: str) -> Any:
-    return {"done": "done", "error": "failed", "cancelled": "cancelled"}[terminal_type]
+_STATUS_OF_TERMINAL: dict[str, RunStatus] = {
+    "done": "done",
+    "error": "failed",
+    "cancelled": "cancelled",
+}
+
+
+def _status_of(terminal_type: str) -> RunStatus:
+    return _STATUS_OF_TERMINAL[terminal_type]
