@@ -1,0 +1,42 @@
+"""Start-up recovery of runs the previous process left behind."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from agents.events import RunDone
+from agents.settings import Settings
+from app.store.base import RunRecord
+from app.store.sqlite import SqliteRunStore
+from tests.integration.app.conftest import ServiceMaker
+from tests.support.scenario import Scenario
+
+
+async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_not_rerun(
+    service_for: ServiceMaker, settings: Settings
+) -> None:
+    store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
+    now = datetime.now(UTC)
+    await store.create_run(
+        RunRecord(
+            id="r-ended", task="t", params={}, status="running", created_at=now, updated_at=now
+        )
+    )
+    done = RunDone(
+        run_id="r-ended",
+        answer="42",
+        partial=False,
+        chosen_id="n1",
+        path=["n1"],
+        sources=[],
+        stop_reason="max_paths",
+        metrics={},
+    )
+    await store.append_event("r-ended", 1, "done", done.model_dump_json())
+    await store.close()
+
+    async with service_for(Scenario(plan=["A"])) as svc:
+        run = (await svc.client.get("/runs/r-ended")).json()
+
+    assert run["status"] == "done"
+    assert svc.models.recorder.calls == []  # nothing ran again
