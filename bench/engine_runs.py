@@ -94,3 +94,17 @@ class Bench:
             timing=critical_path(log),
             model_calls=self.models.calls - before,
         )
+
+
+def server_args(scenario: str, latency: Latency) -> list[str]:
+    """`python -m bench.serve` arguments for a scenario answered with `latency`."""
+    return [
+        "--scenario",
+        scenario,
+        "--latency-seed",
+        str(latency.seed),
+        "--latency-low-ms",
+        str(latency.low_s * 1000),
+        "--latency-high-ms",
+        str(latency.high_s * 1000),
+    ]

@@ -23,7 +23,7 @@ from typing import Any, TypedDict
 
 import httpx
 
-from bench.engine_runs import Latency
+from bench.engine_runs import Latency, server_args
 from bench.process import ServerProcess
 from bench.profile import Profiler, ProfileSummary, summarize
 from bench.scenarios import TASK, ScenarioName, params_for
@@ -145,20 +145,6 @@ async def wave(server: ServerProcess, n: int, tag: str, config: LoadConfig) -> W
     }
 
 
-def server_args(config: LoadConfig) -> list[str]:
-    lat = config.latency
-    return [
-        "--scenario",
-        config.scenario,
-        "--latency-seed",
-        str(lat.seed),
-        "--latency-low-ms",
-        str(lat.low_s * 1000),
-        "--latency-high-ms",
-        str(lat.high_s * 1000),
-    ]
-
-
 class LevelSummary(TypedDict):
     clients: int
     throughput_per_min: Spread
@@ -205,7 +191,7 @@ async def _tmpfs_wave(config: LoadConfig, n: int, work_dir: Path) -> Wave | None
         return None
     data = Path(tempfile.mkdtemp(prefix="bench-tmpfs-", dir=config.tmpfs))
     try:
-        args = [*server_args(config), "--data-dir", str(data)]
+        args = [*server_args(config.scenario, config.latency), "--data-dir", str(data)]
         async with ServerProcess(args, work_dir / f"load-server-{n}-tmpfs.log") as server:
             await wave(server, 1, f"warm-up tmpfs {n}", config)
             return await wave(server, n, f"N{n} tmpfs", config)
@@ -221,7 +207,7 @@ async def run_load(config: LoadConfig, work_dir: Path, results_dir: Path) -> dic
     tmpfs: dict[str, Any] | None = None
     for n in config.clients:
         log = work_dir / f"load-server-{n}.log"
-        async with ServerProcess(server_args(config), log) as server:
+        async with ServerProcess(server_args(config.scenario, config.latency), log) as server:
             await wave(server, 1, f"warm-up {n}", config)
             mine = []
             for rep in range(config.repetitions):

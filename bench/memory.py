@@ -18,7 +18,7 @@ from typing import Any, TypedDict
 
 import httpx
 
-from bench.engine_runs import Latency
+from bench.engine_runs import Latency, server_args
 from bench.process import ServerProcess
 from bench.scenarios import TASK, ScenarioName, params_for
 from bench.stats import Spread, spread
@@ -49,20 +49,6 @@ class Soak(TypedDict):
     seconds: float
 
 
-def _server_args(config: MemoryConfig) -> list[str]:
-    lat = config.latency
-    return [
-        "--scenario",
-        config.scenario,
-        "--latency-seed",
-        str(lat.seed),
-        "--latency-low-ms",
-        str(lat.low_s * 1000),
-        "--latency-high-ms",
-        str(lat.high_s * 1000),
-    ]
-
-
 async def soak(config: MemoryConfig, log_path: Path, rep: int, *, use_cache: bool = True) -> Soak:
     """One server process, `config.runs` runs one after another."""
     params = params_for(config.scenario, use_cache=use_cache).model_dump(exclude_defaults=True)
@@ -72,7 +58,7 @@ async def soak(config: MemoryConfig, log_path: Path, rep: int, *, use_cache: boo
     failed = 0
     started = time.monotonic()
     async with (
-        ServerProcess(_server_args(config), log_path) as server,
+        ServerProcess(server_args(config.scenario, config.latency), log_path) as server,
         httpx.AsyncClient(base_url=server.url, timeout=60) as client,
     ):
 
