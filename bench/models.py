@@ -3,7 +3,7 @@
 The delay of a call is drawn from (seed, role, prompt) by a hash, so the same call sleeps the
 same time in every run and every strategy, and runs stay comparable side by side.
 
-The models are tests/support's `FakeModels`, with one change: their recorder counts calls but
+The models are testkit's `FakeModels`, with one change: their recorder counts calls but
 keeps none. The test recorder keeps every call, and since a scripted model's serialised form
 (which LangChain computes per model copy, so per structured call) includes its recorder, each
 call would cost time and memory in proportion to all calls before it: quadratic in a
@@ -16,8 +16,8 @@ import asyncio
 import hashlib
 from dataclasses import dataclass
 
-from tests.support.fakes import FakeCall, FakeModels, Reply
-from tests.support.scenario import Scenario
+from testkit.fakes import FakeCall, FakeModels, Reply
+from testkit.scenario import Scenario
 
 
 def latency_s(seed: int, role: str, prompt: str, low_s: float, high_s: float) -> float:

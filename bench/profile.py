@@ -65,7 +65,7 @@ HOTSPOTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("SSE and HTTP (uvicorn, starlette)", ("uvicorn/", "starlette/")),
     ("events: run store writes, live buffers", ("RunManager._emit", "app/store/", "app/live.py")),
     ("checkpointer (AsyncSqliteSaver)", ("checkpoint/sqlite/",)),
-    ("scripted models (the benchmark's double)", ("tests/support/", "BaseChatModel._serialized")),
+    ("scripted models (the benchmark's double)", ("testkit/", "BaseChatModel._serialized")),
 )
 
 

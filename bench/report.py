@@ -594,7 +594,7 @@ def write(
         ".venv/bin/pytest -q tests/e2e/bench     # the smoke tests",
         "```",
         "",
-        "**Latency injection.** Scripted chat models (`tests/support/fakes.py`, through "
+        "**Latency injection.** Scripted chat models (`testkit/fakes.py`, through "
         "`bench/models.py`) with an `asyncio.sleep` before each reply: uniform in the range "
         "given per benchmark, drawn from a hash of (seed, role, prompt), so a call sleeps the "
         "same in every run and every strategy. Everything else is the real code: the "

@@ -1,4 +1,4 @@
-"""The trees the benchmarks grow (replies of scripted models; see tests/support/scenario.py).
+"""The trees the benchmarks grow (replies of scripted models; see testkit/scenario.py).
 
 - `wide`: root -> 3 candidates -> 2 each: 10 nodes, 6 completed paths, width 6.
 - `small`: root -> 2 candidates: 3 nodes, 2 paths (one load-test run).
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from agents.params import RunParams
-from tests.support.scenario import Scenario
+from testkit.scenario import Scenario
 
 ScenarioName = Literal["wide", "small", "tiny"]
 SCENARIOS: tuple[ScenarioName, ...] = ("wide", "small", "tiny")

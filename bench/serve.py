@@ -1,7 +1,7 @@
 """`python -m bench.serve`: the real app as a process, with scripted models and injected latency.
 
 For the load and memory benchmarks: the service (FastAPI, run manager, SQLite run store and
-checkpointer) runs exactly as deployed; only the model factory is scripted (tests/support), and
+checkpointer) runs exactly as deployed; only the model factory is scripted (testkit), and
 each model call sleeps its injected latency. Once it listens, it writes one JSON line
 `{"port": …, "pid": …}` to stdout. SIGTERM/SIGINT stop it (uvicorn's graceful shutdown).
 """

@@ -13,7 +13,7 @@ from langchain_core.tools import BaseTool
 from agents.engine import Engine
 from agents.events import Event
 from agents.settings import Settings
-from tests.support.fakes import FakeModels, Script
+from testkit.fakes import FakeModels, Script
 
 
 @pytest.fixture

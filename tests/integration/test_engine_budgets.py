@@ -7,9 +7,9 @@ import asyncio
 from langchain_core.messages import AIMessage
 
 from agents.params import RunParams
+from testkit.fakes import FakeCall, Reply, step_to_execute
+from testkit.scenario import Scenario
 from tests.conftest import EngineMaker, EventLog
-from tests.support.fakes import FakeCall, Reply, step_to_execute
-from tests.support.scenario import Scenario
 
 WIDE = Scenario(plan=["A"], replans={"A": ["B", "C", "D"], "B": ["B1"], "C": ["C1"]})
 

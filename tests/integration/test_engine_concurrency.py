@@ -8,9 +8,9 @@ import asyncio
 import pytest
 
 from agents.params import RunParams
+from testkit.fakes import FakeCall, Reply, step_to_execute
+from testkit.scenario import Scenario
 from tests.conftest import EngineMaker, EventLog
-from tests.support.fakes import FakeCall, Reply, step_to_execute
-from tests.support.scenario import Scenario
 
 FAN = Scenario(plan=["A"], replans={"A": ["B", "C", "D", "E"]})
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from agents.params import RunParams
+from testkit.fakes import FakeCall, Reply, step_to_execute
+from testkit.scenario import Scenario
 from tests.conftest import EngineMaker, EventLog
-from tests.support.fakes import FakeCall, Reply, step_to_execute
-from tests.support.scenario import Scenario
 
 
 async def test_one_step_plan_completes_with_a_single_path(

@@ -14,9 +14,9 @@ from agents.engine import Engine
 from agents.errors import RunNotFound
 from agents.params import RunParams
 from agents.settings import Settings
+from testkit.fakes import FakeCall, FakeModels, Reply, step_to_execute
+from testkit.scenario import Scenario
 from tests.conftest import EngineMaker, EventLog
-from tests.support.fakes import FakeCall, FakeModels, Reply, step_to_execute
-from tests.support.scenario import Scenario
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C", "D"]})
 PARAMS = RunParams(max_paths=3)

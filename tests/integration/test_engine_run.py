@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from agents.params import RunParams
+from testkit.fakes import step_to_execute
+from testkit.scenario import Scenario
 from tests.conftest import EngineMaker, EventLog
-from tests.support.fakes import step_to_execute
-from tests.support.scenario import Scenario
 
 
 async def test_three_path_run_votes_once_and_returns_the_chosen_answer(

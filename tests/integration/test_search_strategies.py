@@ -10,9 +10,9 @@ from agents.engine import Engine
 from agents.params import RunParams
 from agents.settings import Settings
 from agents.trace import tree_from_events
+from testkit.fakes import FakeModels, step_to_execute
+from testkit.scenario import Scenario
 from tests.conftest import EngineMaker, EventLog
-from tests.support.fakes import FakeModels, step_to_execute
-from tests.support.scenario import Scenario
 
 # One scenario that makes each strategy's order visible. After A, the replanner offers
 # B (the evaluator's favourite), C (weak) and D; B turns out to be a poor path, D a good one.

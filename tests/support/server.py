@@ -13,7 +13,7 @@ import uvicorn
 
 from agents.settings import Settings
 from app.main import create_app
-from tests.support.fakes import FakeModels, Script
+from testkit.fakes import FakeModels, Script
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Fixtures for model-layer tests against the Gemini simulator."""
 
-from tests.support.gemini_roles import gemini_sim
+from tests.support.gemini_fixture import gemini_sim
 
 __all__ = ["gemini_sim"]

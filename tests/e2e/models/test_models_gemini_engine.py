@@ -14,10 +14,10 @@ from agents.engine import Engine, RunResult
 from agents.models import SettingsModelFactory
 from agents.params import RunParams
 from agents.settings import Settings
+from testkit.gemini_roles import SimulatorMaker, from_scenario, role_of
+from testkit.gemini_sim import Fault, GeminiSimulator, RandomFaults, Script, Text
+from testkit.scenario import Scenario
 from tests.conftest import EventLog
-from tests.support.gemini_roles import SimulatorMaker, from_scenario, role_of
-from tests.support.gemini_sim import Fault, GeminiSimulator, RandomFaults, Script, Text
-from tests.support.scenario import Scenario
 
 pytestmark = pytest.mark.e2e
 

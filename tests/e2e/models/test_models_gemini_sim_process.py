@@ -34,7 +34,7 @@ async def sim_url(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "tests.support.gemini_sim",
+        "testkit.gemini_sim",
         "--port",
         "0",
         "--scenario",

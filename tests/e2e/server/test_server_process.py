@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.gemini_roles import fake_call, to_sim_reply
-from tests.support.gemini_sim import Call, GeminiSimulator, SimRequest
-from tests.support.gemini_sim import Reply as SimReply
+from testkit.gemini_roles import fake_call, to_sim_reply
+from testkit.gemini_sim import Call, GeminiSimulator, SimRequest
+from testkit.gemini_sim import Reply as SimReply
+from testkit.scenario import Scenario
 from tests.support.process import ServerProcess
-from tests.support.scenario import Scenario
 
 TREE = Scenario(
     plan=["Find sources", "Summarise them"],

@@ -19,8 +19,8 @@ import pytest_asyncio
 from playwright.async_api import Browser, Locator, Page, async_playwright, expect
 
 from agents.settings import Settings
-from tests.support.fakes import FakeCall, Reply, Script, step_to_execute
-from tests.support.scenario import Scenario
+from testkit.fakes import FakeCall, Reply, Script, step_to_execute
+from testkit.scenario import Scenario
 from tests.support.server import Service, serve
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -9,9 +9,9 @@ from typing import Any
 from langchain_core.tools import tool
 from playwright.async_api import Page, expect
 
+from testkit.fakes import FakeCall, Reply
+from testkit.scenario import Scenario
 from tests.e2e.ui.conftest import BROWSER_TESTS, ServiceMaker, node, open_page, run_id_of
-from tests.support.fakes import FakeCall, Reply
-from tests.support.scenario import Scenario
 
 pytestmark = BROWSER_TESTS
 

@@ -7,6 +7,7 @@ import re
 
 from playwright.async_api import Page, expect
 
+from testkit.scenario import Scenario
 from tests.e2e.ui.conftest import (
     BROWSER_TESTS,
     Gate,
@@ -16,7 +17,6 @@ from tests.e2e.ui.conftest import (
     open_page,
     run_id_of,
 )
-from tests.support.scenario import Scenario
 
 pytestmark = BROWSER_TESTS
 

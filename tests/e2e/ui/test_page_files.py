@@ -10,8 +10,8 @@ import pytest
 from pydantic import SecretStr
 
 from app.routes.ui import STATIC_DIR
+from testkit.scenario import Scenario
 from tests.e2e.ui.conftest import ServiceMaker
-from tests.support.scenario import Scenario
 
 pytestmark = pytest.mark.e2e
 

@@ -12,9 +12,9 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from playwright.async_api import Page, expect
 
+from testkit.fakes import FakeCall, Reply, last_done_step, step_to_execute
+from testkit.scenario import Scenario
 from tests.e2e.ui.conftest import BROWSER_TESTS, ServiceMaker, node, open_page
-from tests.support.fakes import FakeCall, Reply, last_done_step, step_to_execute
-from tests.support.scenario import Scenario
 
 pytestmark = BROWSER_TESTS
 

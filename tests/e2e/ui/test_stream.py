@@ -11,8 +11,8 @@ import pytest
 from playwright.async_api import Page, Request, Route, expect
 from pydantic import SecretStr
 
+from testkit.scenario import Scenario
 from tests.e2e.ui.conftest import BROWSER_TESTS, Gate, ServiceMaker, node, node_ids
-from tests.support.scenario import Scenario
 
 pytestmark = BROWSER_TESTS
 

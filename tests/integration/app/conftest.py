@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agents.settings import Settings
-from tests.support.fakes import Script
+from testkit.fakes import Script
 from tests.support.server import Service, serve
 
 ServiceMaker = Callable[..., AbstractAsyncContextManager[Service]]

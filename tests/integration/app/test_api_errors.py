@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import SecretStr
 
+from testkit.scenario import Scenario
 from tests.integration.app.conftest import ServiceMaker
-from tests.support.scenario import Scenario
 
 TREE = Scenario(plan=["A"])
 

@@ -10,8 +10,8 @@ import pytest
 from agents.params import RunParams
 from app.cli import main, runs_async, show_async, solve_remote
 from app.render import TreePrinter
+from testkit.scenario import Scenario
 from tests.integration.app.conftest import ServiceMaker
-from tests.support.scenario import Scenario
 
 TREE = Scenario(plan=["A"], replans={"A": ["B"]})
 

@@ -11,10 +11,10 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from agents.engine import Engine
 from agents.params import RunParams
 from agents.settings import Settings
+from testkit.fakes import FakeModels
+from testkit.scenario import Scenario
 from tests.integration.app.conftest import ServiceMaker
 from tests.integration.app.test_run_lifecycle import Gate
-from tests.support.fakes import FakeModels
-from tests.support.scenario import Scenario
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C"]})
 BODY = {"task": "t", "max_paths": 2}

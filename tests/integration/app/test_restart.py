@@ -8,8 +8,8 @@ from agents.events import RunDone
 from agents.settings import Settings
 from app.store.base import RunRecord
 from app.store.sqlite import SqliteRunStore
+from testkit.scenario import Scenario
 from tests.integration.app.conftest import ServiceMaker
-from tests.support.scenario import Scenario
 
 
 async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_not_rerun(

@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field
 from agents.errors import ModelError
 from agents.models import SettingsModelFactory
 from agents.settings import Settings
-from tests.support.gemini_roles import SimulatorMaker
-from tests.support.gemini_sim import (
+from testkit.gemini_roles import SimulatorMaker
+from testkit.gemini_sim import (
     Call,
     Delayed,
     Disconnect,

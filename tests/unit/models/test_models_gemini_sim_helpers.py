@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agents import prompts
-from tests.support.gemini_roles import messages_of, role_of
-from tests.support.gemini_sim import Fault, RandomFaults, SimRequest
+from testkit.gemini_roles import messages_of, role_of
+from testkit.gemini_sim import Fault, RandomFaults, SimRequest
 
 
 def _request(system: str = "", **body: object) -> SimRequest:

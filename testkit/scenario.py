@@ -11,7 +11,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from tests.support.fakes import (
+from testkit.fakes import (
     FakeCall,
     Reply,
     last_done_step,

@@ -81,7 +81,7 @@ class ScriptedChatModel(BaseChatModel):
         names = [convert_to_openai_tool(t)["function"]["name"] for t in tools]
         return self.model_copy(update={"tool_names": names})
 
-    def with_structured_output(  # type: ignore[override]
+    def with_structured_output(
         self,
         schema: dict[str, Any] | type[BaseModel],
         *,

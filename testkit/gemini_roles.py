@@ -7,18 +7,16 @@ from __future__ import annotations
 import json
 import re
 import string
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
-import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from agents import prompts
 from agents.settings import ROLES, Role
-from tests.support.fakes import FakeCall, Reply
-from tests.support.gemini_sim import Call, Fault, GeminiSimulator, Json, Script, SimRequest, Text
-from tests.support.gemini_sim import Reply as SimReply
-from tests.support.scenario import Scenario
+from testkit.fakes import FakeCall, Reply
+from testkit.gemini_sim import Call, Fault, GeminiSimulator, Json, Script, SimRequest, Text
+from testkit.gemini_sim import Reply as SimReply
+from testkit.scenario import Scenario
 
 
 def _pattern(template: str) -> re.Pattern[str]:
@@ -132,22 +130,3 @@ SCENARIOS: dict[str, Callable[[], Script]] = {"research": research_scenario}
 
 
 SimulatorMaker = Callable[..., GeminiSimulator]
-
-
-@pytest.fixture
-def gemini_sim(monkeypatch: pytest.MonkeyPatch) -> Iterator[SimulatorMaker]:
-    """Start a simulator (same arguments as `GeminiSimulator`) and point the google-genai SDK
-    at it; every one started is stopped after the test. Build models after starting it: the
-    SDK reads `GOOGLE_GEMINI_BASE_URL` when a client is created."""
-    started: list[GeminiSimulator] = []
-
-    def start(script: Script, **kwargs: Any) -> GeminiSimulator:
-        sim = GeminiSimulator(script, **kwargs).start()
-        started.append(sim)
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", sim.base_url)
-        monkeypatch.setenv("GOOGLE_API_KEY", "simulated-key")
-        return sim
-
-    yield start
-    for sim in started:
-        sim.stop()

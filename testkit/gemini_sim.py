@@ -14,7 +14,7 @@ In-process (a background thread)::
 
 As a process (for tests that start the server as a subprocess)::
 
-    python -m tests.support.gemini_sim --port 0 --scenario research [--fault-rate 0.2]
+    python -m testkit.gemini_sim --port 0 --scenario research [--fault-rate 0.2]
 
 prints `GEMINI_SIM_URL=http://127.0.0.1:PORT` once it listens; `GET /_sim/requests` returns the
 recorded requests as JSON.
@@ -532,9 +532,9 @@ def _handler_for(sim: GeminiSimulator) -> type[BaseHTTPRequestHandler]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve a named scenario until SIGTERM/SIGINT; print the URL once listening."""
-    from tests.support.gemini_roles import SCENARIOS
+    from testkit.gemini_roles import SCENARIOS
 
-    parser = argparse.ArgumentParser(prog="python -m tests.support.gemini_sim")
+    parser = argparse.ArgumentParser(prog="python -m testkit.gemini_sim")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--scenario", default="research", choices=sorted(SCENARIOS))
@@ -565,8 +565,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run the imported module's main: the scenarios build replies from `tests.support.gemini_sim`,
+    # Run the imported module's main: the scenarios build replies from `testkit.gemini_sim`,
     # and `__main__` would be a second copy of it with different classes.
-    from tests.support.gemini_sim import main as module_main
+    from testkit.gemini_sim import main as module_main
 
     raise SystemExit(module_main())
