@@ -33,9 +33,10 @@ class NodeBrief(BaseModel):
     depth: int = Field(ge=0)
     step: str
     score: float | None = Field(
-        default=None, description="The evaluator's score of this candidate (null: unscored)."
+        default=None,
+        description="The replanner's score of this candidate, its prior (null: unscored).",
     )
-    reason: str | None = Field(default=None, description="The evaluator's one-line reason.")
+    reason: str | None = Field(default=None, description="The replanner's one-line reason.")
 
 
 class RunStarted(_Event):
@@ -101,7 +102,10 @@ class NodeEvaluated(_Event):
     node_id: str
     score: float = Field(ge=0, le=1, description="Progress of the path ending here.")
     reason: str | None = None
-    value: float = Field(description="The node's mean backed-up value after this score.")
+    value: float = Field(
+        description="The node's value after this score (agents.tree.node_value: backed-up "
+        "scores blended with its prior)."
+    )
     visits: int = Field(ge=0)
 
 
@@ -125,6 +129,11 @@ class PathCompleted(_Event):
 class VoteCast(_Event):
     type: Literal["vote"] = "vote"
     candidates: list[str] = Field(description="Leaf ids of the candidate answers.")
+    values: dict[str, float] = Field(
+        default_factory=dict,
+        description="Each judged candidate's value (its leaf's node value), shown to the voter "
+        "as evidence and used by the fallback.",
+    )
     chosen_id: str
     method: Literal["llm", "single", "fallback"]
     reason: str | None = None

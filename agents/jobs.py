@@ -1,5 +1,10 @@
 """In-flight work of one run. Jobs live in memory beside the graph, never in its state: the
-state records what finished, so a resumed run simply starts again what had not."""
+state records what finished, so a resumed run simply starts again what had not.
+
+When the search stops, jobs may be left to finish in the background for a bounded grace
+(`JobPool.detach`): the model calls they have in flight complete and land in the cache, while
+their `StopGate` refuses anything new (no further model or tool call, no event).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,14 @@ import logging
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from uuid import UUID
 
+from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.tracers.context import register_configure_hook
+
+from agents.cache import CACHE_HIT
 from agents.state import Source, ToolCallRecord
 
 logger = logging.getLogger(__name__)
@@ -64,11 +76,102 @@ class RespondOutcome:
 Outcome = ExecOutcome | ExpandOutcome | RespondOutcome
 
 
+class StopGate(AsyncCallbackHandler):
+    """Rides along every LangChain run inside one job (through a configure hook, so no call
+    site has to pass it). Open, it only watches. Closed (the search stopped), it lets the model
+    calls already in flight finish, counting what they cost, and refuses the next step of the
+    job: a chain (a model call's parser, the agent's next node) or a tool starting, or a tool's
+    end being reported, cancels the job.
+
+    It runs inline, before the run's other handlers, so a refused step is never counted or
+    announced by them.
+    """
+
+    run_inline = True
+    raise_error = True
+
+    def __init__(self) -> None:
+        self.closed = False
+        self.calls_after_stop = 0
+        self.tokens_after_stop = 0
+        self._model_runs: dict[UUID, UUID | None] = {}
+
+    def _refuse(self) -> None:
+        if self.closed:
+            raise asyncio.CancelledError("the search stopped")
+
+    async def on_chain_start(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse()
+
+    async def on_tool_start(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse()
+
+    async def on_tool_end(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse()
+
+    async def on_chat_model_start(
+        self, *args: Any, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        self._model_runs[run_id] = parent_run_id
+
+    async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        parent = self._model_runs.pop(run_id, None)
+        if not self.closed or parent in self._model_runs:  # a wrapper's inner call: once
+            return
+        generations = [g for gens in response.generations for g in gens]
+        if any((g.generation_info or {}).get(CACHE_HIT) for g in generations):
+            return
+        self.calls_after_stop += 1
+        for generation in generations:
+            message = generation.message if isinstance(generation, ChatGeneration) else None
+            usage = message.usage_metadata if isinstance(message, AIMessage) else None
+            if usage:
+                self.tokens_after_stop += int(usage.get("total_tokens", 0))
+
+    async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._model_runs.pop(run_id, None)
+
+
+_GATE: contextvars.ContextVar[StopGate | None] = contextvars.ContextVar(
+    "plantree_job_gate", default=None
+)
+register_configure_hook(_GATE, inheritable=True)
+
+# Every grace period still running in this process, held so the tasks are not collected.
+_GRACE: set[asyncio.Task[None]] = set()
+
+
+async def settle_background() -> None:
+    """Wait until every job left to finish after a stop has ended (each within its grace)."""
+    while _GRACE:
+        await asyncio.gather(*list(_GRACE), return_exceptions=True)
+
+
+@dataclass
+class AfterStop:
+    """Jobs left to finish after the stop, and what their model calls cost once it came."""
+
+    jobs: int = 0
+    gates: list[StopGate] = field(default_factory=list)
+
+    def metrics(self) -> dict[str, int]:
+        calls = sum(g.calls_after_stop for g in self.gates)
+        tokens = sum(g.tokens_after_stop for g in self.gates)
+        return {
+            "jobs_after_stop": self.jobs,
+            "calls_after_stop": calls,
+            "tokens_after_stop": tokens,
+        }
+
+
 class JobPool:
     """The asyncio tasks of one run's in-flight jobs, keyed by job."""
 
     def __init__(self) -> None:
         self._tasks: dict[Job, asyncio.Task[Outcome]] = {}
+        self._gates: dict[Job, StopGate] = {}
+        self._detached: set[asyncio.Task[Outcome]] = set()
+        self.after_stop = AfterStop()
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -85,7 +188,11 @@ class JobPool:
             raise RuntimeError(f"job {job.key} is already running")
         # A fresh context: the job must not inherit the graph node's runnable config, or the
         # executor agent would run as a checkpointed subgraph of a node that already returned.
-        self._tasks[job] = asyncio.create_task(work, name=job.key, context=contextvars.Context())
+        gate = StopGate()
+        context = contextvars.Context()
+        context.run(_GATE.set, gate)
+        self._gates[job] = gate
+        self._tasks[job] = asyncio.create_task(work, name=job.key, context=context)
 
     async def wait_any(self, within_s: float | None) -> list[tuple[Job, Outcome | BaseException]]:
         """Wait until a job ends (or `within_s` passes); hand back every ended job."""
@@ -99,6 +206,7 @@ class JobPool:
             if not task.done():
                 continue
             del self._tasks[job]
+            self._gates.pop(job, None)
             if task.cancelled():
                 finished.append((job, asyncio.CancelledError()))
             else:
@@ -107,11 +215,55 @@ class JobPool:
         return finished
 
     async def cancel(self, kinds: set[JobKind] | None = None) -> list[Job]:
-        """Cancel in-flight jobs (all, or those of `kinds`) and wait for them to unwind."""
+        """Cancel in-flight jobs (all, or those of `kinds`) and wait for them to unwind.
+        Cancelling all also cancels the jobs left to finish after a stop."""
         victims = [job for job in self._tasks if kinds is None or job.kind in kinds]
         tasks = [self._tasks.pop(job) for job in victims]
+        for job in victims:
+            self._gates.pop(job, None)
+        if kinds is None:
+            tasks += list(self._detached)
+            self._detached.clear()
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         return victims
+
+    def detach(self, grace_s: float, run_id: str) -> list[Job]:
+        """Leave every in-flight job to finish in the background for at most `grace_s`: their
+        gates close (model calls in flight complete and are cached; nothing new starts, no
+        event is sent) and they leave the pool. Returns the jobs."""
+        jobs = list(self._tasks)
+        if not jobs:
+            return []
+        tasks = [self._tasks.pop(job) for job in jobs]
+        for job in jobs:
+            gate = self._gates.pop(job)
+            gate.closed = True
+            self.after_stop.gates.append(gate)
+        self.after_stop.jobs += len(jobs)
+        self._detached.update(tasks)
+        grace = asyncio.create_task(self._expire(tasks, grace_s, run_id), name="after-stop-grace")
+        _GRACE.add(grace)
+        grace.add_done_callback(_GRACE.discard)
+        return jobs
+
+    async def _expire(
+        self, tasks: list[asyncio.Task[Outcome]], grace_s: float, run_id: str
+    ) -> None:
+        _, late = await asyncio.wait(tasks, timeout=grace_s)
+        for task in late:
+            task.cancel()
+        # Every outcome is dropped on purpose; gathering retrieves the exceptions too.
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._detached.difference_update(tasks)
+        stats = self.after_stop.metrics()
+        logger.info(
+            "run=%s after the stop: %d model calls finished (%d tokens), %d jobs cut at %gs",
+            run_id,
+            stats["calls_after_stop"],
+            stats["tokens_after_stop"],
+            len(late),
+            grace_s,
+        )

@@ -37,16 +37,28 @@ class RunParams(BaseModel):
     )
     strategy: Strategy = Field(
         default="mcts",
-        description="mcts: UCT over backed-up values (LATS); beam: best `beam_width` per layer; "
-        "dfs: deepest first.",
+        description="mcts: PUCT over node values with the candidates' scores as priors (LATS); "
+        "beam: best `beam_width` per layer; dfs: deepest first.",
     )
     beam_width: int = Field(default=2, ge=1, le=8, description="Nodes kept per layer (beam).")
     exploration: float = Field(
-        default=1.0, ge=0, le=5, description="UCT exploration constant (mcts)."
+        default=1.0,
+        ge=0,
+        le=5,
+        description="PUCT exploration constant c (mcts): weight of prior · sqrt(N parent) / "
+        "(1 + N child).",
+    )
+    prior_weight: float = Field(
+        default=1.0,
+        ge=0,
+        le=10,
+        description="Pseudo-visits a candidate's score counts for in its node's value "
+        "(value = (w·prior + value sum) / (w + visits)).",
     )
     evaluate: bool = Field(
         default=True,
-        description="Score candidates and results with the evaluator (prunes weak candidates).",
+        description="Use the replanner's candidate scores (priors, pruning) and judge each "
+        "path's progress with the evaluator; false: no scores, no pruning, no evaluator calls.",
     )
     min_score: float = Field(
         default=0.2, ge=0, le=1, description="Candidates scored below this are pruned."
@@ -62,6 +74,13 @@ class RunParams(BaseModel):
     )
     use_cache: bool = Field(
         default=True, description="Serve repeated model calls from the cache (false: bypass)."
+    )
+    stop_grace_s: float = Field(
+        default=20.0,
+        ge=0,
+        le=30,
+        description="When the search stops, model calls in flight may finish in the background "
+        "this long, silently, to feed the cache (0, or use_cache=false: cancel them at once).",
     )
     max_tool_calls_per_step: int = Field(
         default=4, ge=0, le=20, description="Most tool calls the executor makes for one step."

@@ -25,9 +25,12 @@ EXECUTOR_SYSTEM = (
 REPLANNER_SYSTEM = (
     "You steer a tree search over research plans. Given the task and the steps done so far on "
     "this path with their results, decide whether the results already suffice to answer the "
-    "task. If they do, set complete=true and give no steps. Otherwise propose up to {k} "
+    "task. If they do, set complete=true and give no candidates. Otherwise propose up to {k} "
     "alternative NEXT steps (distinct approaches, best first); the next planned step, if any, "
-    "is a natural candidate. Never repeat a step already done on this path."
+    "is a natural candidate. Never repeat a step already done on this path. Judge each "
+    "candidate as you propose it: a score in [0, 1] for how much doing it next would advance "
+    "answering the task (1: decisive, 0: useless), viable=false when it is off topic, not "
+    "feasible with web search, arXiv and Wikipedia, or a repeat, and a one-line reason."
 )
 
 RESPONDER_SYSTEM = (
@@ -120,35 +123,23 @@ def voter_messages(
     return [SystemMessage(content=VOTER_SYSTEM), HumanMessage(content=body)]
 
 
-def path_evidence(path: Sequence[NodeRecord], result_chars: int) -> str:
-    """A path's steps and results as one text block (used by the vote)."""
-    return _path_block(path, result_chars)
+def path_evidence(path: Sequence[NodeRecord], result_chars: int, value: float | None = None) -> str:
+    """A path's steps and results as one text block (used by the vote), headed by the path's
+    value in the search when it has one."""
+    head = (
+        f"Search value of this path (0 to 1, from the judged progress of its steps): "
+        f"{value:.2f}\n\n"
+        if value is not None
+        else ""
+    )
+    return head + _path_block(path, result_chars)
 
-
-EVALUATOR_CANDIDATES_SYSTEM = (
-    "You judge proposed next steps of a research plan. For each candidate id, give a score in "
-    "[0, 1] for how much doing that step next would advance answering the task, whether it is "
-    "viable at all (feasible with web search, arXiv and Wikipedia, on topic, not a repeat), and "
-    "a one-line reason. Judge every id you are given."
-)
 
 EVALUATOR_PROGRESS_SYSTEM = (
     "You judge research progress. Given the task and the steps done on one path with their "
     "results, give a score in [0, 1] for how close these results are to a correct, complete "
     "answer (1: the task can be answered well from them), and a one-line reason."
 )
-
-
-def candidate_scoring_messages(
-    task: str, path: Sequence[NodeRecord], candidates: Sequence[tuple[str, str]], result_chars: int
-) -> list[BaseMessage]:
-    """`candidates` holds (key, step) pairs; the evaluator answers per key."""
-    listed = "\n".join(f"{key}: {step}" for key, step in candidates)
-    body = (
-        f"Task: {task}\n\nSteps done on this path:\n{_path_block(path, result_chars)}\n\n"
-        f"Candidate next steps:\n{listed}"
-    )
-    return [SystemMessage(content=EVALUATOR_CANDIDATES_SYSTEM), HumanMessage(content=body)]
 
 
 def progress_messages(

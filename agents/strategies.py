@@ -1,7 +1,9 @@
 """Search strategies: the policy that picks which runnable nodes to start. One scheduler serves
 them all (agents/nodes/search.py); a strategy only ranks.
 
-- `mcts` (LATS): descend from the root by UCT over backed-up values to an open node.
+- `mcts` (LATS with PUCT): descend from the root to an open node, at each level taking the
+  child with the best Q + c·P·sqrt(N)/(1 + n), where Q is the child's `node_value` and P its
+  share of the siblings' candidate scores (priors).
 - `beam`: per depth, only the best `beam_width` candidates run; runner-ups wait as a frontier
   and are taken up when the beam has nothing left to run (backtracking).
 - `dfs`: the deepest runnable node first.
@@ -17,7 +19,7 @@ from typing import Protocol
 from agents.errors import ConfigError
 from agents.params import RunParams
 from agents.state import NodeRecord
-from agents.tree import by_id, children_of
+from agents.tree import NEUTRAL_VALUE, PRIOR_WEIGHT, blended_value, by_id, children_of
 
 
 class Strategy(Protocol):
@@ -40,8 +42,8 @@ class Strategy(Protocol):
 
 
 def _prior(node: NodeRecord) -> float:
-    """The evaluator's score of a candidate; unscored candidates rank in the middle."""
-    return node["prior"] if node["prior"] is not None else 0.5
+    """The replanner's score of a candidate; unscored candidates rank in the middle."""
+    return node["prior"] if node["prior"] is not None else NEUTRAL_VALUE
 
 
 class DepthFirst:
@@ -101,32 +103,43 @@ class Beam:
         return frontier[:slots]
 
 
-def uct(value_sum: float, visits: int, parent_visits: int, exploration: float) -> float:
-    """Upper confidence bound of a child: mean value + c·sqrt(ln N_parent / N_child).
+def puct(q: float, prior_share: float, parent_visits: int, visits: int, c: float) -> float:
+    """PUCT (AlphaZero): Q(s,a) + c·P(s,a)·sqrt(N(s)) / (1 + N(s,a)).
 
-    `value_sum` and `visits` are kept apart, so the mean is taken exactly once. Unvisited
-    children score +inf (each is tried before any is revisited).
+    `q` is the child's value, `prior_share` P its share of the siblings' priors (they sum to
+    1), `parent_visits` N(s), `visits` N(s,a). An unvisited child competes through its prior
+    instead of an infinite bonus; the bonus shrinks as the child is visited.
     """
-    if visits <= 0:
-        return math.inf
-    mean = value_sum / visits
-    if parent_visits <= 1:
-        return mean
-    return mean + exploration * math.sqrt(math.log(parent_visits) / visits)
+    return q + c * prior_share * math.sqrt(max(0, parent_visits)) / (1 + max(0, visits))
+
+
+def prior_shares(children: Sequence[NodeRecord]) -> dict[str, float]:
+    """P(s,a): each child's prior over the sum of its siblings' (pruned ones excluded by the
+    caller). Unscored children count as `NEUTRAL_VALUE`; all zero gives equal shares."""
+    raw = {c["id"]: _prior(c) for c in children}
+    total = sum(raw.values())
+    if total <= 0:
+        return {key: 1 / len(raw) for key in raw} if raw else {}
+    return {key: value / total for key, value in raw.items()}
 
 
 class Mcts:
-    """LATS-style selection: from the root, follow the child with the best UCT among those
-    whose subtree still has a runnable node, down to a runnable node.
+    """LATS-style selection with priors: from the root, follow the child with the best PUCT
+    among those whose subtree still has a runnable node, down to a runnable node.
+
+    Q is `node_value` (the backed-up progress scores blended with the candidate's own score
+    as `prior_weight` pseudo-visits), so an unvisited child is worth its prior and a branch
+    whose results disappoint falls below its untried siblings.
 
     Parallel picks use virtual loss: every in-flight node, and every node picked in this
-    round, adds one visit with no value along its path, so the next descent prefers others.
+    round, adds one visit of value 0 along its path, so the next descent prefers others.
     """
 
     name = "mcts"
 
-    def __init__(self, exploration: float) -> None:
+    def __init__(self, exploration: float, prior_weight: float = PRIOR_WEIGHT) -> None:
         self.exploration = exploration
+        self.prior_weight = prior_weight
 
     def select(
         self,
@@ -156,6 +169,12 @@ class Mcts:
                 virtual[ancestor] += 1
         return picks
 
+    def score(self, child: NodeRecord, share: float, parent_visits: int, virtual: int) -> float:
+        """The child's PUCT with `virtual` in-flight visits of value 0 added."""
+        visits = child["visits"] + virtual
+        q = blended_value(child["value_sum"], visits, child["prior"], self.prior_weight)
+        return puct(q, share, parent_visits, visits, self.exploration)
+
     def _descend(
         self,
         nodes: Mapping[str, NodeRecord],
@@ -166,16 +185,14 @@ class Mcts:
     ) -> NodeRecord:
         while current["id"] not in open_ids:
             parent_visits = current["visits"] + virtual[current["id"]]
+            children = [c for c in children_of(nodes, current["id"]) if c["status"] != "pruned"]
+            shares = prior_shares(children)
             best: NodeRecord | None = None
-            best_key: tuple[float, float] = (-math.inf, -math.inf)
-            for child in children_of(nodes, current["id"]):
+            best_key = -math.inf
+            for child in children:
                 if open_below[child["id"]] <= 0:
                     continue
-                visits = child["visits"] + virtual[child["id"]]
-                key = (
-                    uct(child["value_sum"], visits, parent_visits, self.exploration),
-                    _prior(child),  # among unvisited children, the evaluator's favourite
-                )
+                key = self.score(child, shares[child["id"]], parent_visits, virtual[child["id"]])
                 if key > best_key:  # strict: ties keep the replanner's order
                     best, best_key = child, key
             if best is None:
@@ -197,7 +214,7 @@ def _lineage(nodes: Mapping[str, NodeRecord], node_id: str) -> list[str]:
 def strategy_for(params: RunParams) -> Strategy:
     """The strategy a run's parameters ask for."""
     if params.strategy == "mcts":
-        return Mcts(params.exploration)
+        return Mcts(params.exploration, params.prior_weight)
     if params.strategy == "beam":
         return Beam(params.beam_width)
     if params.strategy == "dfs":

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from agents.state import NodeRecord, Source, id_key
 
 _LEADING_MARK = re.compile(r"^\s*(?:step\s*)?(?:\d+[.):]|[-*•]|\(\d+\))\s*", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 _NON_WORD = re.compile(r"[^\w\s]")
+
+T = TypeVar("T")
+
+NEUTRAL_VALUE = 0.5
+"""The value of a node nothing has judged yet (no prior, no visit): the middle of [0, 1]."""
+
+PRIOR_WEIGHT = 1.0
+"""Default pseudo-visits a candidate's score counts for in its node's value (`node_value`)."""
 
 
 def path_to(nodes: Mapping[str, NodeRecord], node_id: str) -> list[NodeRecord]:
@@ -56,17 +65,29 @@ def select_candidates(
     steps in the proposer's order and the dropped ones (duplicates, empties, over the limit).
     Never pads: fewer good proposals mean fewer children.
     """
+    kept, dropped = pick_candidates([(raw, None) for raw in proposals], taken=taken, limit=limit)
+    return [step for step, _ in kept], dropped
+
+
+def pick_candidates(
+    proposals: Sequence[tuple[str, T]],
+    *,
+    taken: Iterable[str],
+    limit: int,
+) -> tuple[list[tuple[str, T]], list[str]]:
+    """`select_candidates` for proposals that carry a payload (e.g. their judgement): the kept
+    (cleaned step, payload) pairs in the proposer's order, and the dropped raw steps."""
     seen = {step_key(step) for step in taken}
-    kept: list[str] = []
+    kept: list[tuple[str, T]] = []
     dropped: list[str] = []
-    for raw in proposals:
+    for raw, payload in proposals:
         step = clean_step(raw)
         key = step_key(step)
         if not key or key in seen or len(kept) >= limit:
             dropped.append(raw)
             continue
         seen.add(key)
-        kept.append(step)
+        kept.append((step, payload))
     return kept, dropped
 
 
@@ -101,9 +122,24 @@ def trim(text: str, limit: int) -> str:
     return text[: max(0, limit - 15)].rstrip() + " …[truncated]"
 
 
-def mean_value(node: NodeRecord) -> float:
-    """Mean backed-up value of a node (0 when never visited)."""
-    return node["value_sum"] / node["visits"] if node["visits"] else 0.0
+def blended_value(
+    value_sum: float, visits: int, prior: float | None, prior_weight: float = PRIOR_WEIGHT
+) -> float:
+    """V = (w·p + S) / (w + N): the backed-up value sum S over N visits, with the candidate's
+    score p counted as w pseudo-visits. Unvisited, V is the prior; each visit moves V towards
+    the mean of what was observed below. With no prior, V = S / N, or `NEUTRAL_VALUE` when
+    nothing is known."""
+    weight = prior_weight if prior is not None else 0.0
+    denominator = weight + visits
+    if denominator <= 0:
+        return NEUTRAL_VALUE
+    return (weight * (prior or 0.0) + value_sum) / denominator
+
+
+def node_value(node: NodeRecord, prior_weight: float = PRIOR_WEIGHT) -> float:
+    """THE value of a node, used by selection (mcts), early stop, the vote's fallback and the
+    vote's evidence: `blended_value` of its backed-up progress scores and its prior."""
+    return blended_value(node["value_sum"], node["visits"], node["prior"], prior_weight)
 
 
 def backpropagate(nodes: Mapping[str, NodeRecord], node_id: str, value: float) -> list[NodeRecord]:

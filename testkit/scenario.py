@@ -4,7 +4,6 @@ each step, which steps fail, and how the vote picks."""
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,8 +24,11 @@ class Scenario:
     """Replies by role. `replans[step]` lists the proposals after `step` ([] = path complete;
     a step with no entry also completes its path). `fail` names steps whose executor raises.
     `tools[step]` makes the executor call that tool (name, args) once before answering.
-    The evaluator scores a candidate step by `priors` (default 0.5; `not_viable` ones are not
-    viable) and a done step's progress by `values` (default 0.5)."""
+    The replanner judges each candidate it proposes by `priors` (default 0.5; `not_viable`
+    ones are not viable); the evaluator scores a done step's progress by `values` (default
+    0.5). `delays[role]` (seconds) makes that role's calls take time, e.g. to have calls in
+    flight when the search stops; `delays[step]` does the same for the calls about one step
+    (the executor's running it, or any call whose path ends with it)."""
 
     plan: list[str]
     replans: dict[str, list[str]] = field(default_factory=dict)
@@ -38,11 +40,24 @@ class Scenario:
     vote: Callable[[FakeCall], Reply] | None = None
     gate: asyncio.Event | None = None
     gate_roles: tuple[str, ...] = ("executor",)
+    delays: dict[str, float] = field(default_factory=dict)
 
     async def __call__(self, call: FakeCall) -> Reply:
         if self.gate is not None and call.role in self.gate_roles:
             await self.gate.wait()
+        delay = self.delay(call)
+        if delay > 0:
+            await asyncio.sleep(delay)
         return self.reply(call)
+
+    def delay(self, call: FakeCall) -> float:
+        """The scripted latency of a call: its role's, plus its step's."""
+        step = ""
+        if call.role == "executor":
+            step = step_to_execute(call)
+        elif call.role in ("replanner", "evaluator", "responder"):
+            step = last_done_step(call)
+        return self.delays.get(call.role, 0.0) + self.delays.get(step, 0.0)
 
     def reply(self, call: FakeCall) -> Reply:
         if call.role == "planner":
@@ -56,8 +71,7 @@ class Scenario:
                 return tool_call(name, args)
             return AIMessage(content=f"result of {step}")
         if call.role == "replanner":
-            proposals = self.replans.get(last_done_step(call), [])
-            return {"complete": not proposals, "next_steps": proposals}
+            return self.replan(last_done_step(call))
         if call.role == "responder":
             return f"answer via {last_done_step(call)}"
         if call.role == "evaluator":
@@ -68,19 +82,24 @@ class Scenario:
             return {"choice": call.enum[0], "reason": "first shown"}
         raise AssertionError(f"unexpected role {call.role}")
 
-    def judge(self, call: FakeCall) -> Reply:
-        candidates = _CANDIDATE.findall(call.prompt)
-        if candidates:
-            return {
-                key: {
-                    "score": self.priors.get(step.strip(), 0.5),
-                    "viable": step.strip() not in self.not_viable,
-                    "reason": f"judged {step.strip()}",
+    def replan(self, step: str) -> dict[str, Any]:
+        """The replanner's reply after `step`: proposals judged one by one (and the same
+        steps as the older `next_steps` list)."""
+        proposals = self.replans.get(step, [])
+        return {
+            "complete": not proposals,
+            "candidates": [
+                {
+                    "step": s,
+                    "score": self.priors.get(s, 0.5),
+                    "viable": s not in self.not_viable,
+                    "reason": f"judged {s}",
                 }
-                for key, step in candidates
-            }
+                for s in proposals
+            ],
+            "next_steps": proposals,
+        }
+
+    def judge(self, call: FakeCall) -> Reply:
         step = last_done_step(call)
         return {"score": self.values.get(step, 0.5), "reason": f"progress of {step}"}
-
-
-_CANDIDATE = re.compile(r"^(c\d+): (.*)$", re.MULTILINE)

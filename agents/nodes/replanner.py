@@ -1,52 +1,115 @@
-"""Expansion job: judge the path's progress, then end it or propose distinct next steps, and
-judge those candidates in one call."""
+"""Expansion job: in ONE round of concurrent calls, the replanner ends the path or proposes
+distinct next steps each with its own judgement (score, viable, reason), while the evaluator
+judges the path's progress so far."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
 from agents.context import RunContext
-from agents.errors import ModelError
+from agents.errors import BudgetExhausted, ModelError
 from agents.jobs import ExpandOutcome, Judged
-from agents.nodes.evaluator import score_candidates, score_progress
+from agents.nodes.evaluator import Progress, score_progress
 from agents.prompts import replanner_messages
 from agents.state import NodeRecord
 from agents.structured import call_structured
-from agents.tree import children_of, path_to, select_candidates
+from agents.tree import children_of, path_to, pick_candidates
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
+
+class Candidate(BaseModel):
+    """One proposed next step with the replanner's judgement of it."""
+
+    step: str = Field(description="One concrete next step.")
+    score: float = Field(
+        ge=0, le=1, description="How much doing it next would advance the task (1: decisive)."
+    )
+    viable: bool = Field(default=True, description="False: off topic, infeasible or a repeat.")
+    reason: str = Field(default="", description="One line.")
+
 
 class Replan(BaseModel):
-    """The replanner's structured output."""
+    """The replanner's structured output: propose and value in one reply."""
 
     complete: bool = Field(description="True when the results so far suffice to answer the task.")
-    next_steps: list[str] = Field(
+    candidates: list[Candidate] = Field(
         default_factory=list,
-        description="Alternative next steps, best first; empty when complete.",
+        description="Alternative next steps, best first, each judged; empty when complete.",
     )
 
 
-async def _replan(ctx: RunContext, path: list[NodeRecord], node_id: str) -> Replan:
+Proposal = tuple[str, Judged | None]
+
+
+def replan_schema() -> dict[str, Any]:
+    """The reply's JSON Schema, written out flat (no `$ref`: not every provider or grammar
+    builder resolves one). The reply comes back as a plain object, so `read_replan` also
+    accepts the older `next_steps` shape."""
+    fields = Candidate.model_json_schema()["properties"]
+    properties = {
+        name: {k: v for k, v in spec.items() if k not in ("title", "default")}
+        for name, spec in fields.items()
+    }
+    return {
+        "title": "Replan",
+        "description": Replan.__doc__,
+        "type": "object",
+        "properties": {
+            "complete": {
+                "type": "boolean",
+                "description": Replan.model_fields["complete"].description,
+            },
+            "candidates": {
+                "type": "array",
+                "description": Replan.model_fields["candidates"].description,
+                "items": {
+                    "type": "object",
+                    "properties": properties,
+                    "required": ["step", "score", "viable", "reason"],
+                },
+            },
+        },
+        "required": ["complete", "candidates"],
+    }
+
+
+def read_replan(out: Any) -> tuple[bool, list[Proposal]]:
+    """(complete, proposals) from a reply. A reply with only the older `next_steps` list (no
+    `candidates`) gives unjudged proposals. Raises ValueError/ValidationError for a reply the
+    replanner should be asked again for."""
+    if isinstance(out, dict) and "candidates" not in out and "next_steps" in out:
+        steps = out["next_steps"]
+        if not isinstance(steps, list):
+            raise ValueError("next_steps must be a list of strings")
+        return bool(out.get("complete", False)), [(str(s), None) for s in steps]
+    replan = Replan.model_validate(out)
+    return replan.complete, [
+        (c.step, Judged(score=c.score, viable=c.viable, reason=c.reason)) for c in replan.candidates
+    ]
+
+
+async def _replan(
+    ctx: RunContext, path: list[NodeRecord], node_id: str
+) -> tuple[bool, list[Proposal]]:
     tracker = ctx.tracker("replanner", node_id)
-
-    def parse(out: Any) -> Replan:
-        return Replan.model_validate(out)
-
     try:
         return await call_structured(
             ctx.model("replanner"),
-            Replan,
+            replan_schema(),
             replanner_messages(
                 ctx.task, path, ctx.params.max_candidates, ctx.settings.result_max_chars
             ),
             config=ctx.config(tracker, node_id=node_id),
-            parse=parse,
+            parse=read_replan,
             what="replanner",
         )
     except ModelError as e:
@@ -55,7 +118,11 @@ async def _replan(ctx: RunContext, path: list[NodeRecord], node_id: str) -> Repl
             "run=%s node=%s replanner failed (%s); following the plan", ctx.run_id, node_id, e
         )
         follow = path[-1]["planned"][:1]
-        return Replan(complete=not follow, next_steps=follow)
+        return not follow, [(step, None) for step in follow]
+
+
+async def _maybe(call: Awaitable[T] | None) -> T | None:
+    return await call if call is not None else None
 
 
 async def expand(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str) -> ExpandOutcome:
@@ -71,26 +138,47 @@ async def expand(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str)
 async def _expand(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str) -> ExpandOutcome:
     path = path_to(nodes, node_id)
     params = ctx.params
-    progress: Judged | None = None
-    if params.evaluate:
-        judged = await score_progress(ctx, path, node_id)
-        if judged is not None:
-            progress = Judged(score=judged.score, viable=True, reason=judged.reason)
-    if len(path) >= params.max_depth:
+    at_limit = len(path) >= params.max_depth
+    # Independent calls go out together: the expansion costs one call's latency, not two.
+    judged_progress, replanned = await asyncio.gather(
+        _maybe(score_progress(ctx, path, node_id) if params.evaluate else None),
+        _maybe(None if at_limit else _replan(ctx, path, node_id)),
+        return_exceptions=True,
+    )
+    if isinstance(replanned, BaseException):
+        raise replanned
+    progress = _progress(ctx, node_id, judged_progress)
+    if replanned is None:
         return ExpandOutcome(complete=True, steps=[], dropped=[], progress=progress)
-    replan = await _replan(ctx, path, node_id)
-    if replan.complete:
+    complete, proposals = replanned
+    if complete:
         return ExpandOutcome(
-            complete=True, steps=[], dropped=list(replan.next_steps), progress=progress
+            complete=True, steps=[], dropped=[s for s, _ in proposals], progress=progress
         )
     taken = [n["step"] for n in path] + [c["step"] for c in children_of(nodes, node_id)]
-    steps, dropped = select_candidates(replan.next_steps, taken=taken, limit=params.max_candidates)
-    scores: list[Judged | None] = [None] * len(steps)
-    if params.evaluate and steps:
-        scores = [
-            Judged(score=s.score, viable=s.viable, reason=s.reason) if s else None
-            for s in await score_candidates(ctx, path, steps, node_id)
-        ]
+    kept, dropped = pick_candidates(proposals, taken=taken, limit=params.max_candidates)
+    # With evaluate=false the replanner's judgements are not used at all (no priors, no pruning).
+    scores = [judged if params.evaluate else None for _, judged in kept]
+    ctx.accountant.candidates_scored += sum(1 for s in scores if s is not None)
     return ExpandOutcome(
-        complete=not steps, steps=steps, dropped=dropped, progress=progress, scores=scores
+        complete=not kept,
+        steps=[step for step, _ in kept],
+        dropped=dropped,
+        progress=progress,
+        scores=scores,
     )
+
+
+def _progress(
+    ctx: RunContext, node_id: str, judged: Progress | BaseException | None
+) -> Judged | None:
+    """The progress judgement, or None. A budget refusal of the evaluator only costs the
+    judgement (the replanner's proposal is still used); other failures propagate."""
+    if isinstance(judged, BudgetExhausted):
+        logger.info("run=%s node=%s progress not judged: %s", ctx.run_id, node_id, judged)
+        return None
+    if isinstance(judged, BaseException):
+        raise judged
+    if judged is None:
+        return None
+    return Judged(score=judged.score, viable=True, reason=judged.reason)

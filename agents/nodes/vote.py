@@ -18,7 +18,7 @@ from agents.nodes.responder import write_answer
 from agents.prompts import path_evidence, voter_messages
 from agents.state import FinalResult, NodeRecord, RunState
 from agents.structured import call_structured
-from agents.tree import by_id, path_sources, path_to, trim
+from agents.tree import by_id, node_value, path_sources, path_to, trim
 
 logger = logging.getLogger(__name__)
 
@@ -40,15 +40,17 @@ def vote_schema(ids: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def path_value(nodes: Mapping[str, NodeRecord], leaf_id: str) -> float:
-    """Mean score of a path's scored nodes (0 when none is scored)."""
-    scores = [n["score"] for n in path_to(nodes, leaf_id) if n["score"] is not None]
-    return sum(scores) / len(scores) if scores else 0.0
+def leaf_value(leaf: NodeRecord, prior_weight: float) -> float | None:
+    """A candidate's value: its leaf's `node_value`, or None when nothing judged it (no
+    progress score and no prior, e.g. with evaluate=false)."""
+    if leaf["visits"] == 0 and leaf["prior"] is None:
+        return None
+    return node_value(leaf, prior_weight)
 
 
-def best_valued(nodes: Mapping[str, NodeRecord], leaves: Sequence[NodeRecord]) -> NodeRecord:
-    """The leaf of the best-valued path; ties go to the first leaf in id order."""
-    return min(leaves, key=lambda leaf: (-path_value(nodes, leaf["id"]), by_id(leaf)))
+def best_valued(leaves: Sequence[NodeRecord], prior_weight: float) -> NodeRecord:
+    """The leaf of the best-valued path; ties (and unjudged leaves) go to id order."""
+    return min(leaves, key=lambda leaf: (-(leaf_value(leaf, prior_weight) or 0.0), by_id(leaf)))
 
 
 def _final(
@@ -70,6 +72,7 @@ async def _vote(
     """Pick a leaf: (leaf, method, reason)."""
     if len(leaves) == 1:
         return leaves[0], "single", None
+    weight = ctx.params.prior_weight
     by_id = {leaf["id"]: leaf for leaf in leaves}
     shown = list(by_id)
     # No position bias, yet the same order for the same task and tree (on resume, on a rerun
@@ -79,7 +82,9 @@ async def _vote(
         (
             cid,
             by_id[cid]["answer"] or "",
-            path_evidence(path_to(nodes, cid), VOTE_EVIDENCE_CHARS // 2),
+            path_evidence(
+                path_to(nodes, cid), VOTE_EVIDENCE_CHARS // 2, leaf_value(by_id[cid], weight)
+            ),
         )
         for cid in shown
     ]
@@ -103,7 +108,7 @@ async def _vote(
             what="voter",
         )
     except (ModelError, BudgetExhausted) as e:
-        leaf = best_valued(nodes, leaves)
+        leaf = best_valued(leaves, weight)
         logger.warning("run=%s vote failed (%s); best-valued path %s", ctx.run_id, e, leaf["id"])
         return leaf, "fallback", "the vote failed; the best-valued path was taken"
     return by_id[choice], "llm", reason
@@ -130,6 +135,14 @@ async def finish(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     """Vote among candidate answers (once), or write a best-effort answer."""
     ctx = runtime.context
     ctx.accountant.finishing = True
+    result = await _finish(ctx, state)
+    # Jobs left to finish after the stop, and what their calls cost so far (they may end later;
+    # the log has the final count).
+    result["metrics"] = {**ctx.accountant.snapshot(), **ctx.pool.after_stop.metrics()}
+    return result
+
+
+async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
     nodes = state.get("nodes", {})
     leaves = sorted((n for n in nodes.values() if n["answer"]), key=by_id)
     if not leaves:
@@ -138,24 +151,21 @@ async def finish(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
             return {
                 "phase": "failed",
                 "final": None,
-                "metrics": ctx.accountant.snapshot(),
                 "error": {"code": "no_result", "message": "no research step succeeded"},
             }
-        return {"phase": "done", "final": final, "metrics": ctx.accountant.snapshot()}
+        return {"phase": "done", "final": final}
     started = time.monotonic()
     leaf, method, reason = await _vote(ctx, nodes, leaves)
+    values = {n["id"]: leaf_value(n, ctx.params.prior_weight) for n in leaves}
     await ctx.emit(
         VoteCast(
             run_id=ctx.run_id,
             candidates=[n["id"] for n in leaves],
+            values={k: round(v, 6) for k, v in values.items() if v is not None},
             chosen_id=leaf["id"],
             method=method,
             reason=reason,
             seconds=round(time.monotonic() - started, 4),
         )
     )
-    return {
-        "phase": "done",
-        "final": _final(nodes, leaf, leaf["answer"] or "", partial=False),
-        "metrics": ctx.accountant.snapshot(),
-    }
+    return {"phase": "done", "final": _final(nodes, leaf, leaf["answer"] or "", partial=False)}

@@ -34,7 +34,7 @@ async def test_three_path_run_votes_once_and_returns_the_chosen_answer(
     executed = sorted(step_to_execute(c) for c in models.recorder.by_role("executor"))
     assert executed == ["A", "B", "B2", "B3"]
     assert result.metrics["llm_calls_by_role"] == {
-        "evaluator": 5,  # four progress scores and one batch for the three candidates
+        "evaluator": 4,  # four progress scores; the replanner judged the candidates
         "executor": 4,
         "planner": 1,
         "replanner": 4,
@@ -42,6 +42,7 @@ async def test_three_path_run_votes_once_and_returns_the_chosen_answer(
         "voter": 1,
     }
     assert result.metrics["paths_completed"] == 3
+    assert (result.metrics["candidates_scored"], result.metrics["candidate_batches"]) == (3, 0)
 
 
 async def test_root_result_reaches_every_later_step(make_engine: EngineMaker) -> None:

@@ -33,8 +33,10 @@ def _order(models: FakeModels) -> list[str]:
     [
         # Deepest first, siblings in the replanner's order.
         ("dfs", ["A", "B", "B1", "B2", "C", "C1", "D", "D1"]),
-        # Unvisited children by prior (B, D, C), then by UCT: D's value 0.9 beats B's 0.1.
-        ("mcts", ["A", "B", "D", "C", "D1", "C1", "B1", "B2"]),
+        # PUCT: the best prior first (B); B's poor result (0.1) pulls its value to
+        # (0.9 + 0.1) / 2, below D's prior 0.6, so D; D's result 0.9 keeps the search under D
+        # (D1); then B's subtree, whose value still beats C's prior 0.3; C last.
+        ("mcts", ["A", "B", "D", "D1", "B1", "B2", "C", "C1"]),
         # Layer 1 keeps B and D (width 2), layer 2 keeps D1 and B1, best first; the
         # runner-ups (B2, then C and its child) run only once the beam is idle, deepest first.
         ("beam", ["A", "B", "D", "D1", "B1", "B2", "C", "C1"]),

@@ -1,4 +1,5 @@
-"""Evaluator replies, the model-call cache, and the call accounting around them."""
+"""Replanner replies (proposals with their judgements), the model-call cache, and the call
+accounting around them."""
 
 from __future__ import annotations
 
@@ -7,44 +8,52 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration
+from pydantic import ValidationError
 
 from agents.accounting import Accountant
 from agents.cache import CACHE_HIT, MemoryStore, RoleCache, SqliteStore
-from agents.nodes.evaluator import candidates_schema, read_scores
+from agents.nodes.replanner import Replan, read_replan
 from agents.params import RunParams
 
 
-def test_candidate_scores_come_back_in_key_order_with_missing_ones_unscored() -> None:
+def test_a_replan_carries_each_candidates_judgement_in_order() -> None:
     out = {
-        "c2": {"score": 0.9, "viable": True, "reason": "direct"},
-        "c1": {"score": 0.1, "viable": False},
-        "c9": {"score": 1.0, "viable": True},  # an id we never gave: ignored
+        "complete": False,
+        "candidates": [
+            {"step": "read the paper", "score": 0.9, "viable": True, "reason": "direct"},
+            {"step": "ask a forum", "score": 0.1, "viable": False},
+        ],
     }
 
-    scores = read_scores(out, ["c1", "c2", "c3"])
+    complete, proposals = read_replan(out)
 
-    assert [s.score if s else None for s in scores] == [0.1, 0.9, None]
-    assert scores[0] is not None
-    assert scores[0].viable is False
-
-
-def test_a_malformed_entry_is_unscored_not_a_crash() -> None:
-    scores = read_scores({"c1": {"score": 7}, "c2": "great"}, ["c1", "c2"])
-
-    assert scores == [None, None]
+    assert complete is False
+    assert [(step, j.score, j.viable, j.reason) for step, j in proposals if j] == [
+        ("read the paper", 0.9, True, "direct"),
+        ("ask a forum", 0.1, False, ""),
+    ]
 
 
-def test_a_reply_that_is_not_an_object_is_an_error_to_retry() -> None:
-    with pytest.raises(ValueError, match="object keyed by candidate id"):
-        read_scores(["c1"], ["c1"])
+def test_a_replan_with_only_the_older_next_steps_gives_unjudged_proposals() -> None:
+    complete, proposals = read_replan({"complete": False, "next_steps": ["a", "b"]})
+
+    assert (complete, proposals) == (False, [("a", None), ("b", None)])
 
 
-def test_the_candidates_schema_has_one_bounded_entry_per_id() -> None:
-    schema = candidates_schema(["c1", "c2"])
+def test_a_candidate_scored_out_of_bounds_is_an_error_to_retry() -> None:
+    with pytest.raises(ValidationError, match="less than or equal to 1"):
+        read_replan({"complete": False, "candidates": [{"step": "a", "score": 7}]})
 
-    assert sorted(schema["properties"]) == ["c1", "c2"]
-    score = schema["properties"]["c1"]["properties"]["score"]
-    assert (score["type"], score["minimum"], score["maximum"]) == ("number", 0, 1)
+
+def test_the_replan_schema_asks_for_a_bounded_score_per_candidate() -> None:
+    schema = Replan.model_json_schema()
+    candidate = schema["$defs"]["Candidate"]
+
+    assert candidate["required"] == ["step", "score"]
+    assert (
+        candidate["properties"]["score"]["minimum"],
+        candidate["properties"]["score"]["maximum"],
+    ) == (0, 1)
 
 
 def _reply(text: str) -> list[ChatGeneration]:

@@ -1,12 +1,14 @@
-"""Selection maths: UCT, backed-up values, virtual loss, beam ordering."""
+"""Selection maths: PUCT, the one node value, backed-up values, virtual loss, beam ordering."""
 
 from __future__ import annotations
 
 import math
 
+import pytest
+
 from agents.state import NodeRecord, new_node
-from agents.strategies import Beam, Mcts, uct
-from agents.tree import backpropagate, mean_value
+from agents.strategies import Beam, Mcts, prior_shares, puct
+from agents.tree import NEUTRAL_VALUE, backpropagate, blended_value, node_value
 
 
 def _tree(*edges: tuple[str, str, str]) -> dict[str, NodeRecord]:
@@ -19,17 +21,49 @@ def _tree(*edges: tuple[str, str, str]) -> dict[str, NodeRecord]:
     return nodes
 
 
-def test_uct_is_mean_value_plus_the_exploration_term() -> None:
-    assert uct(3.0, 4, 10, 1.0) == 0.75 + math.sqrt(math.log(10) / 4)
-    assert uct(3.0, 4, 10, 0.0) == 0.75
+def test_puct_is_the_value_plus_the_prior_weighted_exploration_term() -> None:
+    assert puct(0.6, 0.5, 4, 1, 1.0) == 0.6 + 1.0 * 0.5 * math.sqrt(4) / (1 + 1)
+    assert puct(0.6, 0.5, 4, 1, 0.0) == 0.6
 
 
-def test_uct_tries_unvisited_children_first() -> None:
-    assert uct(0.0, 0, 5, 1.0) == math.inf
+def test_an_unvisited_child_competes_through_its_prior_not_an_infinite_bonus() -> None:
+    fresh = puct(0.1, 0.1, 9, 0, 1.0)  # a weak unvisited candidate
+
+    assert math.isfinite(fresh)
+    assert fresh < puct(0.8, 0.6, 9, 3, 1.0)  # loses to a visited child that did well
 
 
-def test_uct_with_a_single_parent_visit_is_the_mean() -> None:
-    assert uct(0.6, 1, 1, 2.0) == 0.6
+def test_the_exploration_bonus_shrinks_as_a_child_is_visited() -> None:
+    bonuses = [puct(0.0, 0.5, 16, n, 1.0) for n in range(4)]
+
+    assert bonuses == sorted(bonuses, reverse=True)
+    assert bonuses[0] == 0.5 * 4
+
+
+def test_prior_shares_sum_to_one_and_count_unscored_children_as_neutral() -> None:
+    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.2", "n1", "C"), ("n1.3", "n1", "D"))
+    nodes["n1.1"]["prior"], nodes["n1.2"]["prior"] = 0.9, 0.1
+
+    shares = prior_shares([nodes["n1.1"], nodes["n1.2"], nodes["n1.3"]])
+
+    assert shares == pytest.approx({"n1.1": 0.6, "n1.2": 0.1 / 1.5, "n1.3": 0.5 / 1.5})
+    assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_all_zero_priors_share_equally() -> None:
+    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.2", "n1", "C"))
+    nodes["n1.1"]["prior"] = nodes["n1.2"]["prior"] = 0.0
+
+    assert prior_shares([nodes["n1.1"], nodes["n1.2"]]) == {"n1.1": 0.5, "n1.2": 0.5}
+
+
+def test_the_node_value_blends_the_prior_as_pseudo_visits_with_the_backed_up_mean() -> None:
+    assert blended_value(0.0, 0, 0.8) == 0.8  # unvisited: its prior
+    assert blended_value(0.0, 0, None) == NEUTRAL_VALUE  # nothing known
+    assert blended_value(1.2, 3, None) == pytest.approx(0.4)  # no prior: the mean
+    assert blended_value(1.2, 3, 0.8) == pytest.approx((0.8 + 1.2) / 4)  # w = 1
+    assert blended_value(1.2, 3, 0.8, prior_weight=2.0) == pytest.approx((1.6 + 1.2) / 5)
+    assert blended_value(1.2, 3, 0.8, prior_weight=0.0) == pytest.approx(0.4)
 
 
 def test_backpropagation_keeps_sum_and_visits_apart() -> None:
@@ -41,9 +75,8 @@ def test_backpropagation_keeps_sum_and_visits_apart() -> None:
 
     assert (nodes["n1"]["value_sum"], nodes["n1"]["visits"]) == (1.0, 2)
     assert (nodes["n1.1.1"]["value_sum"], nodes["n1.1.1"]["visits"]) == (1.0, 1)
-    assert mean_value(nodes["n1.1"]) == 0.5
     # The reference bug divides a stored mean by the visits again: 0.25 instead of 0.5.
-    assert uct(nodes["n1.1"]["value_sum"], nodes["n1.1"]["visits"], 2, 0.0) == 0.5
+    assert node_value(nodes["n1.1"]) == 0.5
 
 
 def _done(nodes: dict[str, NodeRecord], node_id: str, value_sum: float, visits: int) -> None:
@@ -60,7 +93,23 @@ def test_mcts_expands_the_unvisited_child_with_the_best_prior_first() -> None:
     assert [p["id"] for p in picks] == ["n1.2"]
 
 
-def test_mcts_descends_by_uct_to_the_open_node() -> None:
+@pytest.mark.parametrize(("observed", "expected"), [(0.2, "n1.2"), (0.9, "n1.1.1")])
+def test_mcts_leaves_a_favourite_whose_results_disappoint_for_an_untried_sibling(
+    observed: float, expected: str
+) -> None:
+    nodes = _tree(
+        ("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.2", "n1", "C"), ("n1.1.1", "n1.1", "D")
+    )
+    _done(nodes, "n1", 0.5 + observed, 2)
+    _done(nodes, "n1.1", observed, 1)
+    nodes["n1.1"]["prior"], nodes["n1.2"]["prior"] = 0.9, 0.6
+
+    picks = Mcts(1.0).select(nodes, [nodes["n1.1.1"], nodes["n1.2"]], set(), 1)
+
+    assert [p["id"] for p in picks] == [expected]
+
+
+def test_mcts_descends_by_value_to_the_open_node() -> None:
     nodes = _tree(
         ("n1", "", "A"),
         ("n1.1", "n1", "B"),
@@ -69,12 +118,26 @@ def test_mcts_descends_by_uct_to_the_open_node() -> None:
         ("n1.2.1", "n1.2", "C1"),
     )
     _done(nodes, "n1", 1.1, 3)
-    _done(nodes, "n1.1", 0.9, 1)  # better mean
+    _done(nodes, "n1.1", 0.9, 1)  # better value
     _done(nodes, "n1.2", 0.2, 1)
 
     picks = Mcts(0.0).select(nodes, [nodes["n1.1.1"], nodes["n1.2.1"]], set(), 1)
 
     assert [p["id"] for p in picks] == ["n1.1.1"]
+
+
+def test_pruned_siblings_take_no_share_of_the_priors() -> None:
+    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.2", "n1", "C"), ("n1.3", "n1", "D"))
+    _done(nodes, "n1", 0.5, 1)
+    nodes["n1.1"] |= {"prior": 0.05, "status": "pruned"}
+    nodes["n1.2"]["prior"], nodes["n1.3"]["prior"] = 0.5, 0.5
+    mcts = Mcts(1.0)
+
+    # C and D share the priors half and half: the pruned B takes nothing from them.
+    assert mcts.score(nodes["n1.2"], 0.5, 1, 0) == 0.5 + 0.5
+    assert [p["id"] for p in mcts.select(nodes, [nodes["n1.2"], nodes["n1.3"]], set(), 1)] == [
+        "n1.2"
+    ]
 
 
 def test_virtual_loss_spreads_parallel_picks_across_branches() -> None:
@@ -96,7 +159,7 @@ def test_virtual_loss_spreads_parallel_picks_across_branches() -> None:
     busy = Mcts(1.0).select(nodes, [nodes["n1.1.2"], nodes["n1.2.1"]], {"n1.1.1"}, 1)
 
     assert [p["id"] for p in alone] == ["n1.1.1"]
-    # Without virtual loss both picks would go under B (its mean is higher).
+    # Without virtual loss both picks would go under B (its value is higher).
     assert [p["id"] for p in pair] == ["n1.1.1", "n1.2.1"]
     assert [p["id"] for p in busy] == ["n1.2.1"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from agents.nodes.vote import best_valued, vote_schema
+from agents.nodes.vote import best_valued, leaf_value, vote_schema
 from agents.params import RunParams
 from agents.state import NodeRecord, new_node
 from agents.strategies import DepthFirst, strategy_for
@@ -31,17 +31,24 @@ def _tree() -> dict[str, NodeRecord]:
     return {n["id"]: n for n in (root, b, c, d)}
 
 
-def test_best_valued_prefers_the_higher_mean_score_of_the_path() -> None:
+def test_best_valued_prefers_the_leaf_with_the_higher_node_value() -> None:
     nodes = _tree()
-    nodes["n1.1"]["score"], nodes["n1.2"]["score"] = 0.2, 0.9
+    # B: judged 0.2 after a prior of 0.9 -> (0.9 + 0.2) / 2; C: judged 0.7, no prior.
+    nodes["n1.1"] |= {"prior": 0.9, "score": 0.2, "value_sum": 0.2, "visits": 1}
+    nodes["n1.2"] |= {"score": 0.7, "value_sum": 0.7, "visits": 1}
 
-    assert best_valued(nodes, [nodes["n1.1"], nodes["n1.2"]])["id"] == "n1.2"
+    assert leaf_value(nodes["n1.1"], 1.0) == pytest.approx(0.55)
+    assert best_valued([nodes["n1.1"], nodes["n1.2"]], 1.0)["id"] == "n1.2"
+
+
+def test_an_unjudged_leaf_has_no_value_to_show() -> None:
+    assert leaf_value(_tree()["n1.1"], 1.0) is None
 
 
 def test_best_valued_breaks_ties_by_id_order() -> None:
     nodes = _tree()
 
-    assert best_valued(nodes, [nodes["n1.2"], nodes["n1.1"]])["id"] == "n1.1"
+    assert best_valued([nodes["n1.2"], nodes["n1.1"]], 1.0)["id"] == "n1.1"
 
 
 def test_dfs_takes_the_deepest_first_then_the_replanners_order() -> None:

@@ -40,7 +40,6 @@ def test_every_role_is_recognised_from_its_system_prompt() -> None:
         prompts.REPLANNER_SYSTEM.format(k=3): "replanner",
         prompts.RESPONDER_SYSTEM: "responder",
         prompts.VOTER_SYSTEM: "voter",
-        prompts.EVALUATOR_CANDIDATES_SYSTEM: "evaluator",
         prompts.EVALUATOR_PROGRESS_SYSTEM: "evaluator",
     }
 

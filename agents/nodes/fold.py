@@ -1,0 +1,271 @@
+"""The pure half of the search: what a job's outcome does to the tree.
+
+`TreeFold` holds a working copy of the tree for one scheduling round. Folding an outcome in
+returns nothing and does no I/O: it updates node records (collected in `changed`, the round's
+state update) and queues the events that tell a UI about them (`take_events`). The scheduler
+(`agents/nodes/search.py`) starts and awaits jobs and emits what the fold queued, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.errors import BudgetExhausted
+from agents.events import (
+    CandidatesProposed,
+    Event,
+    NodeBrief,
+    NodeEvaluated,
+    NodeFinished,
+    NodePruned,
+    NodeStarted,
+    PathCompleted,
+)
+from agents.jobs import ExecOutcome, ExpandOutcome, Job, Judged, Outcome, RespondOutcome
+from agents.params import RunParams
+from agents.state import NodeRecord, NodeStatus, StopReason, new_node
+from agents.tree import backpropagate, children_of, node_value, path_to, trim
+
+logger = logging.getLogger(__name__)
+
+EVENT_RESULT_CHARS = 1500
+
+Metrics = dict[str, Any]
+
+
+@dataclass
+class TreeFold:
+    """The tree as one round sees it, the changes it made, and the events they owe."""
+
+    run_id: str
+    params: RunParams
+    nodes: dict[str, NodeRecord]
+    budget_hit: StopReason | None = None
+    capped: bool = False
+    changed: dict[str, NodeRecord] = field(default_factory=dict)
+    _events: list[Event] = field(default_factory=list)
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+    def put(self, node: NodeRecord) -> None:
+        self.nodes[node["id"]] = node
+        self.changed[node["id"]] = node
+
+    def update(self, node_id: str, **fields: Any) -> NodeRecord:
+        node: NodeRecord = {**self.nodes[node_id], **fields}  # type: ignore[typeddict-item]
+        self.put(node)
+        return node
+
+    def take_events(self) -> list[Event]:
+        """The events queued since the last call, oldest first."""
+        events, self._events = self._events, []
+        return events
+
+    def value(self, node: NodeRecord) -> float:
+        """The run's one node value (`agents.tree.node_value` with the run's prior weight)."""
+        return node_value(node, self.params.prior_weight)
+
+    # -- when to stop ----------------------------------------------------------------------------
+    def completed_paths(self) -> int:
+        return sum(1 for n in self.nodes.values() if n["answer"] is not None)
+
+    def satisfied(self) -> bool:
+        """A completed path is good enough to stop: its leaf's value reaches `satisfaction`
+        and it has `min_depth` steps."""
+        params = self.params
+        if params.satisfaction is None:
+            return False
+        return any(
+            n["answer"] is not None
+            and n["visits"] > 0  # judged: an unjudged leaf's value is only its prior
+            and self.value(n) >= params.satisfaction
+            and n["depth"] + 1 >= params.min_depth
+            for n in self.nodes.values()
+        )
+
+    def stop_reason(self) -> StopReason | None:
+        """Why the search must stop now, before any new work."""
+        if self.completed_paths() >= self.params.max_paths:
+            return "max_paths"
+        if self.satisfied():
+            return "early_stop"
+        return None
+
+    # -- job life ----------------------------------------------------------------------------------
+    def started(self, job: Job) -> None:
+        """A job is about to start: an executed node becomes running and says so."""
+        if job.kind == "execute":
+            self.update(job.node_id, status="running")
+            self._events.append(NodeStarted(run_id=self.run_id, node_id=job.node_id))
+
+    def stopped(self, job: Job, reason: str, metrics: Metrics) -> None:
+        """A job the search gave up on (cancelled, or left to finish silently)."""
+        if job.kind == "execute":
+            self._finish_node(job.node_id, "cancelled", None, reason, metrics)
+
+    def apply(self, job: Job, outcome: Outcome | BaseException, metrics: Metrics) -> None:
+        """Fold a finished job in; `metrics` are the run's counts to show with its events."""
+        if isinstance(outcome, BudgetExhausted):
+            self.budget_hit = outcome.reason
+            self.stopped(job, "budget exhausted", metrics)
+        elif isinstance(outcome, asyncio.CancelledError):
+            self.stopped(job, "cancelled", metrics)
+        elif isinstance(outcome, BaseException):
+            self._crashed(job, outcome, metrics)
+        elif isinstance(outcome, ExecOutcome):
+            status: NodeStatus = "done" if outcome.ok else "failed"
+            self._finish_node(job.node_id, status, outcome, outcome.error, metrics)
+        elif isinstance(outcome, ExpandOutcome):
+            self._expanded(job.node_id, outcome, metrics)
+        else:
+            self._answered(job.node_id, outcome, metrics)
+
+    def _crashed(self, job: Job, error: BaseException, metrics: Metrics) -> None:
+        logger.error(
+            "run=%s node=%s %s job crashed", self.run_id, job.node_id, job.kind, exc_info=error
+        )
+        if job.kind == "execute":
+            self._finish_node(job.node_id, "failed", None, "internal error", metrics)
+        elif job.kind == "expand":  # end the path with what it found rather than lose it
+            self._expanded(job.node_id, ExpandOutcome(complete=True, steps=[], dropped=[]), metrics)
+        else:
+            self.update(job.node_id, answer_error="internal error")
+
+    def _finish_node(
+        self,
+        node_id: str,
+        status: NodeStatus,
+        outcome: ExecOutcome | None,
+        error: str | None,
+        metrics: Metrics,
+    ) -> None:
+        fields: dict[str, Any] = {"status": status, "error": error}
+        if outcome is not None:
+            fields |= {
+                "result": outcome.result,
+                "seconds": outcome.seconds,
+                "tool_calls": outcome.tool_calls,
+                "sources": outcome.sources,
+            }
+        node = self.update(node_id, **fields)
+        self._events.append(
+            NodeFinished(
+                run_id=self.run_id,
+                node_id=node_id,
+                status=node["status"],
+                result=trim(node["result"], EVENT_RESULT_CHARS) if node["result"] else None,
+                error=node["error"],
+                seconds=node["seconds"],
+                tool_calls=len(node["tool_calls"]),
+                sources=node["sources"],
+                metrics=metrics,
+            )
+        )
+
+    def _progress(self, node_id: str, judged: Judged) -> None:
+        """Store the path's progress score and back it up to the root."""
+        self.update(node_id, score=judged.score)
+        for record in backpropagate(self.nodes, node_id, judged.score):
+            self.put(record)
+        node = self.nodes[node_id]
+        self._events.append(
+            NodeEvaluated(
+                run_id=self.run_id,
+                node_id=node_id,
+                score=judged.score,
+                reason=judged.reason or None,
+                value=round(self.value(node), 6),
+                visits=node["visits"],
+            )
+        )
+
+    def _expanded(self, node_id: str, outcome: ExpandOutcome, metrics: Metrics) -> None:
+        if outcome.progress is not None:
+            self._progress(node_id, outcome.progress)
+        steps, dropped = list(outcome.steps), list(outcome.dropped)
+        scores = list(outcome.scores) or [None] * len(steps)
+        room = max(0, self.params.max_nodes - len(self.nodes))
+        if len(steps) > room:
+            self.capped = True
+            dropped += steps[room:]
+            steps = steps[:room]
+        parent = self.nodes[node_id]
+        created: list[tuple[NodeRecord, Judged | None]] = []
+        first = len(children_of(self.nodes, node_id)) + 1
+        for index, (step, judged) in enumerate(zip(steps, scores, strict=False), start=first):
+            child = new_node(parent=parent, index=index, step=step, planned=parent["planned"][1:])
+            if judged is not None:
+                child["prior"] = judged.score
+            self.put(child)
+            created.append((child, judged))
+        self._events.append(
+            CandidatesProposed(
+                run_id=self.run_id,
+                parent_id=node_id,
+                complete=not created,
+                nodes=[
+                    NodeBrief(
+                        node_id=c["id"],
+                        parent_id=node_id,
+                        depth=c["depth"],
+                        step=c["step"],
+                        score=j.score if j else None,
+                        reason=(j.reason or None) if j else None,
+                    )
+                    for c, j in created
+                ],
+                dropped=dropped,
+                seconds=outcome.seconds,
+                metrics=metrics,
+            )
+        )
+        alive = 0
+        for child, judged in created:
+            reason = prune_reason(judged, self.params.min_score)
+            if reason is None:
+                alive += 1
+                continue
+            self.update(child["id"], status="pruned", error=reason)
+            self._events.append(NodePruned(run_id=self.run_id, node_id=child["id"], reason=reason))
+        # A path whose every continuation was pruned ends here, with what it found.
+        self.update(node_id, expanded=True, complete=alive == 0)
+
+    def _answered(self, node_id: str, outcome: RespondOutcome, metrics: Metrics) -> None:
+        self.update(node_id, answer=outcome.answer, answer_error=outcome.error)
+        self._events.append(
+            PathCompleted(
+                run_id=self.run_id,
+                node_id=node_id,
+                path=[n["id"] for n in path_to(self.nodes, node_id)],
+                answer=outcome.answer,
+                seconds=outcome.seconds,
+                metrics=metrics,
+            )
+        )
+
+
+def prune_reason(judged: Judged | None, min_score: float) -> str | None:
+    """Why a judged candidate is pruned, or None to keep it (unjudged ones are kept)."""
+    if judged is None:
+        return None
+    if not judged.viable:
+        return f"not viable: {judged.reason}" if judged.reason else "not viable"
+    if judged.score < min_score:
+        return f"score {judged.score:.2f} below {min_score:.2f}" + (
+            f": {judged.reason}" if judged.reason else ""
+        )
+    return None
+
+
+def fold_of(run_id: str, params: RunParams, state: Mapping[str, Any]) -> TreeFold:
+    """A fold over the tree of a graph state."""
+    return TreeFold(
+        run_id=run_id,
+        params=params,
+        nodes=dict(state.get("nodes", {})),
+        budget_hit=state.get("budget_hit"),
+        capped=bool(state.get("capped", False)),
+    )

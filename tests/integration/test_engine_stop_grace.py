@@ -1,0 +1,102 @@
+"""Calls cut off by a stop still feed the cache: after `max_paths`, the model calls in flight
+finish in the background (silently, within the grace), so an identical rerun costs nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from agents.jobs import settle_background
+from agents.params import RunParams
+from testkit.fakes import FakeCall, Reply, last_done_step
+from testkit.scenario import Scenario
+from tests.conftest import EngineMaker, EventLog
+
+# After A, two leaves. C's progress judgement is slow: when B's path completes (max_paths=1),
+# the expansion of C still has that evaluator call in flight.
+TWO_LEAVES = Scenario(plan=["A"], replans={"A": ["B", "C"]})
+SLOW_S = 0.3
+
+
+async def _script(call: FakeCall) -> Reply:
+    if call.role == "evaluator" and last_done_step(call) == "C":
+        await asyncio.sleep(SLOW_S)
+    return TWO_LEAVES.reply(call)
+
+
+async def test_an_identical_rerun_after_a_max_paths_stop_makes_no_model_call(
+    make_engine: EngineMaker, events: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine, models = make_engine(_script)
+    params = RunParams(max_paths=1)
+
+    first = await engine.run("t", params, sink=events)
+    assert first.stop_reason == "max_paths"
+    assert first.metrics["jobs_after_stop"] == 1  # expand C, its evaluator call in flight
+    after_run = len(events)
+    with caplog.at_level(logging.INFO, logger="agents.jobs"):
+        await settle_background()
+    calls = len(models.recorder.calls)
+    second = await engine.run("t", params)
+
+    assert len(events) == after_run  # the call that finished after the stop said nothing
+    assert "after the stop: 1 model calls finished" in caplog.text
+    assert len(models.recorder.calls) == calls
+    assert second.metrics["llm_calls"] == 0
+    assert second.answer == first.answer
+
+
+@pytest.mark.parametrize(
+    "params",
+    [RunParams(max_paths=1, stop_grace_s=0), RunParams(max_paths=1, use_cache=False)],
+    ids=["no-grace", "no-cache"],
+)
+async def test_without_the_grace_the_rerun_pays_for_the_call_the_stop_cut_off(
+    make_engine: EngineMaker, params: RunParams
+) -> None:
+    engine, models = make_engine(_script)
+
+    first = await engine.run("t", params)
+    await settle_background()
+    second = await engine.run("t", params)
+
+    assert first.metrics["jobs_after_stop"] == 0
+    assert second.metrics["llm_calls"] >= 1
+    cut_off = [c for c in models.recorder.by_role("evaluator") if last_done_step(c) == "C"]
+    assert len(cut_off) == 2  # asked again: the first reply never reached the cache
+
+
+async def test_cancelling_the_run_also_cancels_calls_left_to_finish_after_the_stop(
+    make_engine: EngineMaker, events: EventLog
+) -> None:
+    # Three leaves, two paths wanted: D's slow judgement is left to finish while the vote runs;
+    # cancelling the run during the vote ends both at once.
+    scenario = Scenario(plan=["A"], replans={"A": ["B", "C", "D"]})
+    voting = asyncio.Event()
+    interrupted: list[str] = []
+
+    async def script(call: FakeCall) -> Reply:
+        slow = call.role == "voter" or (call.role == "evaluator" and last_done_step(call) == "D")
+        if slow:
+            if call.role == "voter":
+                voting.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                interrupted.append(call.role)
+                raise
+        return scenario.reply(call)
+
+    engine, models = make_engine(script)
+    run = asyncio.create_task(engine.run("t", RunParams(max_paths=2), sink=events))
+    async with asyncio.timeout(5):
+        await voting.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+
+    assert sorted(interrupted) == ["evaluator", "voter"]
+    assert models.recorder.in_flight == 0
+    assert events.types()[-1] == "cancelled"
