@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from bench import quality_report
 from bench.stats import Spread, fmt
 
 
@@ -28,7 +29,7 @@ def _machine(m: dict[str, Any], seconds: float | None) -> list[str]:
         f"| packages | {pkgs} |",
     ]
     if seconds is not None:
-        lines.append(f"| `make bench` took | {seconds / 60:.1f} min (all five, this run) |")
+        lines.append(f"| `make bench` took | {seconds / 60:.1f} min (all six, this run) |")
     lines += [
         "",
         "The machine is shared and noisy (other work runs beside the benchmarks), which is why "
@@ -574,6 +575,7 @@ def write(
     load: dict[str, Any] | None,
     memory: dict[str, Any] | None,
     seconds: float | None,
+    quality: dict[str, Any] | None = None,
 ) -> None:
     """Render docs/benchmarks.md from whichever results exist."""
     lines = [
@@ -587,8 +589,9 @@ def write(
         "## How to reproduce",
         "",
         "```sh",
-        "make bench                              # all five: bench/results/ and this file",
-        ".venv/bin/python -m bench --only search # benchmarks 1-3 (also: load, memory)",
+        "make bench                              # all six: bench/results/ and this file",
+        ".venv/bin/python -m bench --only search # benchmarks 1-3 (also: load, memory, quality)",
+        ".venv/bin/python -m bench --only quality --quick  # benchmark 6 in under 3 minutes",
         ".venv/bin/python -m bench --smoke --results /tmp/r --docs /tmp/b.md  # tiny sizes",
         ".venv/bin/python -m bench.serve --port 8000  # the load test's server, by hand",
         ".venv/bin/pytest -q tests/e2e/bench     # the smoke tests",
@@ -614,7 +617,12 @@ def write(
         lines += _load(load, doc, results)
     if memory is not None:
         lines += _memory(memory, doc, results)
-    lines += _closing(search, load, memory)
+    if quality is not None:
+        lines += quality_report.section(quality, doc, results)
+    closing = _closing(search, load, memory)
+    if quality is not None:
+        closing[-1:-1] = quality_report.closing(quality)
+    lines += closing
     lines += [
         "## Smoke tests",
         "",
