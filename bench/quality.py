@@ -89,6 +89,8 @@ class Row(TypedDict):
     deepest: int  # steps on the longest path that ran
     stop_reason: str | None
     chosen: str | None  # the chosen path's world key (which branch the search settled on)
+    best_key: str  # where the best answer is
+    answered: list[str]  # world keys of every path that got an answer
 
 
 class InlineExecutor(ThreadPoolExecutor):
@@ -172,7 +174,8 @@ async def run_one(
     with inline_threads():
         result = await engine.run(world.task, params, run_id=f"{structure}-{seed}-{strategy}")
     wall = time.monotonic() - started
-    best = world.best_quality(params.max_depth)
+    best_node = world.best(params.max_depth)
+    best = best_node.quality
     chosen = next((n for n in result.nodes if n["id"] == result.chosen_id), None)
     truth = world.by_step(chosen["step"]) if chosen is not None and result.answer else None
     quality = truth.quality if truth is not None else 0.0
@@ -193,6 +196,8 @@ async def run_one(
         "deepest": 1 + max((n["depth"] for n in result.nodes if n["status"] == "done"), default=-1),
         "stop_reason": result.stop_reason,
         "chosen": truth.key if truth is not None else None,
+        "best_key": best_node.key,
+        "answered": sorted(world.by_step(n["step"]).key for n in result.nodes if n["answer"]),
     }
 
 

@@ -63,6 +63,13 @@ def diagnosis(q: dict[str, Any], structure: str, strategy: str) -> str:
     )
     if partial:
         text += f"; {partial} of {len(rows)} searches completed no path at all"
+    answers = [(r["best_key"], a) for r in rows for a in r["answered"]]
+    if answers:
+        # The first step toward the best answer: did the search's answers come from there?
+        toward = sum(1 for best, a in answers if a.split(".")[:2] == best.split(".")[:2])
+        text += (
+            f"; {toward} of its {len(answers)} answers lay past the first step toward the best one"
+        )
     return text
 
 

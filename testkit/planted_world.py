@@ -92,9 +92,13 @@ class World:
     def children(self, node: Truth) -> list[Truth]:
         return [self.nodes[k] for k in node.children]
 
+    def best(self, max_depth: int) -> Truth:
+        """The node whose path ends with the best answer any search within `max_depth` steps
+        could give."""
+        return max((n for n in self.nodes.values() if n.depth < max_depth), key=lambda n: n.quality)
+
     def best_quality(self, max_depth: int) -> float:
-        """The best answer any search within `max_depth` steps could end with."""
-        return max(n.quality for n in self.nodes.values() if n.depth < max_depth)
+        return self.best(max_depth).quality
 
     def walk(self) -> Iterator[Truth]:
         yield from self.nodes.values()
