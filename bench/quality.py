@@ -67,9 +67,12 @@ class QualityConfig:
     strategies: tuple[str, ...] = tuple(STRATEGIES)
     curve_budgets: tuple[int, ...] = (20, 30, 45, 60, 90, 120)
     curve_seeds: tuple[int, ...] = (1, 2, 3)
+    defaults_seeds: tuple[int, ...] = (1, 2, 3)  # runs at the service's defaults
 
 
-QUICK = QualityConfig(name="quick", seeds=(1, 2, 3), curve_budgets=(25, 45, 90), curve_seeds=(1,))
+QUICK = QualityConfig(
+    name="quick", seeds=(1, 2, 3), curve_budgets=(25, 45, 90), curve_seeds=(1,), defaults_seeds=(1,)
+)
 
 
 class Row(TypedDict):
@@ -120,9 +123,14 @@ def inline_threads() -> Iterator[None]:
         loop.set_default_executor(ThreadPoolExecutor())
 
 
-def params_for(structure: str, strategy: str, max_llm_calls: int | None = None) -> RunParams:
-    """The run parameters of one strategy on one structure."""
+def params_for(
+    structure: str, strategy: str, max_llm_calls: int | None = None, *, suite: bool = True
+) -> RunParams:
+    """The run parameters of one strategy on one structure (`suite=False`: the service's
+    defaults with only the strategy's own overrides)."""
     shape = STRUCTURES[structure]
+    if not suite:
+        return RunParams.model_validate(STRATEGIES[strategy])
     return RunParams.model_validate(
         {
             "max_llm_calls": max_llm_calls or shape.max_llm_calls,
@@ -159,11 +167,17 @@ def serial_calls(world: World, spans: Sequence[Span], result: RunResult) -> int:
 
 
 async def run_one(
-    structure: str, seed: int, strategy: str, budget: int | None, work_dir: Path
+    structure: str,
+    seed: int,
+    strategy: str,
+    budget: int | None,
+    work_dir: Path,
+    *,
+    suite: bool = True,
 ) -> Row:
     """One run of the real engine on one world; the row says how good its answer was."""
     world = build_world(structure, seed)
-    params = params_for(structure, strategy, budget)
+    params = params_for(structure, strategy, budget, suite=suite)
     script = PlantedScript(world)
     models = FakeModels(script)
     models.recorder.calls = CallCounter()  # count, keep nothing (see bench/models.py)
@@ -247,8 +261,28 @@ def _grouped(rows: Sequence[Row], keys: Sequence[str]) -> dict[tuple[Any, ...], 
     return dict(groups)
 
 
+@contextlib.contextmanager
+def quiet_runs() -> Iterator[None]:
+    """The engine's per-run info lines (and LangChain's note of each budget refusal) held back:
+    the suite makes hundreds of searches and its own progress lines say enough."""
+    levels = {"agents": logging.WARNING, "langchain_core.callbacks.manager": logging.ERROR}
+    before = {name: logging.getLogger(name).level for name in levels}
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+    try:
+        yield
+    finally:
+        for name, level in before.items():
+            logging.getLogger(name).setLevel(level)
+
+
 async def run_quality(config: QualityConfig, work_dir: Path) -> dict[str, Any]:
     """The suite at each structure's budget, then the budget curve; JSON-ready results."""
+    with quiet_runs():
+        return await _run_quality(config, work_dir)
+
+
+async def _run_quality(config: QualityConfig, work_dir: Path) -> dict[str, Any]:
     rows: list[Row] = []
     for structure in config.structures:
         for seed in config.seeds:
@@ -262,6 +296,13 @@ async def run_quality(config: QualityConfig, work_dir: Path) -> dict[str, Any]:
                 for strategy in config.strategies:
                     curve_rows.append(await run_one(structure, seed, strategy, budget, work_dir))
         logger.info("quality curve: budget %s done", budget)
+    default_rows = [
+        await run_one(structure, seed, strategy, None, work_dir, suite=False)
+        for structure in config.structures
+        for seed in config.defaults_seeds
+        for strategy in config.strategies
+    ]
+    logger.info("quality at the defaults: %s runs", len(default_rows))
     return {
         "config": {
             "mode": config.name,
@@ -280,9 +321,11 @@ async def run_quality(config: QualityConfig, work_dir: Path) -> dict[str, Any]:
             "default": DEFAULT,
             "curve_budgets": list(config.curve_budgets),
             "curve_seeds": list(config.curve_seeds),
+            "defaults_seeds": list(config.defaults_seeds),
         },
         "rows": rows,
         **summarise(rows),
         "curve": curve(curve_rows),
         "curve_rows": curve_rows,
+        "at_defaults": {"rows": default_rows, **summarise(default_rows)},
     }

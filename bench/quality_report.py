@@ -13,7 +13,7 @@ MEANING = {
     "mcts-noeval": "`mcts` with `evaluate=false`",
     "beam": "`strategy=beam` (width 2)",
     "dfs": "`strategy=dfs`",
-    "chain": "single chain: `max_candidates=1` (the seed notebook as shipped)",
+    "chain": "single chain: `max_candidates=1`, so it never branches (the seed notebook's default)",
     "breadth": "seed breadth: `beam`, `beam_width=8`, `evaluate=false`, `min_score=0` "
     "(all proposals kept, shallowest first in proposal order, no evaluator, no pruning)",
 }
@@ -92,7 +92,9 @@ def section(q: dict[str, Any], doc: Path, results: Path) -> list[str]:
         "answer quality (a leaf's value). The responder and the voter read only their prompts "
         "(the voter picks the candidate whose evidence quotes the highest answer confidence), "
         "never the hidden numbers. Everything is seeded and clock-free: the same seed gives "
-        "the same table.",
+        "the same table. The model-call policy (rate limit, timeouts, retries) is not in the "
+        "path: it cannot wrap the scripted models, and with instant replies it would only add "
+        "waiting.",
         "",
         f"**Structures** (each with one budget for every strategy; {seeds} seeds each, so "
         f"{seeds} different worlds of the same shape):",
@@ -162,8 +164,32 @@ def section(q: dict[str, Any], doc: Path, results: Path) -> list[str]:
             f"| `{strategy}` | " + " | ".join(f"{p['success']:.2f}" for p in points) + " |"
         )
     lines += ["", f"![quality curve]({_rel(results / 'quality_curve.png', doc)})", ""]
+    lines += _at_defaults(q, strategies)
     lines += _reading(q, default, strategies)
     return lines
+
+
+def _at_defaults(q: dict[str, Any], strategies: list[str]) -> list[str]:
+    d = q.get("at_defaults")
+    if not d or not d["totals"]:
+        return []
+    seeds = ", ".join(str(s) for s in q["config"]["defaults_seeds"])
+    lines = [
+        "**At the service's defaults** (`max_paths` 4, `max_llm_calls` 150, `max_depth` 6, "
+        f"nothing fixed by the suite; every structure, seeds {seeds}): what a user gets per "
+        "search, and what it costs.",
+        "",
+        "| strategy | success | mean answer quality | regret | calls | serial calls |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for s in strategies:
+        t = d["totals"].get(s)
+        if t is not None:
+            lines.append(
+                f"| `{s}` | {t['success']:.2f} | {t['quality']:.3f} | {t['regret']:.3f} | "
+                f"{t['llm_calls']:.0f} | {t['serial_calls']:.0f} |"
+            )
+    return [*lines, ""]
 
 
 def _reading(q: dict[str, Any], default: str, strategies: list[str]) -> list[str]:
@@ -214,3 +240,29 @@ def closing(q: dict[str, Any]) -> list[str]:
             f"{b['success']:.2f} with {b['llm_calls']:.0f})."
         )
     return lines
+
+
+def headline(q: dict[str, Any]) -> str:
+    """One bullet for "What the numbers mean for a user": the default against the baselines."""
+    totals = q["totals"]
+    default = q["config"]["default"]
+
+    def say(strategy: str, label: str) -> str:
+        t = totals[strategy]
+        return f"{label} {_pct(t['success'])} with {t['llm_calls']:.0f} calls"
+
+    rest = [
+        say(s, label)
+        for s, label in (
+            ("mcts-noeval", "without its evaluator"),
+            ("chain", "a single chain"),
+            ("breadth", "the seed notebook's breadth"),
+        )
+        if s in totals
+    ]
+    return (
+        f"- On the planted-value suite ({len(q['cells'])} structures, "
+        f"{len(q['config']['seeds'])} worlds each, the same budget for every strategy), the "
+        f"default (`{default}`) votes the best answer in "
+        f"**{say(default, '').strip()}** on average" + (f"; {'; '.join(rest)}." if rest else ".")
+    )
