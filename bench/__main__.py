@@ -20,11 +20,12 @@ from bench.engine_runs import Latency
 from bench.load import LoadConfig, run_load
 from bench.memory import MemoryConfig, run_memory
 from bench.process import ROOT
+from bench.quality import QUICK, QualityConfig, run_quality
 from bench.search import SearchConfig, run_search
 
 logger = logging.getLogger("bench")
 
-BENCHMARKS = ("search", "load", "memory")
+BENCHMARKS = ("search", "load", "memory", "quality")
 FAST = Latency(seed=7, low_s=0.002, high_s=0.008)
 # `--smoke`: every benchmark end to end at tiny sizes (the tests' variant; ~20 s).
 SMOKE: dict[str, Any] = {
@@ -33,8 +34,21 @@ SMOKE: dict[str, Any] = {
     "memory": MemoryConfig(
         runs=10, checkpoints=(0, 5, 10), sample_every=5, repetitions=1, latency=FAST
     ),
+    "quality": QualityConfig(
+        name="smoke",
+        seeds=(1,),
+        structures=("wide", "corridor"),
+        curve_budgets=(20, 32),
+        curve_seeds=(1,),
+        defaults_seeds=(1,),
+    ),
 }
-FULL: dict[str, Any] = {"search": SearchConfig(), "load": LoadConfig(), "memory": MemoryConfig()}
+FULL: dict[str, Any] = {
+    "search": SearchConfig(),
+    "load": LoadConfig(),
+    "memory": MemoryConfig(),
+    "quality": QualityConfig(),
+}
 
 
 def _save(path: Path, data: Any) -> None:
@@ -58,10 +72,13 @@ async def _run(
     if "memory" in only:
         logger.info("benchmark 5: memory")
         out["memory"] = await run_memory(configs["memory"], work)
+    if "quality" in only:
+        logger.info("benchmark 6: search quality (%s)", configs["quality"].name)
+        out["quality"] = await run_quality(configs["quality"], work)
     return out
 
 
-def _summary(search: Any, load: Any, memory: Any) -> str:
+def _summary(search: Any, load: Any, memory: Any, quality: Any = None) -> str:
     lines = []
     if search:
         cp = search["critical_path"]
@@ -94,6 +111,13 @@ def _summary(search: Any, load: Any, memory: Any) -> str:
         lines.append(
             f"memory RSS MiB after runs {rss}; growth {memory['growth']['median'] * 100:+.1f}%"
         )
+    if quality:
+        for strategy, t in quality["totals"].items():
+            lines.append(
+                f"quality {strategy:<11} success {t['success']:.2f}  regret {t['regret']:.3f}  "
+                f"calls {t['llm_calls']:.0f}  serial {t['serial_calls']:.0f}  "
+                f"solved {len(t['solved'])}/{len(quality['cells'])}"
+            )
     return "\n".join(lines)
 
 
@@ -106,6 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--docs", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument(
         "--smoke", action="store_true", help="tiny sizes, to check that everything still runs"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="the quality suite at quick sizes (3 seeds, a 3-point curve; under 3 minutes)",
     )
     parser.add_argument(
         "--report", action="store_true", help="run nothing; redraw plots and docs from --results"
@@ -123,7 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-"))
     started = time.monotonic()
     try:
-        fresh = asyncio.run(_run(only, SMOKE if args.smoke else FULL, results, work))
+        configs = SMOKE if args.smoke else FULL
+        if args.quick and not args.smoke:
+            configs = {**configs, "quality": QUICK}
+        fresh = asyncio.run(_run(only, configs, results, work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     seconds = time.monotonic() - started
@@ -140,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     search = _load_json(results / "search.json")
     load = _load_json(results / "load.json")
     memory = _load_json(results / "memory.json")
+    quality = _load_json(results / "quality.json")
     if search:
         plots.critical_path(search, results / "critical_path.png")
         plots.sequential(search, results / "sequential.png")
@@ -148,8 +181,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         plots.load(load, results / "load.png")
     if memory:
         plots.memory(memory, results / "memory.png")
-    report.write(args.docs, results, info, search, load, memory, run_info.get("all_seconds"))
-    sys.stdout.write(_summary(search, load, memory) + f"\n\ndone in {seconds / 60:.1f} min\n")
+    if quality:
+        plots.quality(quality, results / "quality.png")
+        plots.quality_curve(quality, results / "quality_curve.png")
+    report.write(
+        args.docs, results, info, search, load, memory, run_info.get("all_seconds"), quality
+    )
+    summary = _summary(search, load, memory, quality)
+    sys.stdout.write(summary + f"\n\ndone in {seconds / 60:.1f} min\n")
     return 0
 
 

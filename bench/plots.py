@@ -169,3 +169,51 @@ def memory(result: dict[str, Any], out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
+
+
+def quality(result: dict[str, Any], out: Path) -> None:
+    """Success rate per structure and strategy (benchmark 6), with the overall rate."""
+    strategies = list(result["config"]["strategies"])
+    structures = [*result["cells"], "all"]
+    fig, ax = plt.subplots(figsize=(12, 4.5))
+    width = 0.8 / len(strategies)
+    for i, strategy in enumerate(strategies):
+        rates = [result["cells"][s][strategy]["success"] for s in result["cells"]]
+        rates.append(result["totals"][strategy]["success"])
+        xs = [x + (i - (len(strategies) - 1) / 2) * width for x in range(len(structures))]
+        ax.bar(xs, rates, width=width, label=strategy)
+    ax.set_xticks(range(len(structures)), structures)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("success rate (best answer voted)")
+    ax.set_title("Search quality per structure, equal budgets")
+    ax.legend(fontsize=8, ncols=len(strategies))
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def quality_curve(result: dict[str, Any], out: Path) -> None:
+    """Success rate against `max_llm_calls`, every structure together (benchmark 6)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for strategy, points in result["curve"].items():
+        budgets = [p["budget"] for p in points]
+        left.plot(budgets, [p["success"] for p in points], marker="o", label=strategy)
+        right.plot(
+            [p["llm_calls"] for p in points],
+            [p["success"] for p in points],
+            marker="o",
+            label=strategy,
+        )
+    left.set_xlabel("max_llm_calls")
+    right.set_xlabel("model calls made (mean)")
+    for ax in (left, right):
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("success rate")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    left.set_title("Success against the budget")
+    right.set_title("Success against the calls spent")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
