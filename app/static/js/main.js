@@ -3,7 +3,7 @@
 
 import { api, apiKey, ApiError, follow, forgetKey } from "./api.js";
 import { apply, newRun, TERMINAL } from "./model.js";
-import { drawNode, drawPanel, resetPanel } from "./panel.js";
+import { drawNode, drawPanel, drawVote, resetPanel } from "./panel.js";
 import { TreeView } from "./tree.js";
 
 const $ = (id) => document.getElementById(id);
@@ -15,12 +15,20 @@ let stream = null;
 let selected = null;
 let frame = 0;
 let clock = 0;
-const view = new TreeView($("canvas"), (id) => {
+const view = new TreeView($("tree"), selectNode);
+
+function selectNode(id) {
   selected = id;
   view.select(id);
   drawNode(run, id);
   $("node-card").scrollIntoView({ block: "nearest" });
-});
+}
+
+// A node picked in the side panel (the vote's candidates, the chosen path) is also shown.
+function pickNode(id) {
+  selectNode(id);
+  view.reveal(id);
+}
 
 // -- the start form ------------------------------------------------------------------------------
 let defaults = {};
@@ -181,6 +189,7 @@ function redraw() {
     if (!run) return;
     view.draw(run);
     drawPanel(run, Date.now());
+    drawVote(run, pickNode);
     drawNode(run, selected);
   });
 }

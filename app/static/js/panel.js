@@ -3,7 +3,7 @@
 import DOMPurify from "../vendor/dompurify.js";
 import { marked } from "../vendor/marked.js";
 import { countByStatus } from "./model.js";
-import { scoreText } from "./tree.js";
+import { nodeValue } from "./tree.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -33,12 +33,20 @@ function link({ title, url }) {
 
 function facts(container, rows) {
   container.replaceChildren(
-    ...rows.flatMap(([term, value, key]) => [
-      el("dt", { textContent: term }),
+    ...rows.flatMap(([term, value, key, hint]) => [
+      el("dt", { textContent: term, ...(hint ? { title: hint } : {}) }),
       el("dd", { textContent: value, ...(key ? { id: key } : {}) }),
     ]),
   );
 }
+
+// What the search numbers mean, as the details' tooltips say it.
+const HINTS = {
+  prior: "the score the proposal got when it was made, before the step ran",
+  score: "the evaluator's score of the path's progress after this step",
+  value: "the mean of the scores backed up from this node and its descendants",
+  visits: "how many scores were backed up through this node",
+};
 
 export const seconds = (s) => `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
 
@@ -103,12 +111,17 @@ export function drawNode(run, nodeId) {
   if (!node) return;
   $("node-title").textContent = `${node.id} · ${node.status}`;
   const parts = [el("p", { className: "step", textContent: node.step })];
-  const meta = [
-    scoreText(node),
-    node.visits ? `value ${(node.valueSum / node.visits).toFixed(2)} over ${node.visits}` : "",
-    node.seconds !== null ? seconds(node.seconds) : "",
-  ].filter(Boolean);
-  if (meta.length) parts.push(el("p", { className: "muted", textContent: meta.join(" · ") }));
+  const value = nodeValue(node);
+  const numbers = [
+    ["prior", node.prior !== null ? node.prior.toFixed(2) : "—", "detail-prior", HINTS.prior],
+    ["score", node.score !== null ? node.score.toFixed(2) : "—", "detail-score", HINTS.score],
+    ["value", value !== null ? value.toFixed(2) : "—", "detail-value", HINTS.value],
+    ["visits", String(node.visits), "detail-visits", HINTS.visits],
+  ];
+  if (node.seconds !== null) numbers.push(["time", seconds(node.seconds)]);
+  const table = el("dl", { className: "facts node-numbers" });
+  facts(table, numbers);
+  parts.push(table);
   if (node.reason) parts.push(el("p", { className: "muted", textContent: `proposed: ${node.reason}` }));
   if (node.progress) parts.push(el("p", { className: "muted", textContent: `progress: ${node.progress}` }));
   if (node.prunedReason) parts.push(el("p", { className: "error", textContent: `pruned: ${node.prunedReason}` }));
@@ -152,4 +165,67 @@ export function resetPanel() {
   $("side").hidden = true;
   $("run-head").hidden = true;
   $("node-card").hidden = true;
+  $("vote-card").hidden = true;
+}
+
+/**
+ * Why this answer: the vote's method, reason and candidates, and the chosen path step by step.
+ * `onPick(id)` is called when a listed node is clicked.
+ */
+export function drawVote(run, onPick) {
+  const vote = run.vote;
+  const path = run.status === "done" ? run.path : [];
+  $("vote-card").hidden = !vote && path.length === 0;
+  $("vote-method").hidden = !vote;
+  $("vote-method").textContent = vote ? (VOTE_METHODS[vote.method] ?? vote.method) : "";
+  // The reason is model text: shown as text, never as markup.
+  $("vote-reason").hidden = !vote?.reason;
+  $("vote-reason").textContent = vote?.reason ?? "";
+  $("chosen-path-title").hidden = path.length === 0;
+  $("chosen-path").replaceChildren(
+    ...path.map((id) => {
+      const node = run.nodes.get(id);
+      const score = node?.score != null ? `score ${node.score.toFixed(2)}` : "";
+      return pick(id, [id, score, valueText(node)], node?.step, onPick);
+    }),
+  );
+  // The chosen answer first, then the others by value: what the vote weighed, best first.
+  const value = (id) => (run.nodes.has(id) ? (nodeValue(run.nodes.get(id)) ?? -1) : -1);
+  const candidates = [...(vote?.candidates ?? [])].sort(
+    (a, b) => (b === vote.chosen_id) - (a === vote.chosen_id) || value(b) - value(a),
+  );
+  $("vote-candidates-title").hidden = !vote;
+  $("vote-candidates-title").textContent = `Candidate answers (${candidates.length})`;
+  $("vote-candidates").replaceChildren(
+    ...candidates.map((id) => {
+      const node = run.nodes.get(id);
+      const chosen = id === vote.chosen_id;
+      const item = pick(id, [id, valueText(node), chosen ? "chosen" : ""], node?.step, onPick);
+      item.classList.toggle("chosen", chosen);
+      return item;
+    }),
+  );
+}
+
+function valueText(node) {
+  const value = node ? nodeValue(node) : null;
+  return value !== null ? `value ${value.toFixed(2)}` : "";
+}
+
+const VOTE_METHODS = {
+  llm: "the voter model chose",
+  single: "one candidate answer: no vote needed",
+  fallback: "the voter failed: the best-valued path was taken",
+};
+
+function pick(id, label, step, onPick) {
+  const button = el(
+    "button",
+    { type: "button", className: "pick" },
+    el("span", { className: "pick-label", textContent: label.filter(Boolean).join(" · ") }),
+    el("span", { className: "pick-step", textContent: step ?? "" }),
+  );
+  button.dataset.nodeId = id;
+  button.addEventListener("click", () => onPick(id));
+  return el("li", {}, button);
 }

@@ -1,22 +1,52 @@
 // Drawing the tree: d3-hierarchy lays it out left to right; nodes are HTML buttons (text wraps,
-// clicks and focus come for free) over an SVG of edges.
+// clicks and focus come for free) over an SVG of edges. The canvas zooms and pans (zoom.js).
 
 import { hierarchy, tree as tidyTree } from "../vendor/d3-hierarchy.js";
+import { PanZoom, STEP } from "./zoom.js";
 
 const NODE_W = 230; // app.css .node has the same size
-const NODE_H = 70;
+const NODE_H = 86;
 const GAP_X = 56;
 const GAP_Y = 14;
 const PAD = 16;
 const SVG_NS = "http://www.w3.org/2000/svg";
 
+const NODE_HTML =
+  '<span class="node-head"><span class="node-id"></span><span class="node-status"></span>' +
+  '<span class="node-score"></span></span><span class="node-step"></span>' +
+  '<span class="node-stats"><span class="node-prior"></span><span class="node-value"></span>' +
+  '<span class="node-visits"></span></span><span class="node-far"></span>' +
+  '<span class="node-bar"><span></span></span>';
+
+// Below this scale a node's texts are too small to read: it shows its value alone, in large type.
+const FAR = 0.55;
+
 export class TreeView {
-  constructor(canvas, onSelect) {
-    this.canvas = canvas;
-    this.edges = canvas.querySelector("#edges");
+  constructor(viewport, onSelect) {
+    this.viewport = viewport;
+    this.canvas = viewport.querySelector("#canvas");
+    this.edges = viewport.querySelector("#edges");
     this.onSelect = onSelect;
     this.buttons = new Map(); // node id → its button, kept across redraws
     this.selected = null;
+    this.zoom = new PanZoom(viewport, this.canvas, (z) => this.showZoom(z));
+    const bar = viewport.querySelector(".zoom-bar");
+    bar.querySelector("#zoom-in").addEventListener("click", () => this.zoom.zoomBy(STEP));
+    bar.querySelector("#zoom-out").addEventListener("click", () => this.zoom.zoomBy(1 / STEP));
+    bar.querySelector("#zoom-fit").addEventListener("click", () => this.zoom.fit());
+    bar.querySelector("#zoom-actual").addEventListener("click", () => this.zoom.actualSize());
+    // Keyboard users reach nodes that are off screen: bring the focused one into view.
+    viewport.addEventListener("focusin", (e) => {
+      const id = e.target.closest?.(".node")?.dataset.nodeId;
+      if (id) this.reveal(id);
+    });
+  }
+
+  showZoom(zoom) {
+    this.viewport.classList.toggle("far", zoom.k < FAR);
+    this.viewport.style.setProperty("--zoom", String(zoom.k));
+    this.viewport.querySelector("#zoom-level").textContent = `${Math.round(zoom.k * 100)}%`;
+    this.viewport.querySelector("#zoom-fit").setAttribute("aria-pressed", String(zoom.fitting));
   }
 
   clear() {
@@ -25,11 +55,20 @@ export class TreeView {
     this.edges.replaceChildren();
     this.selected = null;
     this.canvas.style.width = this.canvas.style.height = "0";
+    this.zoom.reset();
   }
 
   select(id) {
     this.selected = id;
     for (const [nodeId, button] of this.buttons) button.classList.toggle("selected", nodeId === id);
+  }
+
+  /** Pan so that node `id` is on screen (the scale stays). */
+  reveal(id) {
+    const button = this.buttons.get(id);
+    if (!button) return;
+    const { left, top } = button.dataset;
+    this.zoom.reveal(Number(left), Number(top), NODE_W, NODE_H);
   }
 
   draw(run) {
@@ -54,6 +93,7 @@ export class TreeView {
     });
     const at = (d) => ({ left: PAD + d.y, top: PAD + d.x - top });
     const onPath = new Set(run.status === "done" ? run.path : []);
+    const voted = new Set(run.vote?.candidates ?? []);
 
     const width = PAD * 2 + (laidOut.height + 1) * (NODE_W + GAP_X) - GAP_X;
     const height = PAD * 2 + bottom - top + NODE_H;
@@ -64,7 +104,8 @@ export class TreeView {
 
     const paths = [];
     laidOut.each((d) => {
-      this.drawNode(d.data, at(d), onPath.has(d.data.id));
+      const mark = { chosen: onPath.has(d.data.id), winner: d.data.id === run.chosenId, voted: voted.has(d.data.id) };
+      this.drawNode(d.data, at(d), mark);
       if (!d.parent) return;
       const from = at(d.parent);
       const to = at(d);
@@ -81,39 +122,72 @@ export class TreeView {
       paths.push(path);
     });
     this.edges.replaceChildren(...paths);
+    this.zoom.setSize(width, height);
   }
 
-  drawNode(node, { left, top }, chosen) {
+  drawNode(node, { left, top }, { chosen, winner, voted }) {
     let button = this.buttons.get(node.id);
     if (!button) {
       button = document.createElement("button");
       button.type = "button";
       button.className = "node";
       button.dataset.nodeId = node.id;
-      button.innerHTML =
-        '<span class="node-head"><span class="node-id"></span><span class="node-status"></span>' +
-        '<span class="node-score"></span></span><span class="node-step"></span>';
+      button.innerHTML = NODE_HTML;
       button.addEventListener("click", () => this.onSelect(node.id));
       this.canvas.append(button);
       this.buttons.set(node.id, button);
     }
     button.style.transform = `translate(${left}px, ${top}px)`;
-    button.dataset.status = node.status;
+    Object.assign(button.dataset, { left, top, status: node.status });
     button.classList.toggle("chosen", chosen);
+    button.classList.toggle("winner", winner);
+    button.classList.toggle("voted", voted);
     button.classList.toggle("candidate", node.candidate);
     button.classList.toggle("selected", node.id === this.selected);
-    button.title = node.prunedReason ? `${node.step}\npruned: ${node.prunedReason}` : node.step;
+    button.title = nodeTitle(node, winner);
     button.querySelector(".node-id").textContent = node.id;
-    button.querySelector(".node-status").textContent = node.candidate
-      ? `${node.status} · answer`
-      : node.status;
-    button.querySelector(".node-score").textContent = scoreText(node);
+    button.querySelector(".node-status").textContent = statusText(node, winner);
+    button.querySelector(".node-score").textContent =
+      node.score !== null ? `score ${node.score.toFixed(2)}` : "";
     button.querySelector(".node-step").textContent = node.step;
+    const { prior, value, visits } = stats(node);
+    button.querySelector(".node-prior").textContent = prior;
+    button.querySelector(".node-value").textContent = value;
+    button.querySelector(".node-visits").textContent = visits;
+    // The bar is the backed-up value (or, before any visit, the prior, drawn paler).
+    const bar = button.querySelector(".node-bar");
+    const mean = nodeValue(node);
+    const far = button.querySelector(".node-far");
+    far.textContent = (mean ?? node.prior)?.toFixed(2) ?? "·";
+    far.classList.toggle("prior", mean === null);
+    bar.classList.toggle("prior", mean === null && node.prior !== null);
+    bar.firstElementChild.style.width = `${Math.round(100 * (mean ?? node.prior ?? 0))}%`;
   }
 }
 
-export function scoreText(node) {
-  if (node.score !== null) return `score ${node.score.toFixed(2)}`;
-  if (node.prior !== null) return `prior ${node.prior.toFixed(2)}`;
-  return "";
+/** The mean backed-up value, or null before the node's first visit. */
+export function nodeValue(node) {
+  return node.visits ? node.valueSum / node.visits : null;
+}
+
+/** A node's search statistics as short texts: prior, mean value, visits. */
+export function stats(node) {
+  const value = nodeValue(node);
+  return {
+    prior: node.prior !== null ? `prior ${node.prior.toFixed(2)}` : "",
+    value: value !== null ? `value ${value.toFixed(2)}` : "",
+    visits: node.visits ? `${node.visits} visit${node.visits === 1 ? "" : "s"}` : "",
+  };
+}
+
+function statusText(node, winner) {
+  if (winner) return `${node.status} · voted`;
+  return node.candidate ? `${node.status} · answer` : node.status;
+}
+
+function nodeTitle(node, winner) {
+  const lines = [node.step];
+  if (node.prunedReason) lines.push(`pruned: ${node.prunedReason}`);
+  if (winner) lines.push("the vote chose this path's answer");
+  return lines.join("\n");
 }

@@ -67,7 +67,11 @@ async def browser(chromium: Path) -> AsyncIterator[Browser]:
 @pytest_asyncio.fixture(loop_scope="session")
 async def page(browser: Browser) -> AsyncIterator[Page]:
     """A fresh tab (own storage); an uncaught script error on the page fails the test."""
-    context = await browser.new_context(viewport={"width": 1400, "height": 820})
+    # Reduced motion: the tree's view jumps to a new zoom instead of easing into it, so what a
+    # test measures is the view's final state.
+    context = await browser.new_context(
+        viewport={"width": 1400, "height": 820}, reduced_motion="reduce"
+    )
     context.set_default_timeout(WAIT_MS)
     tab = await context.new_page()
     errors: list[str] = []

@@ -129,15 +129,19 @@ async def test_scores_values_and_pruned_candidates_are_drawn(
 
         await expect(node(page, "C")).to_have_attribute("data-status", "pruned")
         await expect(node(page, "C")).to_have_attribute("title", f"C\npruned: {pruned['reason']}")
-        await expect(node(page, "C").locator(".node-score")).to_have_text("prior 0.50")
+        await expect(node(page, "C").locator(".node-prior")).to_have_text("prior 0.50")
+        await expect(node(page, "C").locator(".node-visits")).to_have_text("")
         await expect(node(page, "B").locator(".node-score")).to_have_text("score 0.90")
         await expect(page.locator(".edge.pruned")).to_have_count(1)
         await expect(page.locator("#cost-cache")).to_have_text(str(run["metrics"]["cache_hits"]))
         await node(page, "A").click()
         root = by_step["A"]
-        await expect(page.locator("#node-details")).to_contain_text(
-            f"score 0.60 · value {root['value_sum'] / root['visits']:.2f} over {root['visits']}"
+        await expect(page.locator("#detail-score")).to_have_text("0.60")
+        await expect(page.locator("#detail-value")).to_have_text(
+            f"{root['value_sum'] / root['visits']:.2f}"
         )
+        await expect(page.locator("#detail-visits")).to_have_text(str(root["visits"]))
+        await expect(node(page, "A").locator(".node-visits")).to_have_text("2 visits")
         await node(page, "B").click()
         await expect(page.locator("#node-details")).to_contain_text("proposed: judged B")
         await expect(page.locator("#node-details")).to_contain_text("progress: progress of B")

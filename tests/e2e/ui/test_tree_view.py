@@ -1,0 +1,300 @@
+"""The tree view of a wide search (a root and three levels of three children: 40 nodes): it fits
+the window, zooms and pans, and shows the search's reasoning (each node's prior, visits and
+backed-up value; the chosen path; the vote's reason)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from playwright.async_api import FloatRect, Page, expect
+
+from testkit.fakes import FakeCall, Reply
+from testkit.scenario import Scenario
+from tests.e2e.ui.conftest import BROWSER_TESTS, ServiceMaker, node, node_ids, open_page
+from tests.support.server import Service
+
+pytestmark = BROWSER_TESTS
+
+FANOUT = 3
+LEVELS = 3
+NODES = sum(FANOUT**level for level in range(LEVELS + 1))  # 40
+WINNER = "explore 2.3.1"
+VOTE_REASON = f"only the path through {WINNER} backs its claim with a measurement"
+# Every run parameter the wide tree needs; the rest are the service's defaults.
+PARAMS = {
+    "max_paths": 50,
+    "max_nodes": 100,
+    "max_llm_calls": 1000,
+    "max_candidates": FANOUT,
+    "strategy": "dfs",
+}
+
+
+def wide_tree() -> Scenario:
+    """`explore` proposes `explore 1` … `explore 3`, each of those three more, three levels deep.
+    The first child of a node has the best prior (0.9, 0.7, 0.5); progress scores vary too."""
+    replans: dict[str, list[str]] = {}
+    priors: dict[str, float] = {}
+    values: dict[str, float] = {"explore": 0.5}
+    level = ["explore"]
+    for _ in range(LEVELS):
+        below = []
+        for step in level:
+            children = [f"{step}{' ' if step == 'explore' else '.'}{i}" for i in range(1, 4)]
+            replans[step] = children
+            for i, child in enumerate(children):
+                priors[child] = round(0.9 - 0.2 * i, 2)
+                values[child] = round(0.3 + 0.1 * ((len(child) + i) % 6), 2)
+            below += children
+        level = below
+    return Scenario(
+        plan=["explore"], replans=replans, priors=priors, values=values, vote=vote_for_winner
+    )
+
+
+def vote_for_winner(call: FakeCall) -> Reply:
+    """The voter picks the candidate whose path went through WINNER, and says why."""
+    blocks = call.prompt.split("### Candidate ")[1:]
+    chosen = next((b.split()[0] for b in blocks if WINNER in b), call.enum[0])
+    return {"choice": chosen, "reason": VOTE_REASON}
+
+
+async def open_wide_run(page: Page, svc: Service) -> dict[str, Any]:
+    """Start the wide search through the API, open it on the page, wait for its end; the run."""
+    accepted = await svc.client.post("/runs", json={"task": "wide", **PARAMS})
+    run_id = accepted.json()["run_id"]
+    await open_page(page, f"{svc.url}/#/runs/{run_id}")
+    await expect(page.locator("#run-status")).to_have_text("done")
+    await expect(page.locator(".node")).to_have_count(NODES)
+    run: dict[str, Any] = (await svc.client.get(f"/runs/{run_id}")).json()
+    return run
+
+
+async def boxes(page: Page) -> tuple[FloatRect, dict[str, FloatRect]]:
+    """The tree pane's box and every node's box, in page pixels."""
+    pane = await page.locator("#tree").bounding_box()
+    assert pane is not None
+    found = {}
+    for item in await page.locator(".node").all():
+        box = await item.bounding_box()
+        assert box is not None
+        found[str(await item.get_attribute("data-node-id"))] = box
+    return pane, found
+
+
+def inside(box: FloatRect, pane: FloatRect) -> bool:
+    slack = 0.5  # sub-pixel rounding of transformed boxes
+    return (
+        box["x"] >= pane["x"] - slack
+        and box["y"] >= pane["y"] - slack
+        and box["x"] + box["width"] <= pane["x"] + pane["width"] + slack
+        and box["y"] + box["height"] <= pane["y"] + pane["height"] + slack
+    )
+
+
+# True once the fitted view has settled: every node's box inside the tree pane.
+ALL_INSIDE = """() => {
+  const pane = document.getElementById("tree").getBoundingClientRect();
+  const nodes = [...document.querySelectorAll(".node")];
+  return nodes.length > 0 && nodes.every((n) => {
+    const b = n.getBoundingClientRect();
+    return b.left >= pane.left - 0.5 && b.top >= pane.top - 0.5
+      && b.right <= pane.right + 0.5 && b.bottom <= pane.bottom + 0.5;
+  });
+}"""
+
+
+async def view(page: Page) -> tuple[float, float, float]:
+    """The canvas's transform: (scale, x, y)."""
+    matrix: str = await page.locator("#canvas").evaluate("c => getComputedStyle(c).transform")
+    a, _b, _c, _d, e, f = (float(v) for v in re.findall(r"-?[\d.e+-]+", matrix))
+    return a, e, f
+
+
+def under(transform: tuple[float, float, float], x: float, y: float) -> tuple[float, float]:
+    """The canvas point shown at (x, y) of the pane under `transform`."""
+    k, tx, ty = transform
+    return (x - tx) / k, (y - ty) / k
+
+
+async def test_a_wide_tree_fits_the_window_and_one_to_one_does_not(
+    page: Page, service_for: ServiceMaker
+) -> None:
+    async with service_for(wide_tree()) as svc:
+        await open_wide_run(page, svc)
+        await page.wait_for_function(ALL_INSIDE)
+        pane, fitted = await boxes(page)
+        fit_pressed = await page.locator("#zoom-fit").get_attribute("aria-pressed")
+        scale, _, _ = await view(page)
+        far = await page.locator("#tree").get_attribute("class")
+
+        await page.click("#zoom-actual")
+        _, actual = await boxes(page)
+        actual_scale, _, _ = await view(page)
+        near = await page.locator("#tree").get_attribute("class")
+
+    assert page.viewport_size == {"width": 1400, "height": 820}
+    assert len(fitted) == NODES
+    assert [n for n, box in fitted.items() if not inside(box, pane)] == []
+    assert fit_pressed == "true"
+    assert scale < 1
+    assert actual_scale == 1
+    assert far == "tree far"  # too small to read: nodes show their values alone
+    assert near == "tree"
+    assert any(not inside(box, pane) for box in actual.values())  # what fitting is for
+
+
+async def test_buttons_and_the_wheel_zoom_about_a_point_and_a_drag_pans(
+    page: Page, service_for: ServiceMaker
+) -> None:
+    async with service_for(wide_tree()) as svc:
+        await open_wide_run(page, svc)
+        await page.wait_for_function(ALL_INSIDE)
+        pane = await page.locator("#tree").bounding_box()
+        assert pane is not None
+        fitted = await view(page)
+
+        await page.click("#zoom-in")
+        zoomed_in = await view(page)
+        level = await page.locator("#zoom-level").inner_text()
+        fit_pressed = await page.locator("#zoom-fit").get_attribute("aria-pressed")
+
+        # The wheel zooms about the pointer: the canvas point under it stays put.
+        px, py = pane["x"] + 200, pane["y"] + 300
+        await page.mouse.move(px, py)
+        await page.mouse.wheel(0, -300)
+        await expect(page.locator("#zoom-level")).not_to_have_text(level)
+        wheeled = await view(page)
+
+        # A drag from an empty corner pans by exactly the distance moved.
+        start_x, start_y = pane["x"] + 6, pane["y"] + pane["height"] - 30
+        await page.mouse.move(start_x, start_y)
+        await page.mouse.down()
+        await page.mouse.move(start_x + 60, start_y - 20, steps=4)
+        await page.mouse.move(start_x + 120, start_y - 40, steps=4)
+        await page.mouse.up()
+        dragged = await view(page)
+
+        await page.click("#zoom-fit")
+        await page.wait_for_function(ALL_INSIDE)
+        refitted = await view(page)
+
+    assert math.isclose(zoomed_in[0], fitted[0] * 1.25, rel_tol=1e-4)
+    assert fit_pressed == "false"  # a manual zoom stops the automatic fit
+    assert wheeled[0] > zoomed_in[0]
+    before = under(zoomed_in, px - pane["x"], py - pane["y"])
+    after = under(wheeled, px - pane["x"], py - pane["y"])
+    assert math.isclose(before[0], after[0], abs_tol=0.5)
+    assert math.isclose(before[1], after[1], abs_tol=0.5)
+    assert math.isclose(dragged[0], wheeled[0])
+    assert math.isclose(dragged[1] - wheeled[1], 120, abs_tol=0.5)
+    assert math.isclose(dragged[2] - wheeled[2], -40, abs_tol=0.5)
+    assert all(math.isclose(a, b, rel_tol=1e-4) for a, b in zip(refitted, fitted, strict=True))
+
+
+async def test_a_drag_that_starts_on_a_node_pans_without_opening_it(
+    page: Page, service_for: ServiceMaker
+) -> None:
+    async with service_for(wide_tree()) as svc:
+        await open_wide_run(page, svc)
+        await page.wait_for_function(ALL_INSIDE)
+        root = await node(page, "explore").bounding_box()
+        assert root is not None
+        before = await view(page)
+
+        x, y = root["x"] + root["width"] / 2, root["y"] + root["height"] / 2
+        await page.mouse.move(x, y)
+        await page.mouse.down()
+        await page.mouse.move(x + 80, y + 10, steps=5)
+        await page.mouse.up()
+        after = await view(page)
+        details_hidden = await page.locator("#node-card").is_hidden()
+
+        await node(page, "explore").click()  # a click without a drag still opens it
+        await expect(page.locator("#node-title")).to_contain_text("done")
+
+    assert math.isclose(after[1] - before[1], 80, abs_tol=0.5)
+    assert details_hidden
+
+
+def search_numbers(record: dict[str, Any]) -> dict[str, str]:
+    """What a node's box should show for the engine's node record."""
+    visits, prior = record["visits"], record["prior"]
+    value = record["value_sum"] / visits if visits else None
+    return {
+        "prior": f"prior {prior:.2f}" if prior is not None else "",
+        "value": f"value {value:.2f}" if value is not None else "",
+        "visits": f"{visits} visit{'' if visits == 1 else 's'}" if visits else "",
+        # zoomed far out: the value alone, or the prior before any visit
+        "far": f"{value if value is not None else prior:.2f}",
+    }
+
+
+async def test_every_node_shows_its_prior_value_and_visits_as_the_engine_counts_them(
+    page: Page, service_for: ServiceMaker
+) -> None:
+    async with service_for(wide_tree()) as svc:
+        run = await open_wide_run(page, svc)
+        drawn: dict[str, dict[str, str]] = await page.locator(".node").evaluate_all(
+            """nodes => Object.fromEntries(nodes.map(n => [n.dataset.nodeId, {
+                 prior: n.querySelector(".node-prior").textContent,
+                 value: n.querySelector(".node-value").textContent,
+                 visits: n.querySelector(".node-visits").textContent,
+                 far: n.querySelector(".node-far").textContent}]))"""
+        )
+        by_step = {n["step"]: n for n in run["nodes"]}
+        middle = by_step["explore 2"]
+        await node(page, "explore 2").click()
+        details = page.locator("#node-details")
+        await expect(details.locator("#detail-prior")).to_have_text(f"{middle['prior']:.2f}")
+        await expect(details.locator("#detail-score")).to_have_text(f"{middle['score']:.2f}")
+        await expect(details.locator("#detail-value")).to_have_text(
+            f"{middle['value_sum'] / middle['visits']:.2f}"
+        )
+        await expect(details.locator("#detail-visits")).to_have_text(str(middle["visits"]))
+
+    assert drawn == {n["id"]: search_numbers(n) for n in run["nodes"]}
+    assert middle["visits"] == 1 + FANOUT + FANOUT**2  # its own score and its subtree's
+    assert drawn[middle["id"]]["prior"] == "prior 0.70"
+
+
+async def test_the_chosen_path_is_marked_and_the_vote_reason_shown(
+    page: Page, service_for: ServiceMaker
+) -> None:
+    async with service_for(wide_tree()) as svc:
+        run = await open_wide_run(page, svc)
+        trace = (await svc.client.get(f"/runs/{run['run_id']}/trace")).text
+        vote = next(
+            e["event"] for e in map(json.loads, trace.splitlines()) if e["event"]["type"] == "vote"
+        )
+        marked = await node_ids(page, ".node.chosen")
+        winners = await node_ids(page, ".node.winner")
+        winner_status = await page.locator(".node.winner .node-status").inner_text()
+        chosen_edges = await page.locator(".edge.chosen").count()
+        await expect(page.locator("#vote-reason")).to_have_text(VOTE_REASON)
+        listed = await page.locator("#vote-candidates .pick").evaluate_all(
+            "picks => picks.map(p => p.dataset.nodeId)"
+        )
+        chosen_listed = await node_ids(page, "#vote-candidates .chosen .pick")
+        path_listed = await node_ids(page, "#chosen-path .pick")
+        path_steps = await page.locator("#chosen-path .pick-step").all_inner_texts()
+
+        await page.locator("#chosen-path .pick").last.click()
+        await expect(page.locator("#node-title")).to_have_text(f"{run['chosen_id']} · done")
+
+    steps = {n["id"]: n["step"] for n in run["nodes"]}
+    assert steps[run["chosen_id"]] == WINNER
+    assert marked == run["path"]
+    assert winners == [run["chosen_id"]]
+    assert winner_status == "done · voted"
+    assert chosen_edges == len(run["path"]) - 1
+    assert vote["reason"] == VOTE_REASON
+    assert sorted(listed) == sorted(vote["candidates"])
+    assert len(listed) == FANOUT**LEVELS  # every leaf answered, every answer was a candidate
+    assert listed[0] == run["chosen_id"]  # the chosen answer first
+    assert chosen_listed == [run["chosen_id"]]
+    assert path_listed == run["path"]
+    assert path_steps == [steps[i] for i in run["path"]]
