@@ -136,6 +136,13 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Accepted API keys (comma separated); empty means no authentication.",
     )
+    lease_ttl_s: float = Field(
+        default=15.0,
+        ge=1,
+        le=600,
+        description="A worker's hold on a run; renewed every third of it. A run whose worker "
+        "died is taken over by another worker once this has passed.",
+    )
     sse_heartbeat_s: float = Field(default=10.0, gt=0, le=15, description="SSE comment interval.")
     max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=10 * 1024 * 1024)
     shutdown_grace_s: int = Field(

@@ -1,4 +1,5 @@
-"""`lats`: serve the API, solve a task (in-process or against a server), list and show runs."""
+"""`lats`: serve the API (with or without a worker), run a worker, solve a task (in-process or
+against a server), list and show runs."""
 
 from __future__ import annotations
 
@@ -79,13 +80,24 @@ def serve(args: argparse.Namespace) -> int:
     except ConfigError as e:
         raise CliError(f"cannot start: {e}") from e
     uvicorn.run(
-        create_app(settings),
+        create_app(settings, worker=not args.no_worker),
         host=args.host,
         port=args.port,
         log_config=None,
         # Open event streams are closed after this, then running runs are drained.
         timeout_graceful_shutdown=settings.shutdown_grace_s,
     )
+    return EXIT_OK
+
+
+def worker(args: argparse.Namespace) -> int:
+    from app.worker import run_worker
+
+    settings = _settings()
+    try:
+        asyncio.run(run_worker(settings))
+    except ConfigError as e:
+        raise CliError(f"cannot start: {e}") from e
     return EXIT_OK
 
 
@@ -203,10 +215,18 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="lats", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("serve", help="run the HTTP service")
+    p = sub.add_parser("serve", help="run the HTTP service (and a worker, unless --no-worker)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
+    p.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="serve the API only; runs execute in `lats worker` processes",
+    )
     p.set_defaults(func=serve)
+
+    p = sub.add_parser("worker", help="execute runs, no HTTP (scale by starting more)")
+    p.set_defaults(func=worker)
 
     def remote(p: argparse.ArgumentParser, required: bool) -> None:
         p.add_argument(

@@ -9,13 +9,11 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from langchain_core.tools import BaseTool
 
-from agents.engine import Engine
 from agents.models import ModelFactory, SettingsModelFactory
 from agents.settings import Settings, get_settings
 from app import errors, openapi
-from app.manager import RunManager
 from app.routes import health, runs, ui
-from app.store import open_backend
+from app.service import run_service
 from tools.registry import build_tools
 
 logger = logging.getLogger(__name__)
@@ -26,8 +24,10 @@ def create_app(
     *,
     models: ModelFactory | None = None,
     tools: Sequence[BaseTool] | None = None,
+    worker: bool = True,
 ) -> FastAPI:
-    """The service. `models` and `tools` replace the configured ones (tests, benchmarks)."""
+    """The service. `models` and `tools` replace the configured ones (tests, benchmarks);
+    `worker=False` serves the API only (runs execute in worker processes)."""
     settings = settings or get_settings()
 
     @asynccontextmanager
@@ -38,20 +38,10 @@ def create_app(
             settings_factory.check()  # misconfiguration fails here, with a clear message
             factory = settings_factory
         toolset = list(tools) if tools is not None else build_tools(settings)
-        async with open_backend(settings) as (store, checkpointer):
-            engine = Engine(
-                settings=settings, models=factory, tools=toolset, checkpointer=checkpointer
-            )
-            manager = RunManager(
-                engine=engine, store=store, settings=settings, checkpointer=checkpointer
-            )
+        async with run_service(settings, models=factory, tools=toolset, worker=worker) as manager:
             app.state.manager = manager
-            await manager.resume_interrupted()
             logger.info("service ready")
-            try:
-                yield
-            finally:
-                await manager.drain()
+            yield
 
     app = FastAPI(
         title="plantree",

@@ -1,14 +1,19 @@
-"""The run manager: owns every run's task, independent of the requests that started it.
+"""The run manager: the service's one entry to the run lifecycle, composed of one role each:
 
-Runs execute up to `max_active_runs` at once; the rest queue (bounded). Events are numbered
-1, 2, 3 … per run, persisted, then handed to live followers. On start-up, runs that were
-interrupted (SIGKILL, SIGTERM drain) resume from their last checkpoint.
+- leases and claiming (app/lease.py, app/claiming.py): which worker owns which run;
+- execution (app/execution.py): the owner's task per run and its single history writer;
+- following (app/following.py): readers of any run, wherever it executes;
+- cancelling (app/cancelling.py): stopping a run from any process.
+
+A process is an API, a worker, or both (`worker=False`: API only). Runs submitted to a process
+with a worker are owned by it from the start; an API-only process stores them for any worker
+to claim.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -17,17 +22,24 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from agents.engine import Engine, RunResult
+from agents.engine import Engine
 from agents.errors import RunNotFound
-from agents.events import Event, RunCancelled, RunError, RunStarted
+from agents.events import RunStarted
 from agents.params import RunParams
 from agents.settings import Settings
 from agents.tree import by_id
+from app.cancelling import Canceller
+from app.claiming import Claimer
+from app.execution import Executor
+from app.following import Follower
+from app.lease import LeaseKeeper, worker_id
 from app.live import TERMINAL, LiveRun
 from app.queue import LocalRunQueue, RunQueue
-from app.store.base import FINISHED, RunRecord, RunStatus, RunStore, StoredEvent
+from app.signals import LocalSignals
+from app.store.base import LeaseLost, RunRecord, RunStatus, RunStore, StoredEvent
 
 logger = logging.getLogger(__name__)
+CANCEL_WAIT_S = 10.0
 
 
 class RunManager:
@@ -41,13 +53,69 @@ class RunManager:
         settings: Settings,
         checkpointer: BaseCheckpointSaver[str] | None = None,
         queue: RunQueue | None = None,
+        signals: LocalSignals | None = None,
+        worker: bool = True,
+        owner: str | None = None,
     ) -> None:
         self.engine = engine
         self.store = store
         self.settings = settings
-        self.checkpointer = checkpointer
+        self.worker = worker
+        self.owner = owner or worker_id()
         self.queue = queue or LocalRunQueue(settings.max_active_runs, settings.max_queued_runs)
+        self.signals = signals or LocalSignals()
         self._live: dict[str, LiveRun] = {}
+        ttl = settings.lease_ttl_s
+        self.executor = Executor(
+            engine=engine,
+            store=store,
+            owner=self.owner,
+            queue=self.queue,
+            checkpointer=checkpointer,
+            wake=self.signals.event_written,
+        )
+        self.follower = Follower(store, self.signals, self._live)
+        self.canceller = Canceller(
+            store=store,
+            owner=self.owner,
+            ttl_s=ttl,
+            lives=self._live,
+            signals=self.signals,
+            executor=self.executor,
+            follower=self.follower,
+        )
+        self.signals.on_cancel = self.canceller.cancel_here
+        self.leases = LeaseKeeper(store, self.owner, ttl, self._live, self.canceller.cancel_here)
+        self.claimer = Claimer(
+            store=store,
+            owner=self.owner,
+            ttl_s=ttl,
+            queue=self.queue,
+            signals=self.signals,
+            adopt=self._adopt,
+        )
+
+    # -- process lifecycle -----------------------------------------------------------------
+    async def start(self) -> None:
+        """Listen for signals, keep leases, and (a worker) claim the runs nobody holds."""
+        await self.signals.start()
+        self.leases.start()
+        if self.worker:
+            await self.claimer.start()
+        logger.info("owner=%s started (%s)", self.owner, "worker" if self.worker else "api only")
+
+    async def stop(self) -> None:
+        """Stop claiming, drain the runs held here (they resume elsewhere or at the next
+        start), stop renewing and listening."""
+        await self.claimer.stop()
+        await self.drain()
+        await self.leases.stop()
+        await self.signals.close()
+
+    async def check_cancels(self) -> None:
+        """Cancel the runs held here that someone flagged (a signal from another process)."""
+        for run_id in await self.store.cancel_requests(self.owner):
+            self.canceller.cancel_here(run_id)
 
     # -- counts --------------------------------------------------------------------------------
     @property
@@ -60,15 +128,23 @@ class RunManager:
 
     # -- starting ------------------------------------------------------------------------------
     async def submit(self, task: str, params: RunParams) -> RunRecord:
-        """Create a run and queue it. Raises `QueueFull` when the queue is at its limit."""
+        """Create a run; a worker process takes it on, an API-only one leaves it for any
+        worker. Raises `QueueFull` when this process's queue is at its limit."""
+        if not self.worker:
+            record, _ = await self._create(task, params, owner=None)
+            return record
         self.queue.admit()
         try:
-            return await self._create(task, params)
+            record, started = await self._create(task, params, owner=self.owner)
         except BaseException:
             self.queue.withdraw()
             raise
+        self._begin(record, [started], resume=False)
+        return record
 
-    async def _create(self, task: str, params: RunParams) -> RunRecord:
+    async def _create(
+        self, task: str, params: RunParams, *, owner: str | None
+    ) -> tuple[RunRecord, StoredEvent]:
         now = datetime.now(UTC)
         record = RunRecord(
             id=uuid.uuid4().hex,
@@ -77,101 +153,52 @@ class RunManager:
             status="queued",
             created_at=now,
             updated_at=now,
+            owner=owner,
         )
-        await self.store.create_run(record)
-        live = LiveRun(record.id, [])
+        started = StoredEvent(
+            seq=1,
+            type="run_started",
+            data=RunStarted(run_id=record.id, task=task, params=record.params).model_dump_json(),
+        )
+        await self.store.create_run(
+            record, started=started.data, owner=owner, ttl_s=self.settings.lease_ttl_s
+        )
+        if owner is None:
+            self.signals.run_queued()
+        logger.info("run=%s queued (owner=%s)", record.id, owner)
+        return record, started
+
+    def _begin(self, record: RunRecord, history: list[StoredEvent], *, resume: bool) -> None:
+        live = LiveRun(record.id, history)
         self._live[record.id] = live
-        await self._emit(live, RunStarted(run_id=record.id, task=task, params=record.params))
-        live.task = asyncio.create_task(self._work(live, record, resume=False))
-        logger.info("run=%s queued", record.id)
-        return record
+        live.task = asyncio.create_task(self._run(live, record, resume=resume))
 
-    async def resume_interrupted(self) -> list[str]:
-        """Resume every run this service left unfinished (at start-up)."""
-        resumed = []
-        for record in await self.store.runs_with_status(("queued", "running", "interrupted")):
-            history = await self.store.events_after(record.id, 0)
-            if history and history[-1].type in TERMINAL:
-                # It ended but its status write was lost: settle the status only.
-                await self.store.set_status(record.id, _status_of(history[-1].type))
-                continue
-            live = LiveRun(record.id, history)
-            self._live[record.id] = live
-            self.queue.admit(force=True)
-            live.task = asyncio.create_task(self._work(live, record, resume=True))
-            resumed.append(record.id)
-        if resumed:
-            logger.info("resuming %d interrupted run(s)", len(resumed))
-        return resumed
-
-    async def _emit(self, live: LiveRun, event: Event) -> None:
-        if live.draining and event.type == "cancelled":
-            return  # a drain pauses the run; it is not the caller's cancellation
-        async with live.lock:
-            seq = live.last_seq + 1
-            data = event.model_dump_json()
-            await self.store.append_event(live.run_id, seq, event.type, data)
-            await live.push(StoredEvent(seq=seq, type=event.type, data=data))
-
-    async def _work(self, live: LiveRun, record: RunRecord, *, resume: bool) -> None:
-        run_id = record.id
-        result: RunResult | None = None
-
-        async def sink(event: Event) -> None:
-            await self._emit(live, event)
-
+    async def _run(self, live: LiveRun, record: RunRecord, *, resume: bool) -> None:
         try:
-            async with self.queue.slot():
-                await self.store.set_status(run_id, "running")
-                params = RunParams.model_validate(record.params)
-                if resume:
-                    try:
-                        result = await self.engine.resume(run_id, sink=sink)
-                    except RunNotFound:  # queued before it ever checkpointed
-                        result = await self.engine.run(
-                            record.task, params, run_id=run_id, sink=sink, announce=False
-                        )
-                else:
-                    result = await self.engine.run(
-                        record.task, params, run_id=run_id, sink=sink, announce=False
-                    )
-        except asyncio.CancelledError:
-            if live.draining:
-                await self.store.set_status(run_id, "interrupted")
-            else:
-                if not live.terminal_sent:
-                    await self._emit(live, RunCancelled(run_id=run_id))
-                await self.store.set_status(run_id, "cancelled")
-                await self._forget_checkpoint(run_id)
-        except Exception:
-            logger.exception("run=%s failed outside the engine", run_id)
-            if not live.terminal_sent:
-                await self._emit(
-                    live,
-                    RunError(
-                        run_id=run_id,
-                        code="internal",
-                        message="the run failed on an internal error",
-                    ),
-                )
-            await self.store.set_status(run_id, "failed")
-        else:
-            assert result is not None
-            if not live.terminal_sent:  # the engine always ends with one; belt and braces
-                await self._emit(
-                    live, RunError(run_id=run_id, code="internal", message="the run ended early")
-                )
-            await self.store.set_status(run_id, result.status, result.model_dump(mode="json"))
-            await self._forget_checkpoint(run_id)
+            await self.executor.execute(live, record, resume=resume)
         finally:
-            self._live.pop(run_id, None)
+            self._live.pop(record.id, None)
             await live.close()
+            if self.worker:
+                self.claimer.slot_freed()
 
-    async def _forget_checkpoint(self, run_id: str) -> None:
-        # A finished run is kept in the run store; its checkpoints are only needed to resume.
-        if self.checkpointer is not None:
-            with contextlib.suppress(Exception):
-                await self.checkpointer.adelete_thread(run_id)
+    async def _adopt(self, record: RunRecord) -> None:
+        """Take on a run just claimed: settle it if its end is already stored, else resume."""
+        history = await self.store.events_after(record.id, 0)
+        if history and history[-1].type in TERMINAL:
+            last = history[-1]
+            result = _result_from_terminal(record.id, last)
+            try:
+                await self.store.settle(record.id, self.owner, _status_of(last.type), result)
+            except LeaseLost:
+                logger.warning("run=%s lost before it was settled", record.id)
+            return
+        self.queue.admit(force=True)
+        self._begin(record, history, resume=True)
+
+    async def resume_interrupted(self) -> int:
+        """Claim and resume the runs no live worker holds; how many."""
+        return await self.claimer.claim_free()
 
     # -- following -----------------------------------------------------------------------------
     async def get(self, run_id: str) -> RunRecord:
@@ -182,8 +209,8 @@ class RunManager:
 
     async def tree(self, record: RunRecord) -> list[dict[str, Any]]:
         """The run's tree: stored with the result, or read live from the checkpoint."""
-        if record.result is not None:
-            return list(record.result.get("nodes", []))
+        if record.result is not None and "nodes" in record.result:
+            return list(record.result["nodes"])
         snapshot = await self.engine.graph.aget_state({"configurable": {"thread_id": record.id}})
         nodes = (snapshot.values or {}).get("nodes", {})
         return sorted(nodes.values(), key=by_id)
@@ -194,45 +221,28 @@ class RunManager:
         """Events after `after`, live until the terminal one. Yields None when `heartbeat_s`
         passes without an event (time for a heartbeat)."""
         await self.get(run_id)
-        live = self._live.get(run_id)
-        if live is None:
-            for event in await self.store.events_after(run_id, after):
-                yield event
-            return
-        seq = after
-        while True:
-            batch = await live.wait_after(seq, heartbeat_s)
-            if not batch:
-                if live.finished.is_set() and live.last_seq <= seq:
-                    return
-                yield None
-                continue
-            for event in batch:
-                seq = event.seq
-                yield event
-                if event.type in TERMINAL:
-                    return
+        async for event in self.follower.follow(run_id, after, heartbeat_s):
+            yield event
 
     async def wait(self, run_id: str) -> RunRecord:
         """Wait until the run ends; its final record."""
         live = self._live.get(run_id)
         if live is not None:
             await live.finished.wait()
+        else:
+            async for _ in self.follower.follow(run_id, 0, self.settings.sse_heartbeat_s):
+                pass
         return await self.get(run_id)
 
     # -- stopping ------------------------------------------------------------------------------
     async def cancel(self, run_id: str) -> RunRecord:
         """Cancel a run (idempotent; a finished run is left as it is)."""
-        record = await self.get(run_id)
-        live = self._live.get(run_id)
-        if record.status in FINISHED or live is None or live.task is None:
-            return record
-        live.task.cancel()
-        await asyncio.gather(live.task, return_exceptions=True)
+        await self.canceller.cancel(run_id, CANCEL_WAIT_S)
         return await self.get(run_id)
 
     async def drain(self) -> None:
-        """Stop every run for a shutdown; each resumes at the next start."""
+        """Stop every run held here for a shutdown; each resumes at the next start (or on
+        another worker)."""
         lives = list(self._live.values())
         for live in lives:
             live.draining = True
@@ -252,3 +262,16 @@ _STATUS_OF_TERMINAL: dict[str, RunStatus] = {
 
 def _status_of(terminal_type: str) -> RunStatus:
     return _STATUS_OF_TERMINAL[terminal_type]
+
+
+def _result_from_terminal(run_id: str, event: StoredEvent) -> dict[str, Any]:
+    """A result rebuilt from a stored terminal event: a `done` event carries the answer,
+    sources, path and metrics; `error` its code and message."""
+    data: dict[str, Any] = json.loads(event.data)
+    result: dict[str, Any] = {"run_id": run_id, "status": _status_of(event.type)}
+    for key in ("answer", "partial", "chosen_id", "path", "sources", "stop_reason", "metrics"):
+        if key in data:
+            result[key] = data[key]
+    if event.type == "error":
+        result["error"] = {"code": data.get("code", "internal"), "message": data.get("message", "")}
+    return result

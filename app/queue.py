@@ -1,5 +1,7 @@
-"""The run queue: admits runs up to a bound and hands out execution slots. In-process here; a
-multi-replica deployment would put a shared queue (e.g. Redis) behind the same interface."""
+"""The run queue of one process: admits runs up to a bound and hands out execution slots.
+
+Across processes, runs wait in the store until a worker with a free slot claims them
+(app/claiming.py); this queue only bounds what one process takes on."""
 
 from __future__ import annotations
 
@@ -25,6 +27,10 @@ class RunQueue(Protocol):
 
     @property
     def waiting(self) -> int: ...
+
+    @property
+    def has_room(self) -> bool:
+        """A run taken on now would execute at once (nothing waits, a slot is free)."""
 
     def admit(self, *, force: bool = False) -> None:
         """Reserve a place for a run, or raise `QueueFull` (never with `force`: a run
@@ -54,6 +60,10 @@ class LocalRunQueue:
     @property
     def waiting(self) -> int:
         return self._admitted - self._active
+
+    @property
+    def has_room(self) -> bool:
+        return self._admitted < self._max_active
 
     def admit(self, *, force: bool = False) -> None:
         free = self._max_active - self._active

@@ -12,7 +12,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from agents.settings import Settings
 from app.store.base import RunStore
-from app.store.sqlite import SqliteRunStore
+from app.store.sqlite import BUSY_TIMEOUT_MS, SqliteRunStore
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ async def open_backend(
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
     conn = await aiosqlite.connect(settings.data_dir / "checkpoints.sqlite")
     try:
-        await conn.execute("PRAGMA busy_timeout=5000")
+        await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         # WAL (set by the saver) with NORMAL sync: a commit survives a process crash (SIGKILL);
         # only an OS crash could lose the last ones.
         await conn.execute("PRAGMA synchronous=NORMAL")

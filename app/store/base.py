@@ -1,7 +1,14 @@
 """What the service persists about runs and their events, behind one small interface.
 
-Implementations: SQLite (embedded default) and Postgres. A multi-replica deployment swaps the
-implementation, not the callers.
+Implementations: SQLite (embedded default) and Postgres. Both keep the same rules:
+
+- a run is executed by the one worker that holds its **lease** (`owner`, `lease_until`); only
+  a free or expired lease can be taken, atomically;
+- every write of a run's history is **fenced**: it lands only while the writer still owns the
+  run, else it raises `LeaseLost`;
+- event ids come from the store (the next id after the stored ones), never from memory, under
+  the unique (run, seq) key;
+- the terminal event, the status and the result land in **one transaction** (`finish`).
 """
 
 from __future__ import annotations
@@ -10,6 +17,8 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
+
+from agents.errors import LatsError
 
 RunStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
 RUN_STATUSES: tuple[RunStatus, ...] = (
@@ -21,6 +30,14 @@ RUN_STATUSES: tuple[RunStatus, ...] = (
     "interrupted",
 )
 FINISHED: frozenset[RunStatus] = frozenset({"done", "failed", "cancelled"})
+UNFINISHED: tuple[RunStatus, ...] = ("queued", "running", "interrupted")
+TERMINAL = frozenset({"done", "error", "cancelled"})
+
+
+class LeaseLost(LatsError):
+    """The writer no longer owns the run (its lease was taken over, or the run has ended)."""
+
+    code = "lease_lost"
 
 
 class RunRecord(BaseModel):
@@ -35,6 +52,10 @@ class RunRecord(BaseModel):
     result: dict[str, Any] | None = Field(
         default=None, description="The engine's RunResult as JSON once the run has ended."
     )
+    owner: str | None = Field(default=None, description="The worker holding the lease.")
+    cancel_requested: bool = Field(
+        default=False, description="A cancel was asked for; the owner ends the run."
+    )
 
 
 class StoredEvent(BaseModel):
@@ -45,24 +66,75 @@ class StoredEvent(BaseModel):
     data: str
 
 
+class Held(BaseModel):
+    """A run whose lease a worker renewed, with its pending cancel request."""
+
+    run_id: str
+    cancel_requested: bool
+
+
 class RunStore(Protocol):
-    """Runs and their event log."""
+    """Runs, their leases and their event log."""
 
-    async def create_run(self, record: RunRecord) -> None: ...
+    async def create_run(
+        self,
+        record: RunRecord,
+        *,
+        started: str | None = None,
+        owner: str | None = None,
+        ttl_s: float = 0.0,
+    ) -> None:
+        """Store a new run with its first event (`run_started` JSON) as id 1, leased by
+        `owner` for `ttl_s`, or free for any worker."""
 
-    async def set_status(
-        self, run_id: str, status: RunStatus, result: dict[str, Any] | None = None
-    ) -> None: ...
+    async def claim(self, run_id: str, owner: str, ttl_s: float) -> RunRecord | None:
+        """Take the lease of one unfinished run if it is free or expired; the run, or None
+        when another worker holds it or it has ended."""
+
+    async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
+        """Take the oldest unfinished run whose lease is free or expired, if any."""
+
+    async def renew(self, owner: str, ttl_s: float) -> list[Held]:
+        """Extend every lease `owner` holds; the runs it still holds."""
+
+    async def release(self, run_id: str, owner: str, status: RunStatus) -> None:
+        """Give the run back (a drain): set `status`, free the lease. Fenced."""
+
+    async def mark_running(self, run_id: str, owner: str) -> bool:
+        """Status `running`. Fenced; whether a cancel was requested meanwhile."""
+
+    async def cancel_requests(self, owner: str) -> list[str]:
+        """The runs `owner` holds that someone asked to cancel."""
+
+    async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
+        """Append a non-terminal event with the next id; the id. Fenced."""
+
+    async def finish(
+        self,
+        run_id: str,
+        owner: str,
+        type_: str,
+        data: str,
+        status: RunStatus,
+        result: dict[str, Any] | None,
+    ) -> int:
+        """In one transaction: the terminal event (next id), the status, the result, and the
+        lease freed. Fenced; the terminal event's id."""
+
+    async def settle(
+        self, run_id: str, owner: str, status: RunStatus, result: dict[str, Any] | None
+    ) -> None:
+        """Status and result of a run whose terminal event is stored but not its status (a
+        record from before `finish` was one transaction); the lease is freed. Fenced."""
+
+    async def request_cancel(self, run_id: str) -> None:
+        """Flag the run for cancellation (its owner, or the next claimer, ends it)."""
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...
 
     async def list_runs(
         self, *, status: RunStatus | None, limit: int, offset: int
     ) -> list[RunRecord]: ...
-
-    async def runs_with_status(self, statuses: tuple[RunStatus, ...]) -> list[RunRecord]: ...
-
-    async def append_event(self, run_id: str, seq: int, type_: str, data: str) -> None: ...
 
     async def events_after(self, run_id: str, after: int) -> list[StoredEvent]: ...
 

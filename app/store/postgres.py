@@ -1,17 +1,30 @@
-"""The Postgres store, for deployments that outgrow the embedded file."""
+"""The Postgres store, for deployments that outgrow the embedded file (several processes).
+
+Leases use the database clock (`now()`), so workers on different machines agree on expiry.
+History writes take the run's row lock (`FOR UPDATE`), which orders them against each other
+and against a take-over. Each commit that matters to another process also sends a NOTIFY in
+the same transaction (delivered only if it commits): `lats_events` ("run_id:seq"),
+`lats_cancel` (run id) and `lats_queued`.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from app.store.base import RunRecord, RunStatus, StoredEvent
+from app.store.base import UNFINISHED, Held, LeaseLost, RunRecord, RunStatus, StoredEvent
+
+EVENTS_CHANNEL = "lats_events"
+CANCEL_CHANNEL = "lats_cancel"
+QUEUED_CHANNEL = "lats_queued"
 
 _SCHEMA = """
+SELECT pg_advisory_xact_lock(hashtext('lats_schema'));
 CREATE TABLE IF NOT EXISTS lats_runs (
     id TEXT PRIMARY KEY,
     task TEXT NOT NULL,
@@ -21,6 +34,9 @@ CREATE TABLE IF NOT EXISTS lats_runs (
     updated_at TIMESTAMPTZ NOT NULL,
     result JSONB
 );
+ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS owner TEXT;
+ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ NOT NULL DEFAULT 'epoch';
+ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false;
 CREATE INDEX IF NOT EXISTS lats_runs_created ON lats_runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_status ON lats_runs (status, created_at DESC);
 CREATE TABLE IF NOT EXISTS lats_events (
@@ -31,6 +47,8 @@ CREATE TABLE IF NOT EXISTS lats_events (
     PRIMARY KEY (run_id, seq)
 );
 """
+_OPEN = list(UNFINISHED)
+_LEASE = "now() + make_interval(secs => %s)"
 
 
 def _record(row: dict[str, Any]) -> RunRecord:
@@ -42,7 +60,13 @@ def _record(row: dict[str, Any]) -> RunRecord:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         result=row["result"],
+        owner=row["owner"],
+        cancel_requested=row["cancel_requested"],
     )
+
+
+def _json(result: dict[str, Any] | None) -> Jsonb | None:
+    return Jsonb(json.loads(json.dumps(result))) if result is not None else None
 
 
 class PostgresRunStore:
@@ -62,11 +86,43 @@ class PostgresRunStore:
     async def close(self) -> None:
         await self._pool.close()
 
-    async def create_run(self, record: RunRecord) -> None:
+    @staticmethod
+    async def _fence(conn: AsyncConnection[Any], run_id: str, owner: str) -> None:
+        cur = await conn.execute(
+            "SELECT 1 FROM lats_runs WHERE id = %s AND owner = %s AND status = ANY(%s) FOR UPDATE",
+            (run_id, owner, _OPEN),
+        )
+        if await cur.fetchone() is None:
+            raise LeaseLost(f"run {run_id} is not held by {owner}")
+
+    @staticmethod
+    async def _insert_event(conn: AsyncConnection[Any], run_id: str, type_: str, data: str) -> int:
+        cur = await conn.execute(
+            "INSERT INTO lats_events (run_id, seq, type, data)"
+            " SELECT %s, COALESCE(MAX(seq), 0) + 1, %s, %s FROM lats_events WHERE run_id = %s"
+            " RETURNING seq",
+            (run_id, type_, data, run_id),
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        seq = int(row[0])
+        await conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, f"{run_id}:{seq}"))
+        return seq
+
+    # -- runs and leases -------------------------------------------------------------------------
+    async def create_run(
+        self,
+        record: RunRecord,
+        *,
+        started: str | None = None,
+        owner: str | None = None,
+        ttl_s: float = 0.0,
+    ) -> None:
         async with self._pool.connection() as conn:
             await conn.execute(
-                "INSERT INTO lats_runs (id, task, params, status, created_at, updated_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
+                "INSERT INTO lats_runs (id, task, params, status, created_at, updated_at, owner,"
+                f" lease_until) VALUES (%s, %s, %s, %s, %s, %s, %s,"
+                f" CASE WHEN %s::text IS NULL THEN 'epoch'::timestamptz ELSE {_LEASE} END)",
                 (
                     record.id,
                     record.task,
@@ -74,25 +130,132 @@ class PostgresRunStore:
                     record.status,
                     record.created_at,
                     record.updated_at,
+                    owner,
+                    owner,
+                    ttl_s,
                 ),
             )
+            if started is not None:
+                await conn.execute(
+                    "INSERT INTO lats_events (run_id, seq, type, data)"
+                    " VALUES (%s, 1, 'run_started', %s)",
+                    (record.id, started),
+                )
+            if owner is None:
+                await conn.execute("SELECT pg_notify(%s, %s)", (QUEUED_CHANNEL, record.id))
 
-    async def set_status(
-        self, run_id: str, status: RunStatus, result: dict[str, Any] | None = None
+    async def claim(self, run_id: str, owner: str, ttl_s: float) -> RunRecord | None:
+        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(
+                f"UPDATE lats_runs SET owner = %s, lease_until = {_LEASE}"
+                " WHERE id = %s AND status = ANY(%s) AND (lease_until < now() OR owner = %s)"
+                " RETURNING *",
+                (owner, ttl_s, run_id, _OPEN, owner),
+            )
+            row = await cur.fetchone()
+        return _record(row) if row else None
+
+    async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
+        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(
+                f"UPDATE lats_runs SET owner = %s, lease_until = {_LEASE} WHERE id = ("
+                " SELECT id FROM lats_runs WHERE status = ANY(%s) AND lease_until < now()"
+                " ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING *",
+                (owner, ttl_s, _OPEN),
+            )
+            row = await cur.fetchone()
+        return _record(row) if row else None
+
+    async def renew(self, owner: str, ttl_s: float) -> list[Held]:
+        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(
+                f"UPDATE lats_runs SET lease_until = {_LEASE}"
+                " WHERE owner = %s AND status = ANY(%s) RETURNING id, cancel_requested",
+                (ttl_s, owner, _OPEN),
+            )
+            rows = await cur.fetchall()
+        return [Held(run_id=r["id"], cancel_requested=r["cancel_requested"]) for r in rows]
+
+    async def release(self, run_id: str, owner: str, status: RunStatus) -> None:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "UPDATE lats_runs SET status = %s, updated_at = now(), owner = NULL,"
+                " lease_until = 'epoch' WHERE id = %s AND owner = %s AND status = ANY(%s)",
+                (status, run_id, owner, _OPEN),
+            )
+            if cur.rowcount != 1:
+                raise LeaseLost(f"run {run_id} is not held by {owner}")
+            await conn.execute("SELECT pg_notify(%s, %s)", (QUEUED_CHANNEL, run_id))
+
+    async def mark_running(self, run_id: str, owner: str) -> bool:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "UPDATE lats_runs SET status = 'running', updated_at = now()"
+                " WHERE id = %s AND owner = %s AND status = ANY(%s) RETURNING cancel_requested",
+                (run_id, owner, _OPEN),
+            )
+            row = await cur.fetchone()
+        if row is None:
+            raise LeaseLost(f"run {run_id} is not held by {owner}")
+        return bool(row[0])
+
+    async def cancel_requests(self, owner: str) -> list[str]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT id FROM lats_runs WHERE owner = %s AND cancel_requested"
+                " AND status = ANY(%s)",
+                (owner, _OPEN),
+            )
+            rows = await cur.fetchall()
+        return [r[0] for r in rows]
+
+    async def request_cancel(self, run_id: str) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "UPDATE lats_runs SET cancel_requested = true WHERE id = %s AND status = ANY(%s)",
+                (run_id, _OPEN),
+            )
+            await conn.execute("SELECT pg_notify(%s, %s)", (CANCEL_CHANNEL, run_id))
+
+    # -- the event log -------------------------------------------------------------------------
+    async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
+        async with self._pool.connection() as conn:
+            await self._fence(conn, run_id, owner)
+            return await self._insert_event(conn, run_id, type_, data)
+
+    async def finish(
+        self,
+        run_id: str,
+        owner: str,
+        type_: str,
+        data: str,
+        status: RunStatus,
+        result: dict[str, Any] | None,
+    ) -> int:
+        async with self._pool.connection() as conn:
+            await self._fence(conn, run_id, owner)
+            seq = await self._insert_event(conn, run_id, type_, data)
+            await self._end(conn, run_id, status, result)
+            return seq
+
+    async def settle(
+        self, run_id: str, owner: str, status: RunStatus, result: dict[str, Any] | None
     ) -> None:
         async with self._pool.connection() as conn:
-            if result is None:
-                await conn.execute(
-                    "UPDATE lats_runs SET status = %s, updated_at = now() WHERE id = %s",
-                    (status, run_id),
-                )
-            else:
-                await conn.execute(
-                    "UPDATE lats_runs SET status = %s, updated_at = now(), result = %s"
-                    " WHERE id = %s",
-                    (status, Jsonb(json.loads(json.dumps(result))), run_id),
-                )
+            await self._fence(conn, run_id, owner)
+            await self._end(conn, run_id, status, result)
 
+    @staticmethod
+    async def _end(
+        conn: AsyncConnection[Any], run_id: str, status: RunStatus, result: dict[str, Any] | None
+    ) -> None:
+        await conn.execute(
+            "UPDATE lats_runs SET status = %s, updated_at = now(), result = %s, owner = NULL,"
+            " lease_until = 'epoch' WHERE id = %s",
+            (status, _json(result), run_id),
+        )
+
+    # -- reading -----------------------------------------------------------------------------------
     async def get_run(self, run_id: str) -> RunRecord | None:
         async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             await cur.execute("SELECT * FROM lats_runs WHERE id = %s", (run_id,))
@@ -112,22 +275,6 @@ class PostgresRunStore:
             )
             rows = await cur.fetchall()
         return [_record(r) for r in rows]
-
-    async def runs_with_status(self, statuses: tuple[RunStatus, ...]) -> list[RunRecord]:
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(
-                "SELECT * FROM lats_runs WHERE status = ANY(%s) ORDER BY created_at",
-                (list(statuses),),
-            )
-            rows = await cur.fetchall()
-        return [_record(r) for r in rows]
-
-    async def append_event(self, run_id: str, seq: int, type_: str, data: str) -> None:
-        async with self._pool.connection() as conn:
-            await conn.execute(
-                "INSERT INTO lats_events (run_id, seq, type, data) VALUES (%s, %s, %s, %s)",
-                (run_id, seq, type_, data),
-            )
 
     async def events_after(self, run_id: str, after: int) -> list[StoredEvent]:
         async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:

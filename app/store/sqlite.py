@@ -1,16 +1,23 @@
-"""The embedded store: one SQLite file in WAL mode, written through a single connection so
-concurrent runs never meet "database is locked"."""
+"""The embedded store: one SQLite file in WAL mode. Several processes may share it: writes are
+`BEGIN IMMEDIATE` transactions (the write lock is taken up front, so the busy timeout applies
+and no transaction has to upgrade a read lock), leases are wall-clock seconds (one machine)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
-from app.store.base import RunRecord, RunStatus, StoredEvent
+from app.store.base import Held, LeaseLost, RunRecord, RunStatus, StoredEvent
+
+BUSY_TIMEOUT_MS = 30_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -20,7 +27,10 @@ CREATE TABLE IF NOT EXISTS runs (
     status TEXT NOT NULL,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
-    result TEXT
+    result TEXT,
+    owner TEXT,
+    lease_until REAL NOT NULL DEFAULT 0,
+    cancel_requested INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status, created_at DESC);
@@ -32,6 +42,13 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (run_id, seq)
 );
 """
+# Files written before leases existed get the columns added in place.
+_LEASE_COLUMNS = {
+    "owner": "TEXT",
+    "lease_until": "REAL NOT NULL DEFAULT 0",
+    "cancel_requested": "INTEGER NOT NULL DEFAULT 0",
+}
+_OPEN = "status IN ('queued', 'running', 'interrupted')"  # base.UNFINISHED
 
 
 def _now() -> str:
@@ -47,63 +64,244 @@ def _record(row: aiosqlite.Row) -> RunRecord:
         created_at=datetime.fromisoformat(row["created_at"]),
         updated_at=datetime.fromisoformat(row["updated_at"]),
         result=json.loads(row["result"]) if row["result"] else None,
+        owner=row["owner"],
+        cancel_requested=bool(row["cancel_requested"]),
     )
 
 
 class SqliteRunStore:
-    """`RunStore` on SQLite."""
+    """`RunStore` on SQLite, through one connection per process."""
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
+        # One connection carries one transaction at a time: statements of two coroutines must
+        # not interleave inside a BEGIN … COMMIT.
+        self._lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: Path) -> SqliteRunStore:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = await aiosqlite.connect(path)
+        conn = await aiosqlite.connect(path, isolation_level=None)
         conn.row_factory = aiosqlite.Row
+        await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA busy_timeout=5000")
         await conn.execute("PRAGMA synchronous=NORMAL")
-        await conn.executescript(_SCHEMA)
-        await conn.commit()
-        return cls(conn)
+        store = cls(conn)
+        async with store._write():
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    await conn.execute(statement)
+            async with conn.execute("PRAGMA table_info(runs)") as cur:
+                have = {row["name"] for row in await cur.fetchall()}
+            for name, kind in _LEASE_COLUMNS.items():
+                if name not in have:
+                    await conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+        return store
 
     async def close(self) -> None:
         await self._conn.close()
 
-    async def create_run(self, record: RunRecord) -> None:
-        await self._conn.execute(
-            "INSERT INTO runs (id, task, params, status, created_at, updated_at, result)"
-            " VALUES (?, ?, ?, ?, ?, ?, NULL)",
-            (
-                record.id,
-                record.task,
-                json.dumps(record.params),
-                record.status,
-                record.created_at.isoformat(),
-                record.updated_at.isoformat(),
-            ),
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._lock:
+            await self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                await self._conn.execute("ROLLBACK")
+                raise
+            await self._conn.execute("COMMIT")
+
+    async def _one(self, sql: str, args: tuple[Any, ...]) -> aiosqlite.Row | None:
+        async with self._conn.execute(sql, args) as cur:
+            row: aiosqlite.Row | None = await cur.fetchone()
+        return row
+
+    async def _fence(self, run_id: str, owner: str) -> None:
+        row = await self._one(
+            f"SELECT 1 FROM runs WHERE id = ? AND owner = ? AND {_OPEN}", (run_id, owner)
         )
-        await self._conn.commit()
+        if row is None:
+            raise LeaseLost(f"run {run_id} is not held by {owner}")
 
-    async def set_status(
-        self, run_id: str, status: RunStatus, result: dict[str, Any] | None = None
+    async def _next_seq(self, run_id: str) -> int:
+        row = await self._one(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?", (run_id,)
+        )
+        assert row is not None
+        return int(row[0])
+
+    # -- runs and leases -------------------------------------------------------------------------
+    async def create_run(
+        self,
+        record: RunRecord,
+        *,
+        started: str | None = None,
+        owner: str | None = None,
+        ttl_s: float = 0.0,
     ) -> None:
-        if result is None:
-            await self._conn.execute(
-                "UPDATE runs SET status = ?, updated_at = ? WHERE id = ?",
-                (status, _now(), run_id),
+        until = time.time() + ttl_s if owner else 0.0
+        async with self._write() as conn:
+            await conn.execute(
+                "INSERT INTO runs (id, task, params, status, created_at, updated_at, result,"
+                " owner, lease_until) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+                (
+                    record.id,
+                    record.task,
+                    json.dumps(record.params),
+                    record.status,
+                    record.created_at.isoformat(),
+                    record.updated_at.isoformat(),
+                    owner,
+                    until,
+                ),
             )
-        else:
-            await self._conn.execute(
-                "UPDATE runs SET status = ?, updated_at = ?, result = ? WHERE id = ?",
-                (status, _now(), json.dumps(result), run_id),
-            )
-        await self._conn.commit()
+            if started is not None:
+                await conn.execute(
+                    "INSERT INTO events (run_id, seq, type, data) VALUES (?, 1, 'run_started', ?)",
+                    (record.id, started),
+                )
 
+    async def claim(self, run_id: str, owner: str, ttl_s: float) -> RunRecord | None:
+        now = time.time()
+        async with self._write() as conn:
+            cur = await conn.execute(
+                f"UPDATE runs SET owner = ?, lease_until = ? WHERE id = ? AND {_OPEN}"
+                " AND (lease_until < ? OR owner = ?)",
+                (owner, now + ttl_s, run_id, now, owner),
+            )
+            if cur.rowcount != 1:
+                return None
+            row = await self._one("SELECT * FROM runs WHERE id = ?", (run_id,))
+        return _record(row) if row else None
+
+    async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
+        now = time.time()
+        # Look before taking the write lock: most sweeps find nothing, and a read does not
+        # queue behind other processes' writes.
+        async with self._lock:
+            if (
+                await self._one(f"SELECT 1 FROM runs WHERE {_OPEN} AND lease_until < ?", (now,))
+                is None
+            ):
+                return None
+        async with self._write() as conn:
+            row = await self._one(
+                f"SELECT id FROM runs WHERE {_OPEN} AND lease_until < ?"
+                " ORDER BY created_at LIMIT 1",
+                (now,),
+            )
+            if row is None:
+                return None
+            await conn.execute(
+                "UPDATE runs SET owner = ?, lease_until = ? WHERE id = ?",
+                (owner, now + ttl_s, row["id"]),
+            )
+            claimed = await self._one("SELECT * FROM runs WHERE id = ?", (row["id"],))
+        return _record(claimed) if claimed else None
+
+    async def renew(self, owner: str, ttl_s: float) -> list[Held]:
+        async with self._write() as conn:
+            await conn.execute(
+                f"UPDATE runs SET lease_until = ? WHERE owner = ? AND {_OPEN}",
+                (time.time() + ttl_s, owner),
+            )
+            async with conn.execute(
+                f"SELECT id, cancel_requested FROM runs WHERE owner = ? AND {_OPEN}", (owner,)
+            ) as cur:
+                rows = await cur.fetchall()
+        return [Held(run_id=r["id"], cancel_requested=bool(r["cancel_requested"])) for r in rows]
+
+    async def release(self, run_id: str, owner: str, status: RunStatus) -> None:
+        async with self._write() as conn:
+            cur = await conn.execute(
+                "UPDATE runs SET status = ?, updated_at = ?, owner = NULL, lease_until = 0"
+                f" WHERE id = ? AND owner = ? AND {_OPEN}",
+                (status, _now(), run_id, owner),
+            )
+            if cur.rowcount != 1:
+                raise LeaseLost(f"run {run_id} is not held by {owner}")
+
+    async def mark_running(self, run_id: str, owner: str) -> bool:
+        async with self._write() as conn:
+            cur = await conn.execute(
+                f"UPDATE runs SET status = 'running', updated_at = ? WHERE id = ? AND owner = ?"
+                f" AND {_OPEN}",
+                (_now(), run_id, owner),
+            )
+            if cur.rowcount != 1:
+                raise LeaseLost(f"run {run_id} is not held by {owner}")
+            row = await self._one("SELECT cancel_requested FROM runs WHERE id = ?", (run_id,))
+        return bool(row and row[0])
+
+    async def cancel_requests(self, owner: str) -> list[str]:
+        async with (
+            self._lock,
+            self._conn.execute(
+                f"SELECT id FROM runs WHERE owner = ? AND cancel_requested = 1 AND {_OPEN}",
+                (owner,),
+            ) as cur,
+        ):
+            rows = await cur.fetchall()
+        return [r["id"] for r in rows]
+
+    async def request_cancel(self, run_id: str) -> None:
+        async with self._write() as conn:
+            await conn.execute(
+                f"UPDATE runs SET cancel_requested = 1 WHERE id = ? AND {_OPEN}", (run_id,)
+            )
+
+    # -- the event log -------------------------------------------------------------------------
+    async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
+        async with self._write() as conn:
+            await self._fence(run_id, owner)
+            seq = await self._next_seq(run_id)
+            await conn.execute(
+                "INSERT INTO events (run_id, seq, type, data) VALUES (?, ?, ?, ?)",
+                (run_id, seq, type_, data),
+            )
+        return seq
+
+    async def finish(
+        self,
+        run_id: str,
+        owner: str,
+        type_: str,
+        data: str,
+        status: RunStatus,
+        result: dict[str, Any] | None,
+    ) -> int:
+        async with self._write() as conn:
+            await self._fence(run_id, owner)
+            seq = await self._next_seq(run_id)
+            await conn.execute(
+                "INSERT INTO events (run_id, seq, type, data) VALUES (?, ?, ?, ?)",
+                (run_id, seq, type_, data),
+            )
+            await self._end(conn, run_id, status, result)
+        return seq
+
+    async def settle(
+        self, run_id: str, owner: str, status: RunStatus, result: dict[str, Any] | None
+    ) -> None:
+        async with self._write() as conn:
+            await self._fence(run_id, owner)
+            await self._end(conn, run_id, status, result)
+
+    @staticmethod
+    async def _end(
+        conn: aiosqlite.Connection, run_id: str, status: RunStatus, result: dict[str, Any] | None
+    ) -> None:
+        await conn.execute(
+            "UPDATE runs SET status = ?, updated_at = ?, result = ?, owner = NULL,"
+            " lease_until = 0 WHERE id = ?",
+            (status, _now(), json.dumps(result) if result is not None else None, run_id),
+        )
+
+    # -- reading -----------------------------------------------------------------------------------
     async def get_run(self, run_id: str) -> RunRecord | None:
-        async with self._conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)) as cur:
-            row = await cur.fetchone()
+        async with self._lock:
+            row = await self._one("SELECT * FROM runs WHERE id = ?", (run_id,))
         return _record(row) if row else None
 
     async def list_runs(
@@ -116,39 +314,31 @@ class SqliteRunStore:
             args.append(status)
         sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
         args += [limit, offset]
-        async with self._conn.execute(sql, args) as cur:
+        async with self._lock, self._conn.execute(sql, args) as cur:
             rows = await cur.fetchall()
         return [_record(r) for r in rows]
-
-    async def runs_with_status(self, statuses: tuple[RunStatus, ...]) -> list[RunRecord]:
-        marks = ", ".join("?" for _ in statuses)
-        sql = f"SELECT * FROM runs WHERE status IN ({marks}) ORDER BY created_at"
-        async with self._conn.execute(sql, statuses) as cur:
-            rows = await cur.fetchall()
-        return [_record(r) for r in rows]
-
-    async def append_event(self, run_id: str, seq: int, type_: str, data: str) -> None:
-        await self._conn.execute(
-            "INSERT INTO events (run_id, seq, type, data) VALUES (?, ?, ?, ?)",
-            (run_id, seq, type_, data),
-        )
-        await self._conn.commit()
 
     async def events_after(self, run_id: str, after: int) -> list[StoredEvent]:
-        async with self._conn.execute(
-            "SELECT seq, type, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq",
-            (run_id, after),
-        ) as cur:
+        async with (
+            self._lock,
+            self._conn.execute(
+                "SELECT seq, type, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq",
+                (run_id, after),
+            ) as cur,
+        ):
             rows = await cur.fetchall()
         return [StoredEvent(seq=r["seq"], type=r["type"], data=r["data"]) for r in rows]
 
     async def last_seq(self, run_id: str) -> int:
-        async with self._conn.execute(
-            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", (run_id,)
-        ) as cur:
-            row = await cur.fetchone()
+        async with self._lock:
+            return await self._next_seq(run_id) - 1
+
+    async def data_version(self) -> int:
+        """Changes whenever another connection (another process) commits to the file."""
+        async with self._lock:
+            row = await self._one("PRAGMA data_version", ())
         return int(row[0]) if row else 0
 
     async def ping(self) -> None:
-        async with self._conn.execute("SELECT 1") as cur:
-            await cur.fetchone()
+        async with self._lock:
+            await self._one("SELECT 1", ())

@@ -79,6 +79,7 @@ def server_env(tmp_path: Path, docs: Path) -> dict[str, str]:
         "LATS_MODEL_RPS": "0",  # no pacing against the simulator
         "LATS_SSE_HEARTBEAT_S": "1",
         "LATS_SHUTDOWN_GRACE_S": "1",
+        "LATS_LEASE_TTL_S": "2",  # a killed server's runs are taken over 2 s after its death
     }
 
 

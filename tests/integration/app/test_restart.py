@@ -12,7 +12,7 @@ from testkit.scenario import Scenario
 from tests.integration.app.conftest import ServiceMaker
 
 
-async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_not_rerun(
+async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_with_its_answer(
     service_for: ServiceMaker, settings: Settings
 ) -> None:
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
@@ -20,7 +20,9 @@ async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_not_reru
     await store.create_run(
         RunRecord(
             id="r-ended", task="t", params={}, status="running", created_at=now, updated_at=now
-        )
+        ),
+        owner="gone",
+        ttl_s=0,  # its process died: the lease has expired
     )
     done = RunDone(
         run_id="r-ended",
@@ -32,11 +34,13 @@ async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_not_reru
         stop_reason="max_paths",
         metrics={},
     )
-    await store.append_event("r-ended", 1, "done", done.model_dump_json())
+    # The end was logged, its status not (what a store written before `finish` could leave).
+    await store.append_event("r-ended", "gone", "done", done.model_dump_json())
     await store.close()
 
     async with service_for(Scenario(plan=["A"])) as svc:
         run = (await svc.client.get("/runs/r-ended")).json()
 
     assert run["status"] == "done"
+    assert run["answer"] == "42"  # settled with its answer
     assert svc.models.recorder.calls == []  # nothing ran again

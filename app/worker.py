@@ -1,0 +1,33 @@
+"""`lats worker`: a process that executes runs and serves no HTTP.
+
+It claims runs that API processes store, and runs whose worker died; SIGTERM or SIGINT drains
+its runs (they go back to the store for the next worker) and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from agents.models import SettingsModelFactory
+from agents.settings import Settings
+from app.service import run_service
+from tools.registry import build_tools
+
+logger = logging.getLogger(__name__)
+
+
+async def run_worker(settings: Settings) -> None:
+    """Work until SIGTERM or SIGINT, then drain."""
+    models = SettingsModelFactory(settings)
+    models.check()
+    tools = build_tools(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with run_service(settings, models=models, tools=tools, worker=True) as manager:
+        logger.info("worker owner=%s ready", manager.owner)
+        await stop.wait()
+        logger.info("worker owner=%s stopping", manager.owner)

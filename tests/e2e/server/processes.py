@@ -1,0 +1,82 @@
+"""Service processes of every kind for the shared-runs tests: `serve`, `serve --no-worker`
+and `worker`, each on its own log, started and ready-checked the same way."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+_LISTENING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
+_WORKER_READY = re.compile(r"worker owner=(\S+) ready")
+_OWNER = re.compile(r"owner=(\S+) started")
+
+
+class Proc:
+    """One `python -m app …` process; `url` once an HTTP one listens, `owner` its worker id."""
+
+    def __init__(self, env: Mapping[str, str], args: Sequence[str]) -> None:
+        self.env = {**os.environ, **env}
+        self.args = list(args)
+        self.proc: subprocess.Popen[str] | None = None
+        self.url = ""
+        self.owner = ""
+        self.lines: list[str] = []
+        self._ready = threading.Event()
+
+    @property
+    def http(self) -> bool:
+        return self.args[0] == "serve"
+
+    def start(self, timeout_s: float = 60) -> Proc:
+        cmd = [sys.executable, "-m", "app", *self.args]
+        if self.http:
+            cmd += ["--host", "127.0.0.1", "--port", "0"]
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self._ready.wait(timeout_s) or (self.http and not self.url):
+            self.kill()
+            raise RuntimeError("process did not start:\n" + "\n".join(self.lines[-30:]))
+        return self
+
+    def _read(self) -> None:
+        assert self.proc is not None
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip())
+            if owner := _OWNER.search(line):
+                self.owner = owner.group(1)
+            if listening := _LISTENING.search(line):
+                self.url = listening.group(1)
+                self._ready.set()
+            elif not self.http and _WORKER_READY.search(line):
+                self._ready.set()
+        self._ready.set()  # the process ended
+
+    def log(self) -> str:
+        return "\n".join(self.lines)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def terminate(self, timeout_s: float = 60) -> int:
+        """SIGTERM and wait for the drain; the exit code."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=timeout_s)

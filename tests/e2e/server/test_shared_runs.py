@@ -1,0 +1,203 @@
+"""Several service processes share the runs: one owner per run, any process follows or cancels
+any run, whole histories. Real processes, the Gemini simulator, SQLite or Postgres."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from testkit.gemini_roles import research_scenario
+from testkit.gemini_sim import GeminiSimulator, SimRequest
+from testkit.gemini_sim import Reply as SimReply
+from tests.e2e.server.processes import Proc
+
+logger = logging.getLogger(__name__)
+BODY = {"task": "What do the sources say?", "max_paths": 2}
+TERMINAL = {"done", "error", "cancelled"}
+STATUS_OF = {"done": "done", "error": "failed", "cancelled": "cancelled"}
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "sources.md").write_text("# Sources\n\nThe sources agree on the main result.\n")
+    return {
+        "GOOGLE_API_KEY": "simulated-key",
+        "LATS_MODEL": "google_genai:gemini-2.5-flash",
+        "LATS_TOOLS": "local_docs",
+        "LATS_LOCAL_DOCS_DIR": str(docs),
+        "LATS_DATA_DIR": str(tmp_path / "data"),
+        "LATS_MODEL_RETRY_BASE_DELAY_S": "0",
+        "LATS_MODEL_RPS": "0",
+        "LATS_SSE_HEARTBEAT_S": "1",
+        "LATS_SHUTDOWN_GRACE_S": "1",
+        "LATS_LEASE_TTL_S": "3",
+    }
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        proc.kill()
+
+
+def _start(procs: list[Proc], env: dict[str, str], *args: str) -> Proc:
+    proc = Proc(env, args).start()
+    procs.append(proc)
+    return proc
+
+
+def read_events(url: str, run_id: str, after: int = 0) -> list[tuple[int, str, dict[str, Any]]]:
+    """A run's events from `after` to the end of its stream."""
+    out: list[tuple[int, str, dict[str, Any]]] = []
+    with (
+        httpx.Client(base_url=url, timeout=60) as client,
+        client.stream("GET", f"/runs/{run_id}/events", params={"after": after}) as response,
+    ):
+        seq, kind = 0, ""
+        for line in response.iter_lines():
+            if line.startswith("id: "):
+                seq = int(line[4:])
+            elif line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: "):
+                out.append((seq, kind, json.loads(line[6:])))
+    return out
+
+
+def check_whole(url: str, run_id: str, events: list[tuple[int, str, dict[str, Any]]]) -> str:
+    """The history rules for one run; its terminal type."""
+    seqs = [seq for seq, _, _ in events]
+    kinds = [kind for _, kind, _ in events]
+    assert seqs == list(range(1, len(seqs) + 1)), (run_id, seqs)
+    assert kinds[0] == "run_started"
+    assert sum(k in TERMINAL for k in kinds) == 1, (run_id, kinds)
+    assert kinds[-1] in TERMINAL
+    with httpx.Client(base_url=url, timeout=30) as client:
+        run = client.get(f"/runs/{run_id}").json()
+        trace = [
+            json.loads(line)["id"] for line in client.get(f"/runs/{run_id}/trace").text.split()
+        ]
+    assert trace == seqs  # the stored log is the streamed one
+    assert run["status"] == STATUS_OF[kinds[-1]]
+    if kinds[-1] == "done":
+        assert run["answer"] == events[-1][2]["answer"]
+    return kinds[-1]
+
+
+def storm(urls: list[str], runs: int, cancels: int, seed: int) -> dict[str, str]:
+    """Start `runs` runs through random processes, cancel `cancels` of them at random moments
+    through random processes, follow each from a random process; run id → terminal type."""
+    rng = random.Random(seed)
+    with httpx.Client(timeout=30) as client:
+        ids = []
+        for _ in range(runs):
+            response = client.post(f"{rng.choice(urls)}/runs", json=BODY)
+            assert response.status_code == 202, response.text
+            ids.append(response.json()["run_id"])
+        doomed = set(rng.sample(ids, cancels))
+
+    def one(run_id: str) -> str:
+        local = random.Random(run_id)
+        if run_id in doomed:
+            time.sleep(local.uniform(0, 0.5))  # a random moment: queued, running or done
+            with httpx.Client(timeout=30) as c:
+                assert c.post(f"{local.choice(urls)}/runs/{run_id}/cancel").status_code == 200
+        follow = local.choice(urls)
+        return check_whole(follow, run_id, read_events(follow, run_id))
+
+    with ThreadPoolExecutor(8) as pool:
+        ends = dict(zip(ids, pool.map(one, ids), strict=True))
+    return ends
+
+
+def test_two_serve_processes_share_one_sqlite_data_dir(
+    env: dict[str, str], procs: list[Proc]
+) -> None:
+    with GeminiSimulator(research_scenario(), latency_s=0.05) as sim:
+        env = {**env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}
+        a = _start(procs, env, "serve")
+        b = _start(procs, env, "serve")
+        ends = storm([a.url, b.url], runs=12, cancels=5, seed=1)
+
+    logs = a.log() + b.log()
+    assert "database is locked" not in logs
+    assert "Traceback" not in logs
+    assert set(ends.values()) <= {"done", "cancelled"}
+    logger.info("sqlite, 2 processes: %s", sorted(ends.values()))
+
+
+def test_api_only_process_and_two_workers_on_postgres(
+    env: dict[str, str], procs: list[Proc], fresh_postgres_url: str
+) -> None:
+    with GeminiSimulator(research_scenario(), latency_s=0.05) as sim:
+        env = {
+            **env,
+            "GOOGLE_GEMINI_BASE_URL": sim.base_url,
+            "LATS_DATABASE_URL": fresh_postgres_url,
+        }
+        api = _start(procs, env, "serve", "--no-worker")
+        workers = [_start(procs, env, "worker"), _start(procs, env, "worker")]
+        ends = storm([api.url], runs=12, cancels=4, seed=2)
+
+    assert "Traceback" not in "\n".join(p.log() for p in procs)
+    assert all("claimed by" in w.log() for w in workers)  # both workers executed runs
+    assert "claimed by" not in api.log()
+    assert list(ends.values()).count("done") >= 8
+
+
+class HeldStep:
+    """The research scenario, with the executor of `held` waiting until `release`."""
+
+    def __init__(self, held: str) -> None:
+        self.held = held
+        self.release = threading.Event()
+        self.waiting = threading.Event()
+        self._inner = research_scenario()
+
+    def __call__(self, request: SimRequest) -> SimReply:
+        if f"Step to execute: {self.held}" in request.prompt and not self.release.is_set():
+            self.waiting.set()
+            self.release.wait(30)
+        return self._inner(request)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_stream_and_a_cancel_on_the_process_that_does_not_own_the_run(
+    env: dict[str, str], procs: list[Proc], backend: str, request: pytest.FixtureRequest
+) -> None:
+    if backend == "postgres":
+        env = {**env, "LATS_DATABASE_URL": request.getfixturevalue("fresh_postgres_url")}
+    script = HeldStep("Summarise them")
+    with GeminiSimulator(script) as sim:
+        env = {**env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}
+        owner = _start(procs, env, "serve")
+        other = _start(procs, env, "serve")
+        with httpx.Client(timeout=30) as client:
+            run_id = client.post(f"{owner.url}/runs", json=BODY).json()["run_id"]
+            with ThreadPoolExecutor(1) as pool:
+                followed = pool.submit(read_events, other.url, run_id)
+                assert script.waiting.wait(30)
+                started = time.monotonic()
+                cancelled = client.post(f"{other.url}/runs/{run_id}/cancel").json()
+                cancel_s = time.monotonic() - started
+                events = followed.result(timeout=30)
+        script.release.set()
+
+    assert cancelled["status"] == "cancelled"
+    assert check_whole(other.url, run_id, events) == "cancelled"
+    assert "node_started" in [kind for _, kind, _ in events]  # followed live, not replayed only
+    logger.info("%s: cancel through the other process took %.3fs", backend, cancel_s)

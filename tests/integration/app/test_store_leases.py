@@ -1,0 +1,160 @@
+"""Leases, fencing and store-assigned event ids on the real SQLite file and the real Postgres:
+two stores (two connections, as two processes have) race for the same rows."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from app.store.base import LeaseLost, RunRecord, RunStore
+from app.store.postgres import PostgresRunStore
+from app.store.sqlite import SqliteRunStore
+
+Opener = Callable[[], Awaitable[RunStore]]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Opener]:
+    """Opens a new store (its own connection) on one shared database, per call."""
+    opened: list[RunStore] = []
+
+    async def make() -> RunStore:
+        store: RunStore
+        if request.param == "sqlite":
+            store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
+        else:
+            store = await PostgresRunStore.open(request.getfixturevalue("fresh_postgres_url"))
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        await store.close()  # type: ignore[attr-defined]
+
+
+def _record(run_id: str | None = None) -> RunRecord:
+    now = datetime.now(UTC)
+    return RunRecord(
+        id=run_id or uuid.uuid4().hex,
+        task="t",
+        params={},
+        status="queued",
+        created_at=now,
+        updated_at=now,
+    )
+
+
+async def test_two_claimers_of_a_free_run_one_wins(open_store: Opener) -> None:
+    a, b = await open_store(), await open_store()
+    for _ in range(20):
+        record = _record()
+        await a.create_run(record, started="{}")
+        won = await asyncio.gather(a.claim(record.id, "a", 30), b.claim(record.id, "b", 30))
+
+        assert sum(r is not None for r in won) == 1
+
+
+async def test_claim_next_never_hands_one_run_to_two_workers(open_store: Opener) -> None:
+    stores = [await open_store() for _ in range(3)]
+    ids = set()
+    for _ in range(6):
+        record = _record()
+        ids.add(record.id)
+        await stores[0].create_run(record)
+
+    claimed = await asyncio.gather(
+        *(s.claim_next(f"w{i}-{k}", 30) for k in range(4) for i, s in enumerate(stores))
+    )
+    got = [r.id for r in claimed if r is not None]
+
+    assert sorted(got) == sorted(ids)
+
+
+async def test_a_held_lease_is_not_taken_an_expired_one_is(open_store: Opener) -> None:
+    store = await open_store()
+    held, expired = _record(), _record()
+    await store.create_run(held, owner="alive", ttl_s=60)
+    await store.create_run(expired, owner="dead", ttl_s=0)
+    await asyncio.sleep(0.01)  # the expired lease's instant is in the past
+
+    assert await store.claim(held.id, "other", 30) is None
+    taken = await store.claim(expired.id, "other", 30)
+    assert taken is not None
+    assert taken.owner == "other"
+    assert await store.claim_next("third", 30) is None
+
+
+async def test_event_ids_come_from_the_store_and_continue_after_a_take_over(
+    open_store: Opener,
+) -> None:
+    store = await open_store()
+    record = _record()
+    await store.create_run(record, started='{"type": "run_started"}', owner="old", ttl_s=0)
+    first = await store.append_event(record.id, "old", "node_started", "{}")
+    await asyncio.sleep(0.01)
+    assert await store.claim(record.id, "new", 30) is not None
+
+    with pytest.raises(LeaseLost):
+        await store.append_event(record.id, "old", "node_started", "{}")  # fenced
+    with pytest.raises(LeaseLost):
+        await store.finish(record.id, "old", "done", "{}", "done", {"answer": "zombie"})
+    second = await store.append_event(record.id, "new", "node_started", "{}")
+
+    assert (first, second) == (2, 3)
+    assert [e.seq for e in await store.events_after(record.id, 0)] == [1, 2, 3]
+
+
+async def test_finish_stores_terminal_event_status_and_result_together(
+    open_store: Opener,
+) -> None:
+    store = await open_store()
+    record = _record()
+    await store.create_run(record, started="{}", owner="me", ttl_s=30)
+    seq = await store.finish(
+        record.id, "me", "done", json.dumps({"answer": "42"}), "done", {"answer": "42"}
+    )
+    stored = await store.get_run(record.id)
+
+    assert seq == 2
+    assert stored is not None
+    assert (stored.status, stored.result, stored.owner) == ("done", {"answer": "42"}, None)
+    with pytest.raises(LeaseLost):  # exactly one terminal event
+        await store.finish(record.id, "me", "cancelled", "{}", "cancelled", None)
+    assert await store.claim(record.id, "other", 30) is None  # a finished run is never claimed
+
+
+async def test_renew_keeps_leases_and_reports_cancel_requests(open_store: Opener) -> None:
+    store = await open_store()
+    mine, flagged = _record(), _record()
+    await store.create_run(mine, owner="me", ttl_s=0.5)
+    await store.create_run(flagged, owner="me", ttl_s=0.5)
+    await store.request_cancel(flagged.id)
+
+    held = await store.renew("me", 60)
+    await asyncio.sleep(0.6)
+
+    assert {(h.run_id, h.cancel_requested) for h in held} == {
+        (mine.id, False),
+        (flagged.id, True),
+    }
+    assert await store.claim(mine.id, "other", 30) is None  # renewed past its first expiry
+    assert await store.cancel_requests("me") == [flagged.id]
+    assert await store.mark_running(flagged.id, "me") is True
+
+
+async def test_a_released_run_is_claimable_at_once(open_store: Opener) -> None:
+    store = await open_store()
+    record = _record()
+    await store.create_run(record, owner="me", ttl_s=60)
+    await store.release(record.id, "me", "interrupted")
+
+    taken = await store.claim_next("next", 30)
+
+    assert taken is not None
+    assert (taken.id, taken.status) == (record.id, "interrupted")
