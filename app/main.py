@@ -12,7 +12,7 @@ from langchain_core.tools import BaseTool
 from agents.models import ModelFactory, SettingsModelFactory
 from agents.settings import Settings, get_settings
 from app import errors, openapi
-from app.routes import health, runs, ui
+from app.routes import chat, health, runs, ui
 from app.service import run_service
 from tools.registry import build_tools
 
@@ -54,6 +54,7 @@ def create_app(
     errors.install(app)
     app.include_router(health.router)
     app.include_router(runs.router)
+    app.include_router(chat.router)  # OpenAI-compatible: /v1/chat/completions, /v1/models
     openapi.install(app)
     ui.install(app)  # the web page at / and its files under /static
     return app
