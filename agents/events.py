@@ -103,8 +103,8 @@ class NodeEvaluated(_Event):
     score: float = Field(ge=0, le=1, description="Progress of the path ending here.")
     reason: str | None = None
     value: float = Field(
-        description="The node's value after this score (agents.tree.node_value: backed-up "
-        "scores blended with its prior)."
+        description="The node's value after this score (agents.tree.node_value: its prior "
+        "blended with this score)."
     )
     visits: int = Field(ge=0)
 

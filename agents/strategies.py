@@ -19,7 +19,7 @@ from typing import Protocol
 from agents.errors import ConfigError
 from agents.params import RunParams
 from agents.state import NodeRecord
-from agents.tree import NEUTRAL_VALUE, PRIOR_WEIGHT, blended_value, by_id, children_of
+from agents.tree import NEUTRAL_VALUE, PRIOR_WEIGHT, by_id, children_of, node_values
 
 
 class Strategy(Protocol):
@@ -127,12 +127,14 @@ class Mcts:
     """LATS-style selection with priors: from the root, follow the child with the best PUCT
     among those whose subtree still has a runnable node, down to a runnable node.
 
-    Q is `node_value` (the backed-up progress scores blended with the candidate's own score
-    as `prior_weight` pseudo-visits), so an unvisited child is worth its prior and a branch
-    whose results disappoint falls below its untried siblings.
+    Q is `node_value`: a child not yet run is worth its prior, one that ran its prior blended
+    with its progress score, one that was expanded its best child. So a branch whose
+    continuations disappoint falls below its untried siblings, and a weak-looking step that
+    opens good continuations is followed.
 
     Parallel picks use virtual loss: every in-flight node, and every node picked in this
-    round, adds one visit of value 0 along its path, so the next descent prefers others.
+    round, adds one visit of value 0 along its path (against the `prior_weight + visits`
+    observations a value stands for), so the next descent prefers others.
     """
 
     name = "mcts"
@@ -159,9 +161,10 @@ class Mcts:
                 for ancestor in _lineage(nodes, node_id):
                     virtual[ancestor] += 1
         roots = [n for n in nodes.values() if n["parent_id"] is None]
+        values = node_values(nodes, self.prior_weight)
         picks: list[NodeRecord] = []
         while len(picks) < slots and roots and open_below[roots[0]["id"]] > 0:
-            node = self._descend(nodes, roots[0], open_ids, open_below, virtual)
+            node = self._descend(nodes, values, roots[0], open_ids, open_below, virtual)
             picks.append(node)
             open_ids.discard(node["id"])
             for ancestor in _lineage(nodes, node["id"]):
@@ -169,15 +172,19 @@ class Mcts:
                 virtual[ancestor] += 1
         return picks
 
-    def score(self, child: NodeRecord, share: float, parent_visits: int, virtual: int) -> float:
-        """The child's PUCT with `virtual` in-flight visits of value 0 added."""
-        visits = child["visits"] + virtual
-        q = blended_value(child["value_sum"], visits, child["prior"], self.prior_weight)
-        return puct(q, share, parent_visits, visits, self.exploration)
+    def score(
+        self, child: NodeRecord, value: float, share: float, parent_visits: int, virtual: int
+    ) -> float:
+        """The child's PUCT; `virtual` in-flight visits count as losses (value 0) against the
+        `prior_weight + visits` observations its value stands for."""
+        seen = self.prior_weight + child["visits"]
+        q = value * seen / (seen + virtual) if seen + virtual > 0 else value
+        return puct(q, share, parent_visits, child["visits"] + virtual, self.exploration)
 
     def _descend(
         self,
         nodes: Mapping[str, NodeRecord],
+        values: Mapping[str, float],
         current: NodeRecord,
         open_ids: set[str],
         open_below: Counter[str],
@@ -192,7 +199,13 @@ class Mcts:
             for child in children:
                 if open_below[child["id"]] <= 0:
                     continue
-                key = self.score(child, shares[child["id"]], parent_visits, virtual[child["id"]])
+                key = self.score(
+                    child,
+                    values[child["id"]],
+                    shares[child["id"]],
+                    parent_visits,
+                    virtual[child["id"]],
+                )
                 if key > best_key:  # strict: ties keep the replanner's order
                     best, best_key = child, key
             if best is None:

@@ -125,10 +125,8 @@ def trim(text: str, limit: int) -> str:
 def blended_value(
     value_sum: float, visits: int, prior: float | None, prior_weight: float = PRIOR_WEIGHT
 ) -> float:
-    """V = (w·p + S) / (w + N): the backed-up value sum S over N visits, with the candidate's
-    score p counted as w pseudo-visits. Unvisited, V is the prior; each visit moves V towards
-    the mean of what was observed below. With no prior, V = S / N, or `NEUTRAL_VALUE` when
-    nothing is known."""
+    """(w·p + S) / (w + N): N observed scores summing to S, with the prior p counted as w
+    pseudo-observations. With no prior, S / N; with nothing at all, `NEUTRAL_VALUE`."""
     weight = prior_weight if prior is not None else 0.0
     denominator = weight + visits
     if denominator <= 0:
@@ -136,10 +134,44 @@ def blended_value(
     return (weight * (prior or 0.0) + value_sum) / denominator
 
 
-def node_value(node: NodeRecord, prior_weight: float = PRIOR_WEIGHT) -> float:
+def own_value(node: NodeRecord, prior_weight: float = PRIOR_WEIGHT) -> float:
+    """What the node's own judgements say: its prior blended with its progress score,
+    (w·p + s) / (w + 1)."""
+    judged = node["score"] is not None
+    return blended_value(node["score"] or 0.0, 1 if judged else 0, node["prior"], prior_weight)
+
+
+_LIVE = ("pending", "running", "done")
+
+
+def node_values(
+    nodes: Mapping[str, NodeRecord], prior_weight: float = PRIOR_WEIGHT
+) -> dict[str, float]:
+    """`node_value` of every node, computed bottom-up in one pass (for selection)."""
+    kids: dict[str, list[str]] = {}
+    for node in nodes.values():
+        if node["parent_id"] is not None and node["status"] in _LIVE:
+            kids.setdefault(node["parent_id"], []).append(node["id"])
+    values: dict[str, float] = {}
+    for node in sorted(nodes.values(), key=lambda n: -n["depth"]):
+        below = [values[k] for k in kids.get(node["id"], [])]
+        values[node["id"]] = max(below) if below else own_value(node, prior_weight)
+    return values
+
+
+def node_value(
+    nodes: Mapping[str, NodeRecord], node_id: str, prior_weight: float = PRIOR_WEIGHT
+) -> float:
     """THE value of a node, used by selection (mcts), early stop, the vote's fallback and the
-    vote's evidence: `blended_value` of its backed-up progress scores and its prior."""
-    return blended_value(node["value_sum"], node["visits"], node["prior"], prior_weight)
+    vote's evidence: the best answer its subtree promises. A node with live children (pending,
+    running or done) is worth its best child; any other is worth its own judgements
+    (`own_value`: prior and progress score blended)."""
+    below = [
+        node_value(nodes, c["id"], prior_weight)
+        for c in children_of(nodes, node_id)
+        if c["status"] in _LIVE
+    ]
+    return max(below) if below else own_value(nodes[node_id], prior_weight)
 
 
 def backpropagate(nodes: Mapping[str, NodeRecord], node_id: str, value: float) -> list[NodeRecord]:

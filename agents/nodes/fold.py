@@ -46,6 +46,7 @@ class TreeFold:
     nodes: dict[str, NodeRecord]
     budget_hit: StopReason | None = None
     capped: bool = False
+    held_back: bool = False  # this round, the call budget kept work from starting
     changed: dict[str, NodeRecord] = field(default_factory=dict)
     _events: list[Event] = field(default_factory=list)
 
@@ -66,7 +67,7 @@ class TreeFold:
 
     def value(self, node: NodeRecord) -> float:
         """The run's one node value (`agents.tree.node_value` with the run's prior weight)."""
-        return node_value(node, self.params.prior_weight)
+        return node_value(self.nodes, node["id"], self.params.prior_weight)
 
     # -- when to stop ----------------------------------------------------------------------------
     def completed_paths(self) -> int:

@@ -17,11 +17,13 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from agents.accounting import FINISH_RESERVE_CALLS
 from agents.context import RunContext
 from agents.jobs import Job
 from agents.nodes.executor import execute
 from agents.nodes.fold import TreeFold, fold_of
 from agents.nodes.replanner import expand
+from agents.nodes.reserve import affordable
 from agents.nodes.responder import respond
 from agents.state import NodeRecord, RunState, StopReason
 from agents.strategies import strategy_for
@@ -67,7 +69,11 @@ def plan_jobs(ctx: RunContext, fold: TreeFold) -> list[Job]:
         slots = params.max_concurrency - len(pool) - len(plan)
         picks = strategy_for(params).select(fold.nodes, runnable(fold.nodes, busy), busy, slots)
         plan += [Job("execute", n["id"]) for n in picks]
-    return plan[: max(0, params.max_concurrency - len(pool))]
+    # The vote's call is held back by the accountant; the rest must still carry paths home.
+    calls_left = params.max_llm_calls - ctx.accountant.total_calls - FINISH_RESERVE_CALLS
+    admitted = affordable(plan, fold.nodes, pool.jobs(), params, calls_left)
+    fold.held_back = len(admitted) < len(plan)
+    return admitted[: max(0, params.max_concurrency - len(pool))]
 
 
 async def launch(ctx: RunContext, fold: TreeFold) -> None:
@@ -123,7 +129,11 @@ async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
             await launch(ctx, fold)
         if stop is None and not len(ctx.pool):
             # Nothing runs and nothing could start: the search is over.
-            stop = fold.budget_hit or ("max_nodes" if fold.capped else "frontier_exhausted")
+            stop = fold.budget_hit or (
+                "budget_llm_calls"  # what is left could carry no path to an answer
+                if fold.held_back
+                else ("max_nodes" if fold.capped else "frontier_exhausted")
+            )
         if stop is None:
             finished = await ctx.pool.wait_any(within_s=max(0.0, ctx.time_left_s()))
             if not finished:

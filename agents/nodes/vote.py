@@ -41,11 +41,11 @@ def vote_schema(ids: Sequence[str]) -> dict[str, Any]:
 
 
 def leaf_value(leaf: NodeRecord, prior_weight: float) -> float | None:
-    """A candidate's value: its leaf's `node_value`, or None when nothing judged it (no
-    progress score and no prior, e.g. with evaluate=false)."""
-    if leaf["visits"] == 0 and leaf["prior"] is None:
+    """A candidate's value: its leaf's `node_value` (a leaf has no children: its own
+    judgements), or None when nothing judged it (e.g. with evaluate=false)."""
+    if leaf["score"] is None and leaf["prior"] is None:
         return None
-    return node_value(leaf, prior_weight)
+    return node_value({leaf["id"]: leaf}, leaf["id"], prior_weight)
 
 
 def best_valued(leaves: Sequence[NodeRecord], prior_weight: float) -> NodeRecord:

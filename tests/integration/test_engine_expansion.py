@@ -93,3 +93,24 @@ async def test_a_reply_in_the_older_next_steps_shape_still_expands_unjudged(
 
     children = [n for n in result.nodes if n["parent_id"] == "n1"]
     assert [(n["step"], n["prior"]) for n in children] == [("x", None), ("y", None)]
+
+
+async def test_the_voter_sees_each_judged_candidates_value_and_the_vote_event_lists_them(
+    make_engine: EngineMaker, events: EventLog
+) -> None:
+    scenario = Scenario(
+        plan=["A"],
+        replans={"A": ["B", "C"]},
+        priors={"B": 0.6, "C": 0.2},
+        values={"B": 0.8, "C": 0.4},
+    )
+    engine, models = make_engine(scenario)
+
+    await engine.run("t", RunParams(min_score=0.0), sink=events)
+
+    (vote,) = events.of("vote")
+    assert vote.values == {"n1.1": 0.7, "n1.2": 0.3}  # (prior + progress) / 2
+    (ballot,) = models.recorder.by_role("voter")
+    assert "Search value of this path (0 to 1, from the judged progress of its steps): 0.70" in (
+        ballot.prompt
+    )

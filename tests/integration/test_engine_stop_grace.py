@@ -7,6 +7,7 @@ import asyncio
 import logging
 
 import pytest
+from langchain_core.tools import tool
 
 from agents.jobs import settle_background
 from agents.params import RunParams
@@ -100,3 +101,37 @@ async def test_cancelling_the_run_also_cancels_calls_left_to_finish_after_the_st
     assert sorted(interrupted) == ["evaluator", "voter"]
     assert models.recorder.in_flight == 0
     assert events.types()[-1] == "cancelled"
+
+
+async def test_a_step_left_to_finish_starts_no_tool_and_no_further_model_call(
+    make_engine: EngineMaker, events: EventLog
+) -> None:
+    looked_up: list[str] = []
+
+    @tool
+    def lookup(query: str) -> str:
+        """Look something up."""
+        looked_up.append(query)
+        return "found"
+
+    # C's executor first asks for a tool, slowly: the stop comes while that call is in flight.
+    scenario = Scenario(
+        plan=["A"], replans={"A": ["B", "C"]}, tools={"C": ("lookup", {"query": "q"})}
+    )
+
+    async def script(call: FakeCall) -> Reply:
+        if call.role == "executor" and "Step to execute: C" in call.prompt:
+            await asyncio.sleep(SLOW_S)
+        return scenario.reply(call)
+
+    engine, models = make_engine(script, tools=[lookup])
+
+    result = await engine.run("t", RunParams(max_paths=1), sink=events)
+    after_run = len(events)
+    await settle_background()
+
+    assert result.metrics["jobs_after_stop"] == 1
+    assert looked_up == []  # the reply asked for the tool; the stopped job never ran it
+    c_calls = [c for c in models.recorder.by_role("executor") if "Step to execute: C" in c.prompt]
+    assert len(c_calls) == 1  # and made no second model call
+    assert len(events) == after_run

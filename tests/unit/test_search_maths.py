@@ -8,7 +8,14 @@ import pytest
 
 from agents.state import NodeRecord, new_node
 from agents.strategies import Beam, Mcts, prior_shares, puct
-from agents.tree import NEUTRAL_VALUE, backpropagate, blended_value, node_value
+from agents.tree import (
+    NEUTRAL_VALUE,
+    backpropagate,
+    blended_value,
+    node_value,
+    node_values,
+    own_value,
+)
 
 
 def _tree(*edges: tuple[str, str, str]) -> dict[str, NodeRecord]:
@@ -66,6 +73,43 @@ def test_the_node_value_blends_the_prior_as_pseudo_visits_with_the_backed_up_mea
     assert blended_value(1.2, 3, 0.8, prior_weight=0.0) == pytest.approx(0.4)
 
 
+def test_a_nodes_own_value_blends_its_prior_with_its_progress_score() -> None:
+    nodes = _tree(("n1", "", "A"))
+    assert own_value(nodes["n1"]) == NEUTRAL_VALUE
+    nodes["n1"]["prior"] = 0.8
+    assert own_value(nodes["n1"]) == 0.8
+    nodes["n1"]["score"] = 0.4
+    assert own_value(nodes["n1"]) == pytest.approx(0.6)
+    assert own_value(nodes["n1"], prior_weight=3.0) == pytest.approx((2.4 + 0.4) / 4)
+
+
+def test_a_node_with_live_children_is_worth_its_best_child() -> None:
+    nodes = _tree(
+        ("n1", "", "A"),
+        ("n1.1", "n1", "B"),
+        ("n1.2", "n1", "C"),
+        ("n1.1.1", "n1.1", "D"),
+        ("n1.1.2", "n1.1", "E"),
+    )
+    nodes["n1"] |= {"score": 0.9}
+    nodes["n1.1"] |= {"prior": 0.3, "score": 0.3}  # looked poor, but leads to D
+    nodes["n1.1.1"]["prior"] = 0.95
+    nodes["n1.1.2"] |= {"prior": 0.99, "status": "pruned"}  # dead: never counts
+    nodes["n1.2"] |= {"prior": 0.7, "status": "failed"}
+
+    assert node_value(nodes, "n1.1") == 0.95
+    assert node_value(nodes, "n1") == 0.95  # C failed: only B's subtree is alive
+    assert node_values(nodes) == {k: node_value(nodes, k) for k in nodes}
+
+
+def test_a_node_whose_children_all_died_is_worth_its_own_judgements() -> None:
+    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"))
+    nodes["n1"]["score"] = 0.4
+    nodes["n1.1"] |= {"prior": 0.9, "status": "pruned"}
+
+    assert node_value(nodes, "n1") == 0.4
+
+
 def test_backpropagation_keeps_sum_and_visits_apart() -> None:
     nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.1.1", "n1.1", "C"))
     for record in backpropagate(nodes, "n1.1.1", 1.0):
@@ -75,8 +119,7 @@ def test_backpropagation_keeps_sum_and_visits_apart() -> None:
 
     assert (nodes["n1"]["value_sum"], nodes["n1"]["visits"]) == (1.0, 2)
     assert (nodes["n1.1.1"]["value_sum"], nodes["n1.1.1"]["visits"]) == (1.0, 1)
-    # The reference bug divides a stored mean by the visits again: 0.25 instead of 0.5.
-    assert node_value(nodes["n1.1"]) == 0.5
+    assert (nodes["n1.1"]["value_sum"], nodes["n1.1"]["visits"]) == (1.0, 2)
 
 
 def _done(nodes: dict[str, NodeRecord], node_id: str, value_sum: float, visits: int) -> None:
@@ -93,16 +136,18 @@ def test_mcts_expands_the_unvisited_child_with_the_best_prior_first() -> None:
     assert [p["id"] for p in picks] == ["n1.2"]
 
 
-@pytest.mark.parametrize(("observed", "expected"), [(0.2, "n1.2"), (0.9, "n1.1.1")])
-def test_mcts_leaves_a_favourite_whose_results_disappoint_for_an_untried_sibling(
-    observed: float, expected: str
+@pytest.mark.parametrize(("below", "expected"), [(0.2, "n1.2"), (0.9, "n1.1.1")])
+def test_mcts_leaves_a_favourite_whose_subtree_disappoints_for_an_untried_sibling(
+    below: float, expected: str
 ) -> None:
     nodes = _tree(
         ("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.2", "n1", "C"), ("n1.1.1", "n1.1", "D")
     )
-    _done(nodes, "n1", 0.5 + observed, 2)
-    _done(nodes, "n1.1", observed, 1)
-    nodes["n1.1"]["prior"], nodes["n1.2"]["prior"] = 0.9, 0.6
+    _done(nodes, "n1", 1.0, 2)
+    _done(nodes, "n1.1", 0.5, 1)
+    nodes["n1.1"] |= {"prior": 0.9, "score": 0.5}
+    nodes["n1.2"]["prior"] = 0.6
+    nodes["n1.1.1"]["prior"] = below  # the best B's expansion promises
 
     picks = Mcts(1.0).select(nodes, [nodes["n1.1.1"], nodes["n1.2"]], set(), 1)
 
@@ -118,8 +163,9 @@ def test_mcts_descends_by_value_to_the_open_node() -> None:
         ("n1.2.1", "n1.2", "C1"),
     )
     _done(nodes, "n1", 1.1, 3)
-    _done(nodes, "n1.1", 0.9, 1)  # better value
-    _done(nodes, "n1.2", 0.2, 1)
+    _done(nodes, "n1.1", 0.2, 1)
+    _done(nodes, "n1.2", 0.9, 1)
+    nodes["n1.1.1"]["prior"], nodes["n1.2.1"]["prior"] = 0.9, 0.2  # B leads somewhere better
 
     picks = Mcts(0.0).select(nodes, [nodes["n1.1.1"], nodes["n1.2.1"]], set(), 1)
 
@@ -134,10 +180,19 @@ def test_pruned_siblings_take_no_share_of_the_priors() -> None:
     mcts = Mcts(1.0)
 
     # C and D share the priors half and half: the pruned B takes nothing from them.
-    assert mcts.score(nodes["n1.2"], 0.5, 1, 0) == 0.5 + 0.5
+    assert mcts.score(nodes["n1.2"], 0.5, 0.5, 1, 0) == 0.5 + 0.5
     assert [p["id"] for p in mcts.select(nodes, [nodes["n1.2"], nodes["n1.3"]], set(), 1)] == [
         "n1.2"
     ]
+
+
+def test_an_in_flight_visit_counts_as_a_loss_against_the_value() -> None:
+    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"))
+    nodes["n1.1"] |= {"prior": 0.8, "visits": 1}
+    mcts = Mcts(0.0)  # no exploration: the value alone
+
+    # 0.8 stands for prior_weight + visits = 2 observations; one loss makes it 0.8 * 2 / 3.
+    assert mcts.score(nodes["n1.1"], 0.8, 1.0, 2, 1) == pytest.approx(0.8 * 2 / 3)
 
 
 def test_virtual_loss_spreads_parallel_picks_across_branches() -> None:
@@ -152,6 +207,8 @@ def test_virtual_loss_spreads_parallel_picks_across_branches() -> None:
     _done(nodes, "n1", 1.2, 2)
     _done(nodes, "n1.1", 0.7, 1)
     _done(nodes, "n1.2", 0.5, 1)
+    for node_id, prior in (("n1.1.1", 0.7), ("n1.1.2", 0.6), ("n1.2.1", 0.5)):
+        nodes[node_id]["prior"] = prior
     runnable = [nodes["n1.1.1"], nodes["n1.1.2"], nodes["n1.2.1"]]
 
     alone = Mcts(1.0).select(nodes, runnable, set(), 1)
