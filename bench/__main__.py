@@ -40,7 +40,7 @@ SMOKE: dict[str, Any] = {
         structures=("wide", "corridor"),
         curve_budgets=(20, 32),
         curve_seeds=(1,),
-        defaults_seeds=(1,),
+        defaults_seeds=(),
     ),
 }
 FULL: dict[str, Any] = {

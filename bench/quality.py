@@ -71,7 +71,7 @@ class QualityConfig:
 
 
 QUICK = QualityConfig(
-    name="quick", seeds=(1, 2, 3), curve_budgets=(25, 45, 90), curve_seeds=(1,), defaults_seeds=(1,)
+    name="quick", seeds=(1, 2, 3), curve_budgets=(25, 90), curve_seeds=(1,), defaults_seeds=(1,)
 )
 
 
