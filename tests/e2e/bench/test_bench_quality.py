@@ -42,7 +42,10 @@ def test_every_strategy_runs_on_every_structure(smoke: Path) -> None:
         budget = q["config"]["structures"][row["structure"]]["max_llm_calls"]
         assert row["budget"] == budget
         assert row["llm_calls"] <= budget
-        assert row["success"] == (row["regret"] == 0)
+        if row["regret"] == 0:
+            assert row["success"]
+        if row["regret"] > q["config"]["tolerance"] + 1e-3:
+            assert not row["success"]
 
 
 def test_the_curve_has_a_point_per_budget_and_strategy(smoke: Path) -> None:
