@@ -38,9 +38,9 @@ SMOKE: dict[str, Any] = {
         name="smoke",
         seeds=(1,),
         structures=("wide", "corridor"),
-        curve_budgets=(20, 32),
+        curve_budgets=(20,),
         curve_seeds=(1,),
-        defaults_seeds=(1,),
+        defaults_seeds=(),
     ),
 }
 FULL: dict[str, Any] = {

@@ -196,7 +196,8 @@ def quality(result: dict[str, Any], out: Path) -> None:
 def quality_curve(result: dict[str, Any], out: Path) -> None:
     """Success rate against `max_llm_calls`, every structure together (benchmark 6)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for strategy, points in result["curve"].items():
+    for strategy in result["config"]["strategies"]:  # the bar chart's order and colours
+        points = result["curve"].get(strategy, [])
         budgets = [p["budget"] for p in points]
         left.plot(budgets, [p["success"] for p in points], marker="o", label=strategy)
         right.plot(

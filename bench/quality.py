@@ -56,6 +56,11 @@ STRATEGIES: dict[str, dict[str, Any]] = {
 }
 DEFAULT = "mcts"
 
+# An answer this close to the best counts as finding it: the voter reads the evidence to two
+# decimals with noise, so closer answers are a coin toss for any judge, and no better for a
+# reader. (It matters in `near_equal`, where a handful of the 27 answers are that close.)
+SUCCESS_TOLERANCE = 0.02
+
 
 @dataclass(frozen=True)
 class QualityConfig:
@@ -71,7 +76,7 @@ class QualityConfig:
 
 
 QUICK = QualityConfig(
-    name="quick", seeds=(1, 2, 3), curve_budgets=(25, 45, 90), curve_seeds=(1,), defaults_seeds=(1,)
+    name="quick", seeds=(1, 2, 3), curve_budgets=(25, 90), curve_seeds=(1,), defaults_seeds=(1,)
 )
 
 
@@ -198,7 +203,7 @@ async def run_one(
         "seed": seed,
         "strategy": strategy,
         "budget": params.max_llm_calls,
-        "success": truth is not None and quality >= best,
+        "success": truth is not None and quality >= best - SUCCESS_TOLERANCE,
         "quality": round(quality, 4),
         "best": round(best, 4),
         "regret": round(best - quality, 4),
@@ -318,6 +323,7 @@ async def _run_quality(config: QualityConfig, work_dir: Path) -> dict[str, Any]:
             },
             "strategies": {name: STRATEGIES[name] for name in config.strategies},
             "fixed": SUITE_FIXED,
+            "tolerance": SUCCESS_TOLERANCE,
             "default": DEFAULT,
             "curve_budgets": list(config.curve_budgets),
             "curve_seeds": list(config.curve_seeds),

@@ -119,11 +119,13 @@ def section(q: dict[str, Any], doc: Path, results: Path) -> list[str]:
     lines += [
         "",
         "**Metrics.** *success*: the voted answer is the best one reachable in the world "
-        "(highest hidden quality within `max_depth`); *regret*: that best quality minus the "
-        "chosen answer's; *calls*: model calls the run made; *serial*: its critical path in "
-        "calls (the plan, then along the longest answered path each step and expansion, "
-        "counting calls that were in flight together once, then the answer and the vote); "
-        "*wall*: seconds, with scripted replies (orchestration only).",
+        "(highest hidden quality within `max_depth`), or within "
+        f"{cfg.get('tolerance', 0)} of it (closer than the voter's evidence can tell); "
+        "*regret*: that best quality minus the chosen answer's; *calls*: model calls the run "
+        "made; *serial*: its critical path in calls (the plan, then along the longest "
+        "answered path each step and expansion, counting calls that were in flight together "
+        "once, then the answer and the vote); *wall*: seconds, with scripted replies "
+        "(orchestration only).",
         "",
         "Success rate (mean regret):",
         "",

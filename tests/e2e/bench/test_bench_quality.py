@@ -1,5 +1,5 @@
 """Smoke variant of the quality benchmark: `python -m bench --only quality --smoke` at tiny
-sizes (two structures, one seed, a two-point curve), checking the shape of what it writes."""
+sizes (two structures, one seed, a curve of one budget), checking the shape of what it writes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from bench.__main__ import main
 from bench.quality import STRATEGIES
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,10 @@ def test_every_strategy_runs_on_every_structure(smoke: Path) -> None:
         budget = q["config"]["structures"][row["structure"]]["max_llm_calls"]
         assert row["budget"] == budget
         assert row["llm_calls"] <= budget
-        assert row["success"] == (row["regret"] == 0)
+        if row["regret"] == 0:
+            assert row["success"]
+        if row["regret"] > q["config"]["tolerance"] + 1e-3:
+            assert not row["success"]
 
 
 def test_the_curve_has_a_point_per_budget_and_strategy(smoke: Path) -> None:
@@ -50,8 +53,9 @@ def test_the_curve_has_a_point_per_budget_and_strategy(smoke: Path) -> None:
 
     assert set(q["curve"]) == set(STRATEGIES)
     for points in q["curve"].values():
-        assert [p["budget"] for p in points] == [20, 32]
+        assert [p["budget"] for p in points] == [20]
         assert all(p["llm_calls"] <= p["budget"] for p in points)
+        assert all(p["n"] == 2 for p in points)  # both structures
 
 
 def test_the_report_section_and_plots_are_written(smoke: Path) -> None:
