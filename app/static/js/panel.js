@@ -3,7 +3,7 @@
 import DOMPurify from "../vendor/dompurify.js";
 import { marked } from "../vendor/marked.js";
 import { countByStatus } from "./model.js";
-import { nodeValue } from "./tree.js";
+import { MEANING, nodeValue } from "./tree.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -39,14 +39,6 @@ function facts(container, rows) {
     ]),
   );
 }
-
-// What the search numbers mean, as the details' tooltips say it.
-const HINTS = {
-  prior: "the score the proposal got when it was made, before the step ran",
-  score: "the evaluator's score of the path's progress after this step",
-  value: "the mean of the scores backed up from this node and its descendants",
-  visits: "how many scores were backed up through this node",
-};
 
 export const seconds = (s) => `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
 
@@ -113,10 +105,10 @@ export function drawNode(run, nodeId) {
   const parts = [el("p", { className: "step", textContent: node.step })];
   const value = nodeValue(node);
   const numbers = [
-    ["prior", node.prior !== null ? node.prior.toFixed(2) : "—", "detail-prior", HINTS.prior],
-    ["score", node.score !== null ? node.score.toFixed(2) : "—", "detail-score", HINTS.score],
-    ["value", value !== null ? value.toFixed(2) : "—", "detail-value", HINTS.value],
-    ["visits", String(node.visits), "detail-visits", HINTS.visits],
+    ["prior", node.prior !== null ? node.prior.toFixed(2) : "—", "detail-prior", MEANING.prior],
+    ["score", node.score !== null ? node.score.toFixed(2) : "—", "detail-score", MEANING.score],
+    ["value", value !== null ? value.toFixed(2) : "—", "detail-value", MEANING.value],
+    ["visits", String(node.visits), "detail-visits", MEANING.visits],
   ];
   if (node.seconds !== null) numbers.push(["time", seconds(node.seconds)]);
   const table = el("dl", { className: "facts node-numbers" });

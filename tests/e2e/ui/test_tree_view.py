@@ -11,66 +11,27 @@ from typing import Any
 
 from playwright.async_api import FloatRect, Page, expect
 
-from testkit.fakes import FakeCall, Reply
-from testkit.scenario import Scenario
-from tests.e2e.ui.conftest import BROWSER_TESTS, ServiceMaker, node, node_ids, open_page
-from tests.support.server import Service
+from tests.e2e.ui.conftest import (
+    BROWSER_TESTS,
+    Gate,
+    ServiceMaker,
+    node,
+    node_ids,
+    open_page,
+)
+from tests.e2e.ui.wide import (
+    ALL_INSIDE,
+    FANOUT,
+    LEVELS,
+    NODES,
+    PARAMS,
+    VOTE_REASON,
+    WINNER,
+    open_wide_run,
+    wide_tree,
+)
 
 pytestmark = BROWSER_TESTS
-
-FANOUT = 3
-LEVELS = 3
-NODES = sum(FANOUT**level for level in range(LEVELS + 1))  # 40
-WINNER = "explore 2.3.1"
-VOTE_REASON = f"only the path through {WINNER} backs its claim with a measurement"
-# Every run parameter the wide tree needs; the rest are the service's defaults.
-PARAMS = {
-    "max_paths": 50,
-    "max_nodes": 100,
-    "max_llm_calls": 1000,
-    "max_candidates": FANOUT,
-    "strategy": "dfs",
-}
-
-
-def wide_tree() -> Scenario:
-    """`explore` proposes `explore 1` … `explore 3`, each of those three more, three levels deep.
-    The first child of a node has the best prior (0.9, 0.7, 0.5); progress scores vary too."""
-    replans: dict[str, list[str]] = {}
-    priors: dict[str, float] = {}
-    values: dict[str, float] = {"explore": 0.5}
-    level = ["explore"]
-    for _ in range(LEVELS):
-        below = []
-        for step in level:
-            children = [f"{step}{' ' if step == 'explore' else '.'}{i}" for i in range(1, 4)]
-            replans[step] = children
-            for i, child in enumerate(children):
-                priors[child] = round(0.9 - 0.2 * i, 2)
-                values[child] = round(0.3 + 0.1 * ((len(child) + i) % 6), 2)
-            below += children
-        level = below
-    return Scenario(
-        plan=["explore"], replans=replans, priors=priors, values=values, vote=vote_for_winner
-    )
-
-
-def vote_for_winner(call: FakeCall) -> Reply:
-    """The voter picks the candidate whose path went through WINNER, and says why."""
-    blocks = call.prompt.split("### Candidate ")[1:]
-    chosen = next((b.split()[0] for b in blocks if WINNER in b), call.enum[0])
-    return {"choice": chosen, "reason": VOTE_REASON}
-
-
-async def open_wide_run(page: Page, svc: Service) -> dict[str, Any]:
-    """Start the wide search through the API, open it on the page, wait for its end; the run."""
-    accepted = await svc.client.post("/runs", json={"task": "wide", **PARAMS})
-    run_id = accepted.json()["run_id"]
-    await open_page(page, f"{svc.url}/#/runs/{run_id}")
-    await expect(page.locator("#run-status")).to_have_text("done")
-    await expect(page.locator(".node")).to_have_count(NODES)
-    run: dict[str, Any] = (await svc.client.get(f"/runs/{run_id}")).json()
-    return run
 
 
 async def boxes(page: Page) -> tuple[FloatRect, dict[str, FloatRect]]:
@@ -93,18 +54,6 @@ def inside(box: FloatRect, pane: FloatRect) -> bool:
         and box["x"] + box["width"] <= pane["x"] + pane["width"] + slack
         and box["y"] + box["height"] <= pane["y"] + pane["height"] + slack
     )
-
-
-# True once the fitted view has settled: every node's box inside the tree pane.
-ALL_INSIDE = """() => {
-  const pane = document.getElementById("tree").getBoundingClientRect();
-  const nodes = [...document.querySelectorAll(".node")];
-  return nodes.length > 0 && nodes.every((n) => {
-    const b = n.getBoundingClientRect();
-    return b.left >= pane.left - 0.5 && b.top >= pane.top - 0.5
-      && b.right <= pane.right + 0.5 && b.bottom <= pane.bottom + 0.5;
-  });
-}"""
 
 
 async def view(page: Page) -> tuple[float, float, float]:
@@ -145,6 +94,26 @@ async def test_a_wide_tree_fits_the_window_and_one_to_one_does_not(
     assert far == "tree far"  # too small to read: nodes show their values alone
     assert near == "tree"
     assert any(not inside(box, pane) for box in actual.values())  # what fitting is for
+
+
+async def test_the_view_fits_again_as_the_tree_grows(page: Page, service_for: ServiceMaker) -> None:
+    gate = Gate(wide_tree(), "explore 3")  # its subtree (13 nodes) waits until released
+    async with service_for(gate) as svc:
+        accepted = await svc.client.post("/runs", json={"task": "growing", **PARAMS})
+        await open_page(page, f"{svc.url}/#/runs/{accepted.json()['run_id']}")
+        await expect(page.locator(".node")).to_have_count(NODES - FANOUT**2 - FANOUT)
+        await page.wait_for_function(ALL_INSIDE)
+        held, _, _ = await view(page)
+
+        gate.release.set()
+        await expect(page.locator("#run-status")).to_have_text("done")
+        await expect(page.locator(".node")).to_have_count(NODES)
+        await page.wait_for_function(ALL_INSIDE)
+        grown, _, _ = await view(page)
+        fit_pressed = await page.locator("#zoom-fit").get_attribute("aria-pressed")
+
+    assert grown < held  # a taller tree, scaled down to fit
+    assert fit_pressed == "true"
 
 
 async def test_buttons_and_the_wheel_zoom_about_a_point_and_a_drag_pans(
