@@ -103,11 +103,11 @@ export function drawNode(run, nodeId) {
   if (!node) return;
   $("node-title").textContent = `${node.id} · ${node.status}`;
   const parts = [el("p", { className: "step", textContent: node.step })];
-  const value = nodeValue(node);
+  const fixed = (x) => (x !== null ? x.toFixed(2) : "—");
   const numbers = [
-    ["prior", node.prior !== null ? node.prior.toFixed(2) : "—", "detail-prior", MEANING.prior],
-    ["score", node.score !== null ? node.score.toFixed(2) : "—", "detail-score", MEANING.score],
-    ["value", value !== null ? value.toFixed(2) : "—", "detail-value", MEANING.value],
+    ["prior", fixed(node.prior), "detail-prior", MEANING.prior],
+    ["score", fixed(node.score), "detail-score", MEANING.score],
+    ["value", fixed(nodeValue(node)), "detail-value", MEANING.value],
     ["visits", String(node.visits), "detail-visits", MEANING.visits],
   ];
   if (node.seconds !== null) numbers.push(["time", seconds(node.seconds)]);
@@ -181,10 +181,13 @@ export function drawVote(run, onPick) {
       return pick(id, [id, score, valueText(node)], node?.step, onPick);
     }),
   );
-  // The chosen answer first, then the others by value: what the vote weighed, best first.
-  const value = (id) => (run.nodes.has(id) ? (nodeValue(run.nodes.get(id)) ?? -1) : -1);
+  // The chosen answer first, then the others by what the vote weighed, best first: the node
+  // values the voter was shown (`values`, when the engine sends them), else the backed-up means.
+  const shown = vote?.values ?? {};
+  const weight = (id) =>
+    shown[id] ?? (run.nodes.has(id) ? nodeValue(run.nodes.get(id)) : null) ?? -1;
   const candidates = [...(vote?.candidates ?? [])].sort(
-    (a, b) => (b === vote.chosen_id) - (a === vote.chosen_id) || value(b) - value(a),
+    (a, b) => (b === vote.chosen_id) - (a === vote.chosen_id) || weight(b) - weight(a),
   );
   $("vote-candidates-title").hidden = !vote;
   $("vote-candidates-title").textContent = `Candidate answers (${candidates.length})`;
@@ -192,7 +195,9 @@ export function drawVote(run, onPick) {
     ...candidates.map((id) => {
       const node = run.nodes.get(id);
       const chosen = id === vote.chosen_id;
-      const item = pick(id, [id, valueText(node), chosen ? "chosen" : ""], node?.step, onPick);
+      const evidence =
+        id in shown ? `shown to the voter as ${shown[id].toFixed(2)}` : valueText(node);
+      const item = pick(id, [id, evidence, chosen ? "chosen" : ""], node?.step, onPick);
       item.classList.toggle("chosen", chosen);
       return item;
     }),

@@ -112,7 +112,8 @@ export class TreeView {
 
     const paths = [];
     laidOut.each((d) => {
-      const mark = { chosen: onPath.has(d.data.id), winner: d.data.id === run.chosenId, voted: voted.has(d.data.id) };
+      const id = d.data.id;
+      const mark = { chosen: onPath.has(id), winner: id === run.chosenId, voted: voted.has(id) };
       this.drawNode(d.data, at(d), mark);
       if (!d.parent) return;
       const from = at(d.parent);

@@ -76,7 +76,12 @@ export class PanZoom {
   }
 
   /** Zoom by `factor` keeping the viewport point (px, py) still (default: the centre). */
-  zoomBy(factor, px = this.viewport.clientWidth / 2, py = this.viewport.clientHeight / 2, animate = true) {
+  zoomBy(
+    factor,
+    px = this.viewport.clientWidth / 2,
+    py = this.viewport.clientHeight / 2,
+    animate = true,
+  ) {
     const k = clamp(this.k * factor, MIN_SCALE, MAX_SCALE);
     this.x = px - ((px - this.x) * k) / this.k;
     this.y = py - ((py - this.y) * k) / this.k;
