@@ -195,8 +195,7 @@ export function drawVote(run, onPick) {
     ...candidates.map((id) => {
       const node = run.nodes.get(id);
       const chosen = id === vote.chosen_id;
-      const evidence =
-        id in shown ? `shown to the voter as ${shown[id].toFixed(2)}` : valueText(node);
+      const evidence = id in shown ? `voter saw ${shown[id].toFixed(2)}` : valueText(node);
       const item = pick(id, [id, evidence, chosen ? "chosen" : ""], node?.step, onPick);
       item.classList.toggle("chosen", chosen);
       return item;
