@@ -161,7 +161,8 @@ export class PanZoom {
   }
 
   swallowClick(event) {
-    if (!this.dragged) return;
+    // detail 0: a click from the keyboard, never the end of a drag
+    if (!this.dragged || event.detail === 0) return;
     this.dragged = false;
     event.stopPropagation();
     event.preventDefault();

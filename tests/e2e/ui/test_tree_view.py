@@ -164,7 +164,7 @@ async def test_buttons_and_the_wheel_zoom_about_a_point_and_a_drag_pans(
     assert all(math.isclose(a, b, rel_tol=1e-4) for a, b in zip(refitted, fitted, strict=True))
 
 
-async def test_a_drag_that_starts_on_a_node_pans_without_opening_it(
+async def test_a_drag_that_starts_on_a_node_pans_without_opening_it_and_f_fits_again(
     page: Page, service_for: ServiceMaker
 ) -> None:
     async with service_for(wide_tree()) as svc:
@@ -184,9 +184,13 @@ async def test_a_drag_that_starts_on_a_node_pans_without_opening_it(
 
         await node(page, "explore").click()  # a click without a drag still opens it
         await expect(page.locator("#node-title")).to_contain_text("done")
+        await page.keyboard.press("f")  # the focus is in the tree: its keys work
+        await page.wait_for_function(ALL_INSIDE)
+        fitted = await view(page)
 
     assert math.isclose(after[1] - before[1], 80, abs_tol=0.5)
     assert details_hidden
+    assert all(math.isclose(a, b, rel_tol=1e-4) for a, b in zip(fitted, before, strict=True))
 
 
 def search_numbers(record: dict[str, Any]) -> dict[str, str]:
