@@ -69,9 +69,10 @@ def under(transform: tuple[float, float, float], x: float, y: float) -> tuple[fl
     return (x - tx) / k, (y - ty) / k
 
 
-async def test_a_wide_tree_fits_the_window_and_one_to_one_does_not(
+async def test_a_wide_tree_fits_the_window_one_to_one_does_not_and_a_smaller_window_refits(
     page: Page, service_for: ServiceMaker
 ) -> None:
+    assert page.viewport_size == {"width": 1400, "height": 820}
     async with service_for(wide_tree()) as svc:
         await open_wide_run(page, svc)
         await page.wait_for_function(ALL_INSIDE)
@@ -85,7 +86,11 @@ async def test_a_wide_tree_fits_the_window_and_one_to_one_does_not(
         actual_scale, _, _ = await view(page)
         near = await page.locator("#tree").get_attribute("class")
 
-    assert page.viewport_size == {"width": 1400, "height": 820}
+        await page.click("#zoom-fit")
+        await page.set_viewport_size({"width": 1100, "height": 640})  # a smaller window
+        await page.wait_for_function(ALL_INSIDE)
+        smaller, _, _ = await view(page)
+
     assert len(fitted) == NODES
     assert [n for n, box in fitted.items() if not inside(box, pane)] == []
     assert fit_pressed == "true"
@@ -94,6 +99,7 @@ async def test_a_wide_tree_fits_the_window_and_one_to_one_does_not(
     assert far == "tree far"  # too small to read: nodes show their values alone
     assert near == "tree"
     assert any(not inside(box, pane) for box in actual.values())  # what fitting is for
+    assert smaller < scale
 
 
 async def test_the_view_fits_again_as_the_tree_grows(page: Page, service_for: ServiceMaker) -> None:
