@@ -199,6 +199,34 @@ async def test_a_drag_that_starts_on_a_node_pans_without_opening_it_and_f_fits_a
     assert all(math.isclose(a, b, rel_tol=1e-4) for a, b in zip(fitted, before, strict=True))
 
 
+async def test_a_pinch_zooms_about_the_fingers(page: Page, service_for: ServiceMaker) -> None:
+    async with service_for(wide_tree()) as svc:
+        await open_wide_run(page, svc)
+        await page.wait_for_function(ALL_INSIDE)
+        pane = await page.locator("#tree").bounding_box()
+        assert pane is not None
+        before = await view(page)
+        touch = await page.context.new_cdp_session(page)
+        cx, cy = pane["x"] + pane["width"] / 2, pane["y"] + pane["height"] / 2
+
+        async def fingers(kind: str, apart: float) -> None:
+            points = [{"x": cx - apart / 2, "y": cy}, {"x": cx + apart / 2, "y": cy}]
+            await touch.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": points})
+
+        await fingers("touchStart", 100)
+        for apart in (120, 160, 200):  # the fingers spread to twice their distance
+            await fingers("touchMove", apart)
+        await touch.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+        after = await view(page)
+        details_hidden = await page.locator("#node-card").is_hidden()
+
+    assert math.isclose(after[0], before[0] * 2, rel_tol=1e-3)
+    centre = (cx - pane["x"], cy - pane["y"])
+    for a, b in zip(under(before, *centre), under(after, *centre), strict=True):
+        assert math.isclose(a, b, abs_tol=0.5)
+    assert details_hidden  # the fingers opened nothing
+
+
 def search_numbers(record: dict[str, Any]) -> dict[str, str]:
     """What a node's box should show for the engine's node record."""
     visits, prior = record["visits"], record["prior"]
