@@ -1,12 +1,13 @@
 """A wide search for the tree view's tests and screenshots: a root and three levels of three
 children (40 nodes), scripted, with priors and progress scores that differ from node to node
-and a vote that picks one path for a stated reason."""
+and a vote that picks one path for a stated reason; and the view's geometry as tests read it."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from playwright.async_api import Page, expect
+from playwright.async_api import FloatRect, Page, expect
 
 from testkit.fakes import FakeCall, Reply
 from testkit.scenario import Scenario
@@ -78,3 +79,38 @@ ALL_INSIDE = """() => {
       && b.right <= pane.right + 0.5 && b.bottom <= pane.bottom + 0.5;
   });
 }"""
+
+
+async def boxes(page: Page) -> tuple[FloatRect, dict[str, FloatRect]]:
+    """The tree pane's box and every node's box, in page pixels."""
+    pane = await page.locator("#tree").bounding_box()
+    assert pane is not None
+    found = {}
+    for item in await page.locator(".node").all():
+        box = await item.bounding_box()
+        assert box is not None
+        found[str(await item.get_attribute("data-node-id"))] = box
+    return pane, found
+
+
+def inside(box: FloatRect, pane: FloatRect) -> bool:
+    slack = 0.5  # sub-pixel rounding of transformed boxes
+    return (
+        box["x"] >= pane["x"] - slack
+        and box["y"] >= pane["y"] - slack
+        and box["x"] + box["width"] <= pane["x"] + pane["width"] + slack
+        and box["y"] + box["height"] <= pane["y"] + pane["height"] + slack
+    )
+
+
+async def view(page: Page) -> tuple[float, float, float]:
+    """The canvas's transform: (scale, x, y)."""
+    matrix: str = await page.locator("#canvas").evaluate("c => getComputedStyle(c).transform")
+    a, _b, _c, _d, e, f = (float(v) for v in re.findall(r"-?[\d.e+-]+", matrix))
+    return a, e, f
+
+
+def under(transform: tuple[float, float, float], x: float, y: float) -> tuple[float, float]:
+    """The canvas point shown at (x, y) of the pane under `transform`."""
+    k, tx, ty = transform
+    return (x - tx) / k, (y - ty) / k
