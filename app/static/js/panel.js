@@ -3,7 +3,7 @@
 import DOMPurify from "../vendor/dompurify.js";
 import { marked } from "../vendor/marked.js";
 import { countByStatus } from "./model.js";
-import { nodeValue } from "./tree.js";
+import { MEANING, nodeValue } from "./tree.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -39,14 +39,6 @@ function facts(container, rows) {
     ]),
   );
 }
-
-// What the search numbers mean, as the details' tooltips say it.
-const HINTS = {
-  prior: "the score the proposal got when it was made, before the step ran",
-  score: "the evaluator's score of the path's progress after this step",
-  value: "the mean of the scores backed up from this node and its descendants",
-  visits: "how many scores were backed up through this node",
-};
 
 export const seconds = (s) => `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
 
@@ -111,12 +103,12 @@ export function drawNode(run, nodeId) {
   if (!node) return;
   $("node-title").textContent = `${node.id} · ${node.status}`;
   const parts = [el("p", { className: "step", textContent: node.step })];
-  const value = nodeValue(node);
+  const fixed = (x) => (x !== null ? x.toFixed(2) : "—");
   const numbers = [
-    ["prior", node.prior !== null ? node.prior.toFixed(2) : "—", "detail-prior", HINTS.prior],
-    ["score", node.score !== null ? node.score.toFixed(2) : "—", "detail-score", HINTS.score],
-    ["value", value !== null ? value.toFixed(2) : "—", "detail-value", HINTS.value],
-    ["visits", String(node.visits), "detail-visits", HINTS.visits],
+    ["prior", fixed(node.prior), "detail-prior", MEANING.prior],
+    ["score", fixed(node.score), "detail-score", MEANING.score],
+    ["value", fixed(nodeValue(node)), "detail-value", MEANING.value],
+    ["visits", String(node.visits), "detail-visits", MEANING.visits],
   ];
   if (node.seconds !== null) numbers.push(["time", seconds(node.seconds)]);
   const table = el("dl", { className: "facts node-numbers" });
@@ -189,10 +181,13 @@ export function drawVote(run, onPick) {
       return pick(id, [id, score, valueText(node)], node?.step, onPick);
     }),
   );
-  // The chosen answer first, then the others by value: what the vote weighed, best first.
-  const value = (id) => (run.nodes.has(id) ? (nodeValue(run.nodes.get(id)) ?? -1) : -1);
+  // The chosen answer first, then the others by what the vote weighed, best first: the node
+  // values the voter was shown (`values`, when the engine sends them), else the backed-up means.
+  const shown = vote?.values ?? {};
+  const weight = (id) =>
+    shown[id] ?? (run.nodes.has(id) ? nodeValue(run.nodes.get(id)) : null) ?? -1;
   const candidates = [...(vote?.candidates ?? [])].sort(
-    (a, b) => (b === vote.chosen_id) - (a === vote.chosen_id) || value(b) - value(a),
+    (a, b) => (b === vote.chosen_id) - (a === vote.chosen_id) || weight(b) - weight(a),
   );
   $("vote-candidates-title").hidden = !vote;
   $("vote-candidates-title").textContent = `Candidate answers (${candidates.length})`;
@@ -200,7 +195,8 @@ export function drawVote(run, onPick) {
     ...candidates.map((id) => {
       const node = run.nodes.get(id);
       const chosen = id === vote.chosen_id;
-      const item = pick(id, [id, valueText(node), chosen ? "chosen" : ""], node?.step, onPick);
+      const evidence = id in shown ? `voter saw ${shown[id].toFixed(2)}` : valueText(node);
+      const item = pick(id, [id, evidence, chosen ? "chosen" : ""], node?.step, onPick);
       item.classList.toggle("chosen", chosen);
       return item;
     }),

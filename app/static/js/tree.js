@@ -18,6 +18,14 @@ const NODE_HTML =
   '<span class="node-visits"></span></span><span class="node-far"></span>' +
   '<span class="node-bar"><span></span></span>';
 
+/** What the search's numbers mean (tooltips here and in the node details). */
+export const MEANING = {
+  score: "the evaluator's score of the path's progress after this step",
+  prior: "the score the proposal got before it ran (its prior in the search)",
+  value: "the mean of the scores backed up through this node (the bar under it)",
+  visits: "how many scores were backed up through this node",
+};
+
 // Below this scale a node's texts are too small to read: it shows its value alone, in large type.
 const FAR = 0.55;
 
@@ -104,7 +112,8 @@ export class TreeView {
 
     const paths = [];
     laidOut.each((d) => {
-      const mark = { chosen: onPath.has(d.data.id), winner: d.data.id === run.chosenId, voted: voted.has(d.data.id) };
+      const id = d.data.id;
+      const mark = { chosen: onPath.has(id), winner: id === run.chosenId, voted: voted.has(id) };
       this.drawNode(d.data, at(d), mark);
       if (!d.parent) return;
       const from = at(d.parent);
@@ -133,6 +142,9 @@ export class TreeView {
       button.className = "node";
       button.dataset.nodeId = node.id;
       button.innerHTML = NODE_HTML;
+      for (const [part, hint] of Object.entries(MEANING)) {
+        button.querySelector(`.node-${part}`).title = hint;
+      }
       button.addEventListener("click", () => this.onSelect(node.id));
       this.canvas.append(button);
       this.buttons.set(node.id, button);

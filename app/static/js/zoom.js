@@ -1,7 +1,8 @@
 // Zoom and pan of the tree: the canvas is scaled and moved with one CSS transform inside a
-// viewport that clips it. Wheel and buttons zoom (about the pointer, or the centre), a drag pans,
-// "fit" scales the whole tree into the viewport. While fitting is on, the view fits again as the
-// tree grows or the window changes size; a manual zoom or pan turns it off until "fit" is pressed.
+// viewport that clips it. The wheel, a pinch and the buttons zoom (about the pointer, the
+// fingers, or the centre), a drag pans, "fit" scales the whole tree into the viewport. While
+// fitting is on, the view fits again as the tree grows or the window changes size; a manual
+// zoom or pan turns it off until "fit" is pressed.
 
 const MIN_SCALE = 0.05; // fitting may go this far down; a 500-node tree still fits
 const MAX_SCALE = 3;
@@ -29,8 +30,8 @@ export class PanZoom {
     this.width = 0; // the content's own size, unscaled
     this.height = 0;
     this.fitting = true;
-    this.press = null; // the pointer press that may become a drag
-    this.dragged = false;
+    this.pointers = new Map(); // pressed pointer id → its last position (two: a pinch)
+    this.dragged = false; // the press moved the view: its click is not a click
 
     viewport.addEventListener("wheel", (e) => this.wheel(e), { passive: false });
     viewport.addEventListener("pointerdown", (e) => this.pointerDown(e));
@@ -76,7 +77,12 @@ export class PanZoom {
   }
 
   /** Zoom by `factor` keeping the viewport point (px, py) still (default: the centre). */
-  zoomBy(factor, px = this.viewport.clientWidth / 2, py = this.viewport.clientHeight / 2, animate = true) {
+  zoomBy(
+    factor,
+    px = this.viewport.clientWidth / 2,
+    py = this.viewport.clientHeight / 2,
+    animate = true,
+  ) {
     const k = clamp(this.k * factor, MIN_SCALE, MAX_SCALE);
     this.x = px - ((px - this.x) * k) / this.k;
     this.y = py - ((py - this.y) * k) / this.k;
@@ -126,37 +132,52 @@ export class PanZoom {
 
   pointerDown(event) {
     if (event.button !== 0 || event.target.closest(".zoom-bar")) return;
-    this.press = { id: event.pointerId, x: event.clientX, y: event.clientY };
-    this.dragged = false;
+    this.pointers.set(event.pointerId, { x: event.clientX, y: event.clientY });
+    if (this.pointers.size === 1) this.dragged = false;
+    else this.grab(event.pointerId); // a second finger: a pinch, never a click
   }
 
   pointerMove(event) {
-    const press = this.press;
-    if (!press || press.id !== event.pointerId) return;
-    const dx = event.clientX - press.x;
-    const dy = event.clientY - press.y;
-    if (!this.dragged) {
-      if (Math.hypot(dx, dy) < DRAG) return;
-      this.dragged = true;
-      this.viewport.setPointerCapture(event.pointerId);
-      this.viewport.classList.add("panning");
+    const last = this.pointers.get(event.pointerId);
+    if (!last) return;
+    const now = { x: event.clientX, y: event.clientY };
+    const other = [...this.pointers].find(([id]) => id !== event.pointerId)?.[1];
+    if (other) {
+      // Two pointers: zoom by how much their distance changed, about their midpoint, and
+      // pan by how far the midpoint moved.
+      const box = this.viewport.getBoundingClientRect();
+      const before = { x: (last.x + other.x) / 2, y: (last.y + other.y) / 2 };
+      const after = { x: (now.x + other.x) / 2, y: (now.y + other.y) / 2 };
+      const spread = Math.hypot(last.x - other.x, last.y - other.y);
+      const factor = spread > 0 ? Math.hypot(now.x - other.x, now.y - other.y) / spread : 1;
+      this.zoomBy(factor, before.x - box.left, before.y - box.top, false);
+      this.panBy(after.x - before.x, after.y - before.y);
+    } else {
+      if (!this.dragged && Math.hypot(now.x - last.x, now.y - last.y) < DRAG) return;
+      this.grab(event.pointerId);
+      this.panBy(now.x - last.x, now.y - last.y);
     }
-    press.x = event.clientX;
-    press.y = event.clientY;
-    this.panBy(dx, dy);
+    this.pointers.set(event.pointerId, now);
+  }
+
+  /** From now on the pointer moves the view: it is captured and its click will be swallowed. */
+  grab(pointerId) {
+    this.dragged = true;
+    if (!this.viewport.hasPointerCapture(pointerId)) this.viewport.setPointerCapture(pointerId);
+    this.viewport.classList.add("panning");
   }
 
   pointerUp(event) {
-    if (!this.press || this.press.id !== event.pointerId) return;
-    this.press = null;
-    this.viewport.classList.remove("panning");
+    if (!this.pointers.delete(event.pointerId)) return;
+    if (this.pointers.size === 0) this.viewport.classList.remove("panning");
     if (this.viewport.hasPointerCapture(event.pointerId)) {
       this.viewport.releasePointerCapture(event.pointerId);
     }
   }
 
   swallowClick(event) {
-    if (!this.dragged) return;
+    // detail 0: a click from the keyboard, never the end of a drag
+    if (!this.dragged || event.detail === 0) return;
     this.dragged = false;
     event.stopPropagation();
     event.preventDefault();

@@ -1,5 +1,6 @@
-"""A finished search as the README shows it. The pictures go to the test's folder; with
-UPDATE_SCREENSHOTS=1 they replace docs/screenshot.png and docs/screenshot-node.png."""
+"""A finished search as the README shows it, and a wide one fitted to the window. The pictures
+go to the test's folder; with UPDATE_SCREENSHOTS=1 they replace docs/screenshot.png,
+docs/screenshot-node.png and docs/screenshot-wide.png."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from playwright.async_api import Page, expect
 from testkit.fakes import FakeCall, Reply, last_done_step, step_to_execute
 from testkit.scenario import Scenario
 from tests.e2e.ui.conftest import BROWSER_TESTS, ServiceMaker, node, open_page
+from tests.e2e.ui.wide import ALL_INSIDE, open_wide_run, wide_tree
 
 pytestmark = BROWSER_TESTS
 
@@ -109,7 +111,23 @@ async def test_a_finished_search_is_captured_for_the_readme(
         await expect(page.locator("#node-details .sources a")).to_have_text(PAPER["title"])
         await page.screenshot(path=tmp_path / "screenshot-node.png", animations="disabled")
 
-    for name in ("screenshot.png", "screenshot-node.png"):
-        assert (tmp_path / name).read_bytes().startswith(PNG)
+    keep(tmp_path, "screenshot.png", "screenshot-node.png")
+
+
+async def test_a_wide_search_fitted_to_the_window_is_captured_for_the_docs(
+    page: Page, service_for: ServiceMaker, tmp_path: Path
+) -> None:
+    async with service_for(wide_tree()) as svc:
+        await open_wide_run(page, svc)
+        await page.wait_for_function(ALL_INSIDE)
+        await page.screenshot(path=tmp_path / "screenshot-wide.png", animations="disabled")
+
+    keep(tmp_path, "screenshot-wide.png")
+
+
+def keep(folder: Path, *names: str) -> None:
+    """Check the pictures; with UPDATE_SCREENSHOTS=1 copy them into docs/."""
+    for name in names:
+        assert (folder / name).read_bytes().startswith(PNG)
         if os.environ.get("UPDATE_SCREENSHOTS") == "1":
-            shutil.copyfile(tmp_path / name, DOCS / name)
+            shutil.copyfile(folder / name, DOCS / name)

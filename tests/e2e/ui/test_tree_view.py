@@ -6,123 +6,41 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
-from playwright.async_api import FloatRect, Page, expect
+from playwright.async_api import Page, expect
 
-from testkit.fakes import FakeCall, Reply
-from testkit.scenario import Scenario
-from tests.e2e.ui.conftest import BROWSER_TESTS, ServiceMaker, node, node_ids, open_page
-from tests.support.server import Service
+from tests.e2e.ui.conftest import (
+    BROWSER_TESTS,
+    Gate,
+    ServiceMaker,
+    node,
+    node_ids,
+    open_page,
+)
+from tests.e2e.ui.wide import (
+    ALL_INSIDE,
+    FANOUT,
+    LEVELS,
+    NODES,
+    PARAMS,
+    VOTE_REASON,
+    WINNER,
+    boxes,
+    inside,
+    open_wide_run,
+    under,
+    view,
+    wide_tree,
+)
 
 pytestmark = BROWSER_TESTS
 
-FANOUT = 3
-LEVELS = 3
-NODES = sum(FANOUT**level for level in range(LEVELS + 1))  # 40
-WINNER = "explore 2.3.1"
-VOTE_REASON = f"only the path through {WINNER} backs its claim with a measurement"
-# Every run parameter the wide tree needs; the rest are the service's defaults.
-PARAMS = {
-    "max_paths": 50,
-    "max_nodes": 100,
-    "max_llm_calls": 1000,
-    "max_candidates": FANOUT,
-    "strategy": "dfs",
-}
 
-
-def wide_tree() -> Scenario:
-    """`explore` proposes `explore 1` … `explore 3`, each of those three more, three levels deep.
-    The first child of a node has the best prior (0.9, 0.7, 0.5); progress scores vary too."""
-    replans: dict[str, list[str]] = {}
-    priors: dict[str, float] = {}
-    values: dict[str, float] = {"explore": 0.5}
-    level = ["explore"]
-    for _ in range(LEVELS):
-        below = []
-        for step in level:
-            children = [f"{step}{' ' if step == 'explore' else '.'}{i}" for i in range(1, 4)]
-            replans[step] = children
-            for i, child in enumerate(children):
-                priors[child] = round(0.9 - 0.2 * i, 2)
-                values[child] = round(0.3 + 0.1 * ((len(child) + i) % 6), 2)
-            below += children
-        level = below
-    return Scenario(
-        plan=["explore"], replans=replans, priors=priors, values=values, vote=vote_for_winner
-    )
-
-
-def vote_for_winner(call: FakeCall) -> Reply:
-    """The voter picks the candidate whose path went through WINNER, and says why."""
-    blocks = call.prompt.split("### Candidate ")[1:]
-    chosen = next((b.split()[0] for b in blocks if WINNER in b), call.enum[0])
-    return {"choice": chosen, "reason": VOTE_REASON}
-
-
-async def open_wide_run(page: Page, svc: Service) -> dict[str, Any]:
-    """Start the wide search through the API, open it on the page, wait for its end; the run."""
-    accepted = await svc.client.post("/runs", json={"task": "wide", **PARAMS})
-    run_id = accepted.json()["run_id"]
-    await open_page(page, f"{svc.url}/#/runs/{run_id}")
-    await expect(page.locator("#run-status")).to_have_text("done")
-    await expect(page.locator(".node")).to_have_count(NODES)
-    run: dict[str, Any] = (await svc.client.get(f"/runs/{run_id}")).json()
-    return run
-
-
-async def boxes(page: Page) -> tuple[FloatRect, dict[str, FloatRect]]:
-    """The tree pane's box and every node's box, in page pixels."""
-    pane = await page.locator("#tree").bounding_box()
-    assert pane is not None
-    found = {}
-    for item in await page.locator(".node").all():
-        box = await item.bounding_box()
-        assert box is not None
-        found[str(await item.get_attribute("data-node-id"))] = box
-    return pane, found
-
-
-def inside(box: FloatRect, pane: FloatRect) -> bool:
-    slack = 0.5  # sub-pixel rounding of transformed boxes
-    return (
-        box["x"] >= pane["x"] - slack
-        and box["y"] >= pane["y"] - slack
-        and box["x"] + box["width"] <= pane["x"] + pane["width"] + slack
-        and box["y"] + box["height"] <= pane["y"] + pane["height"] + slack
-    )
-
-
-# True once the fitted view has settled: every node's box inside the tree pane.
-ALL_INSIDE = """() => {
-  const pane = document.getElementById("tree").getBoundingClientRect();
-  const nodes = [...document.querySelectorAll(".node")];
-  return nodes.length > 0 && nodes.every((n) => {
-    const b = n.getBoundingClientRect();
-    return b.left >= pane.left - 0.5 && b.top >= pane.top - 0.5
-      && b.right <= pane.right + 0.5 && b.bottom <= pane.bottom + 0.5;
-  });
-}"""
-
-
-async def view(page: Page) -> tuple[float, float, float]:
-    """The canvas's transform: (scale, x, y)."""
-    matrix: str = await page.locator("#canvas").evaluate("c => getComputedStyle(c).transform")
-    a, _b, _c, _d, e, f = (float(v) for v in re.findall(r"-?[\d.e+-]+", matrix))
-    return a, e, f
-
-
-def under(transform: tuple[float, float, float], x: float, y: float) -> tuple[float, float]:
-    """The canvas point shown at (x, y) of the pane under `transform`."""
-    k, tx, ty = transform
-    return (x - tx) / k, (y - ty) / k
-
-
-async def test_a_wide_tree_fits_the_window_and_one_to_one_does_not(
+async def test_a_wide_tree_fits_the_window_one_to_one_does_not_and_a_smaller_window_refits(
     page: Page, service_for: ServiceMaker
 ) -> None:
+    assert page.viewport_size == {"width": 1400, "height": 820}
     async with service_for(wide_tree()) as svc:
         await open_wide_run(page, svc)
         await page.wait_for_function(ALL_INSIDE)
@@ -136,7 +54,11 @@ async def test_a_wide_tree_fits_the_window_and_one_to_one_does_not(
         actual_scale, _, _ = await view(page)
         near = await page.locator("#tree").get_attribute("class")
 
-    assert page.viewport_size == {"width": 1400, "height": 820}
+        await page.click("#zoom-fit")
+        await page.set_viewport_size({"width": 1100, "height": 640})  # a smaller window
+        await page.wait_for_function(ALL_INSIDE)
+        smaller, _, _ = await view(page)
+
     assert len(fitted) == NODES
     assert [n for n, box in fitted.items() if not inside(box, pane)] == []
     assert fit_pressed == "true"
@@ -145,6 +67,27 @@ async def test_a_wide_tree_fits_the_window_and_one_to_one_does_not(
     assert far == "tree far"  # too small to read: nodes show their values alone
     assert near == "tree"
     assert any(not inside(box, pane) for box in actual.values())  # what fitting is for
+    assert smaller < scale
+
+
+async def test_the_view_fits_again_as_the_tree_grows(page: Page, service_for: ServiceMaker) -> None:
+    gate = Gate(wide_tree(), "explore 3")  # its subtree (13 nodes) waits until released
+    async with service_for(gate) as svc:
+        accepted = await svc.client.post("/runs", json={"task": "growing", **PARAMS})
+        await open_page(page, f"{svc.url}/#/runs/{accepted.json()['run_id']}")
+        await expect(page.locator(".node")).to_have_count(NODES - FANOUT**2 - FANOUT)
+        await page.wait_for_function(ALL_INSIDE)
+        held, _, _ = await view(page)
+
+        gate.release.set()
+        await expect(page.locator("#run-status")).to_have_text("done")
+        await expect(page.locator(".node")).to_have_count(NODES)
+        await page.wait_for_function(ALL_INSIDE)
+        grown, _, _ = await view(page)
+        fit_pressed = await page.locator("#zoom-fit").get_attribute("aria-pressed")
+
+    assert grown < held  # a taller tree, scaled down to fit
+    assert fit_pressed == "true"
 
 
 async def test_buttons_and_the_wheel_zoom_about_a_point_and_a_drag_pans(
@@ -195,7 +138,7 @@ async def test_buttons_and_the_wheel_zoom_about_a_point_and_a_drag_pans(
     assert all(math.isclose(a, b, rel_tol=1e-4) for a, b in zip(refitted, fitted, strict=True))
 
 
-async def test_a_drag_that_starts_on_a_node_pans_without_opening_it(
+async def test_a_drag_that_starts_on_a_node_pans_without_opening_it_and_f_fits_again(
     page: Page, service_for: ServiceMaker
 ) -> None:
     async with service_for(wide_tree()) as svc:
@@ -215,9 +158,41 @@ async def test_a_drag_that_starts_on_a_node_pans_without_opening_it(
 
         await node(page, "explore").click()  # a click without a drag still opens it
         await expect(page.locator("#node-title")).to_contain_text("done")
+        await page.keyboard.press("f")  # the focus is in the tree: its keys work
+        await page.wait_for_function(ALL_INSIDE)
+        fitted = await view(page)
 
     assert math.isclose(after[1] - before[1], 80, abs_tol=0.5)
     assert details_hidden
+    assert all(math.isclose(a, b, rel_tol=1e-4) for a, b in zip(fitted, before, strict=True))
+
+
+async def test_a_pinch_zooms_about_the_fingers(page: Page, service_for: ServiceMaker) -> None:
+    async with service_for(wide_tree()) as svc:
+        await open_wide_run(page, svc)
+        await page.wait_for_function(ALL_INSIDE)
+        pane = await page.locator("#tree").bounding_box()
+        assert pane is not None
+        before = await view(page)
+        touch = await page.context.new_cdp_session(page)
+        cx, cy = pane["x"] + pane["width"] / 2, pane["y"] + pane["height"] / 2
+
+        async def fingers(kind: str, apart: float) -> None:
+            points = [{"x": cx - apart / 2, "y": cy}, {"x": cx + apart / 2, "y": cy}]
+            await touch.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": points})
+
+        await fingers("touchStart", 100)
+        for apart in (120, 160, 200):  # the fingers spread to twice their distance
+            await fingers("touchMove", apart)
+        await touch.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+        after = await view(page)
+        details_hidden = await page.locator("#node-card").is_hidden()
+
+    assert math.isclose(after[0], before[0] * 2, rel_tol=1e-3)
+    centre = (cx - pane["x"], cy - pane["y"])
+    for a, b in zip(under(before, *centre), under(after, *centre), strict=True):
+        assert math.isclose(a, b, abs_tol=0.5)
+    assert details_hidden  # the fingers opened nothing
 
 
 def search_numbers(record: dict[str, Any]) -> dict[str, str]:
