@@ -34,7 +34,7 @@ class Proc:
     def http(self) -> bool:
         return self.args[0] == "serve"
 
-    def start(self, timeout_s: float = 60) -> Proc:
+    def start(self, timeout_s: float = 180) -> Proc:
         cmd = [sys.executable, "-m", "app", *self.args]
         if self.http:
             cmd += ["--host", "127.0.0.1", "--port", "0"]
