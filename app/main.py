@@ -12,7 +12,7 @@ from langchain_core.tools import BaseTool
 from agents.engine import Engine
 from agents.models import ModelFactory, SettingsModelFactory
 from agents.settings import Settings, get_settings
-from app import errors, openapi
+from app import errors, mcp_server, openapi
 from app.manager import RunManager
 from app.routes import chat, health, runs, ui
 from app.store import open_backend
@@ -49,7 +49,8 @@ def create_app(
             await manager.resume_interrupted()
             logger.info("service ready")
             try:
-                yield
+                async with app.state.mcp_sessions.run():  # the MCP endpoint's task group
+                    yield
             finally:
                 await manager.drain()
 
@@ -65,6 +66,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(runs.router)
     app.include_router(chat.router)  # OpenAI-compatible: /v1/chat/completions, /v1/models
+    app.state.mcp_sessions = mcp_server.mount(app, settings.sse_heartbeat_s)  # MCP at /mcp
     openapi.install(app)
     ui.install(app)  # the web page at / and its files under /static
     return app
