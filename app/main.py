@@ -12,9 +12,10 @@ from langchain_core.tools import BaseTool
 from agents.engine import Engine
 from agents.models import ModelFactory, SettingsModelFactory
 from agents.settings import Settings, get_settings
-from app import errors, mcp_server, openapi
+from app import errors, mcp_server, metrics, openapi
 from app.manager import RunManager
 from app.routes import chat, health, runs, ui
+from app.run_access import Runs
 from app.store import open_backend
 from tools.registry import build_tools
 
@@ -45,6 +46,7 @@ def create_app(
             manager = RunManager(
                 engine=engine, store=store, settings=settings, checkpointer=checkpointer
             )
+            metrics.watch(Runs(manager))
             app.state.manager = manager
             await manager.resume_interrupted()
             logger.info("service ready")
@@ -67,6 +69,7 @@ def create_app(
     app.include_router(runs.router)
     app.include_router(chat.router)  # OpenAI-compatible: /v1/chat/completions, /v1/models
     app.state.mcp_sessions = mcp_server.mount(app, settings.sse_heartbeat_s)  # MCP at /mcp
+    metrics.install(app)  # /metrics, HTTP request counts, the run observer
     openapi.install(app)
     ui.install(app)  # the web page at / and its files under /static
     return app

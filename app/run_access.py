@@ -7,12 +7,13 @@ routes use, so a change in how runs are managed is a change here and nowhere els
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agents.params import RunParams
 from app.manager import RunManager
+from app.queue import RunQueue
 from app.store.base import RunRecord, RunStatus
 
 
@@ -38,6 +39,10 @@ class Runs:
     @property
     def queued(self) -> int:
         return self._manager.queued
+
+    def wrap_queue(self, wrap: Callable[[RunQueue], RunQueue]) -> None:
+        """Put `wrap` around the run queue (metrics watch its depth and waits)."""
+        self._manager.queue = wrap(self._manager.queue)
 
     async def submit(self, task: str, params: RunParams) -> RunRecord:
         """Queue a run; raises `QueueFull` like the run API."""
