@@ -12,7 +12,7 @@ from langchain_core.tools import BaseTool
 from agents.engine import Engine
 from agents.models import ModelFactory, SettingsModelFactory
 from agents.settings import Settings, get_settings
-from app import errors, mcp_server, metrics, openapi
+from app import errors, mcp_server, metrics, openapi, telemetry
 from app.manager import RunManager
 from app.routes import chat, health, runs, ui
 from app.run_access import Runs
@@ -70,6 +70,7 @@ def create_app(
     app.include_router(chat.router)  # OpenAI-compatible: /v1/chat/completions, /v1/models
     app.state.mcp_sessions = mcp_server.mount(app, settings.sse_heartbeat_s)  # MCP at /mcp
     metrics.install(app)  # /metrics, HTTP request counts, the run observer
+    telemetry.install()  # OpenTelemetry traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set
     openapi.install(app)
     ui.install(app)  # the web page at / and its files under /static
     return app
