@@ -17,7 +17,7 @@ from app.manager import RunManager
 from app.routes import chat, health, runs, ui
 from app.run_access import Runs
 from app.store import open_backend
-from tools.registry import build_tools
+from tools.registry import build_service_tools
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def create_app(
             settings_factory = SettingsModelFactory(settings)
             settings_factory.check()  # misconfiguration fails here, with a clear message
             factory = settings_factory
-        toolset = list(tools) if tools is not None else build_tools(settings)
+        toolset = list(tools) if tools is not None else await build_service_tools(settings)
         async with open_backend(settings) as (store, checkpointer):
             engine = Engine(
                 settings=settings, models=factory, tools=toolset, checkpointer=checkpointer
