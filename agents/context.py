@@ -72,6 +72,7 @@ class RunContext:
 
     def config(self, tracker: CallTracker, *, node_id: str | None = None) -> RunnableConfig:
         """Config for one model/agent call: our tracker plus ids in the metadata for tracing."""
+        observers.bind_ids(self.run_id, node_id)  # log records of this call carry the ids
         extra = observers.handlers(self.run_id, node_id, tracker.role)
         return RunnableConfig(
             callbacks=[tracker, *extra],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextvars import ContextVar
 from typing import Protocol
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -37,6 +38,18 @@ class RunObserver(Protocol):
 
 
 _observers: list[RunObserver] = []
+# The run and node whose call the current task is making (jobs run in their own contexts).
+_call_ids: ContextVar[tuple[str, str | None] | None] = ContextVar("plantree_ids", default=None)
+
+
+def bind_ids(run_id: str, node_id: str | None) -> None:
+    """Mark the current task as working for `run_id`/`node_id` (for log records)."""
+    _call_ids.set((run_id, node_id))
+
+
+def current_ids() -> tuple[str, str | None] | None:
+    """The run and node the current task works for, if any."""
+    return _call_ids.get()
 
 
 def add(observer: RunObserver) -> None:

@@ -194,6 +194,27 @@ class TracingObserver:
         span.end()
 
 
+class RunIds(logging.Filter):
+    """Puts the run and node ids on log records made during a run's model and tool calls
+    (the SDKs' own lines included): as `run_id`/`node_id` attributes for structured handlers,
+    and as a `run=… node=…` prefix when the text does not name the run already."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        ids = observers.current_ids()
+        if ids is not None and not hasattr(record, "run_id"):
+            record.run_id, record.node_id = ids[0], ids[1] or "-"
+            if isinstance(record.msg, str) and "run=" not in record.msg:
+                record.msg = f"run={ids[0]} node={ids[1] or '-'} {record.msg}"
+        return True
+
+
+def install_log_ids(logger_: logging.Logger | None = None) -> None:
+    """Add `RunIds` to the handlers of `logger_` (default: the root logger), once each."""
+    for handler in (logger_ or logging.getLogger()).handlers:
+        if not any(isinstance(f, RunIds) for f in handler.filters):
+            handler.addFilter(RunIds())
+
+
 def otlp_configured() -> bool:
     return bool(
         os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -210,7 +231,8 @@ _installed: list[TracingObserver] = []
 
 def install() -> TracingObserver | None:
     """Trace runs when an OTLP endpoint is configured (or a provider is already installed);
-    once per process."""
+    once per process. Log records made during calls get the run and node ids either way."""
+    install_log_ids()
     if _installed:
         return _installed[0]
     if not _provider_installed():

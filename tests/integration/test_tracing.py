@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -12,7 +13,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from agents import observers
 from agents.params import RunParams
-from app.telemetry import TracingObserver
+from app.telemetry import TracingObserver, install_log_ids
+from testkit.fakes import FakeCall, Reply
 from testkit.scenario import Scenario
 from tests.conftest import EngineMaker
 
@@ -118,3 +120,37 @@ async def test_a_failed_step_marks_its_job_span_as_an_error(
         if s.name == "plantree.execute" and (s.attributes or {}).get("plantree.node_id") == "n1.1"
     ]
     assert [s.status.is_ok for s in failed] == [False]
+
+
+class _Keep(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+async def test_log_records_made_during_calls_carry_the_run_and_node_ids(
+    make_engine: EngineMaker,
+) -> None:
+    sdk = logging.getLogger("tests.fake_sdk")
+    keep = _Keep()
+    sdk.addHandler(keep)
+    install_log_ids(sdk)
+    scenario = Scenario(plan=["A"])
+
+    def script(call: FakeCall) -> Reply:
+        sdk.warning("HTTP Request: POST %s", call.role)  # what a provider SDK logs per call
+        return scenario.reply(call)
+
+    try:
+        engine, _ = make_engine(script)
+        result = await engine.run("q", RunParams(max_paths=1))
+    finally:
+        sdk.removeHandler(keep)
+
+    lines = {r.getMessage() for r in keep.records}
+    assert f"run={result.run_id} node=- HTTP Request: POST planner" in lines
+    assert f"run={result.run_id} node=n1 HTTP Request: POST executor" in lines
+    assert all(getattr(r, "run_id", None) == result.run_id for r in keep.records)
