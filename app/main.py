@@ -55,6 +55,7 @@ def create_app(
                     yield
             finally:
                 await manager.drain()
+                telemetry.flush()  # the drained runs' last spans
 
     app = FastAPI(
         title="plantree",

@@ -215,6 +215,15 @@ def install_log_ids(logger_: logging.Logger | None = None) -> None:
             handler.addFilter(RunIds())
 
 
+def flush(timeout_ms: int = 5000) -> None:
+    """Export the spans still buffered (at shutdown: uvicorn ends the process by re-raising
+    SIGTERM, so exit handlers do not run)."""
+    provider = trace.get_tracer_provider()
+    force_flush = getattr(provider, "force_flush", None)
+    if callable(force_flush):
+        force_flush(timeout_ms)
+
+
 def otlp_configured() -> bool:
     return bool(
         os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
