@@ -10,6 +10,7 @@ directory shared by them before they start: each process then writes its values 
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import AsyncIterator
@@ -37,6 +38,8 @@ from app.auth import Authorized
 from app.call_watch import CallWatcher, ModelCall, ToolCall
 from app.queue import RunQueue
 from app.run_access import Runs
+
+logger = logging.getLogger(__name__)
 
 _FAST = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 _SLOW = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
@@ -242,7 +245,8 @@ async def metrics(_: Authorized) -> Response:
 
 def watch(runs: Runs) -> None:
     """Watch the run queue of a service that is starting."""
-    runs.wrap_queue(WatchedQueue)
+    if not runs.wrap_queue(WatchedQueue):
+        logger.warning("no in-process run queue: queue metrics stay at zero")
 
 
 def install(app: FastAPI) -> None:

@@ -40,9 +40,14 @@ class Runs:
     def queued(self) -> int:
         return self._manager.queued
 
-    def wrap_queue(self, wrap: Callable[[RunQueue], RunQueue]) -> None:
-        """Put `wrap` around the run queue (metrics watch its depth and waits)."""
-        self._manager.queue = wrap(self._manager.queue)
+    def wrap_queue(self, wrap: Callable[[RunQueue], RunQueue]) -> bool:
+        """Put `wrap` around the run queue (metrics watch its depth and waits); False when
+        this manager has no in-process queue to watch."""
+        queue: RunQueue | None = getattr(self._manager, "queue", None)
+        if queue is None:
+            return False
+        self._manager.queue = wrap(queue)
+        return True
 
     async def submit(self, task: str, params: RunParams) -> RunRecord:
         """Queue a run; raises `QueueFull` like the run API."""
