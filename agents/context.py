@@ -11,6 +11,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from agents import observers
 from agents.accounting import Accountant, CallTracker
 from agents.cache import CacheStore, RoleCache
 from agents.events import Event, EventSink
@@ -36,6 +37,10 @@ class RunContext:
     started: float = field(default_factory=time.monotonic)
     executor_agent: Any = None  # compiled on first use by the executor
     _models: dict[Role, BaseChatModel] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Metrics and traces see every event of the run through the installed observers.
+        self.sink = observers.observed(self.sink, self.run_id)
 
     def model(self, role: Role) -> BaseChatModel:
         """The role's model for this run: with the cache, or with caching switched off."""
@@ -67,7 +72,9 @@ class RunContext:
 
     def config(self, tracker: CallTracker, *, node_id: str | None = None) -> RunnableConfig:
         """Config for one model/agent call: our tracker plus ids in the metadata for tracing."""
+        observers.bind_ids(self.run_id, node_id)  # log records of this call carry the ids
+        extra = observers.handlers(self.run_id, node_id, tracker.role)
         return RunnableConfig(
-            callbacks=[tracker],
+            callbacks=[tracker, *extra],
             metadata={"run_id": self.run_id, "node_id": node_id, "role": tracker.role},
         )

@@ -97,6 +97,11 @@ class Settings(BaseSettings):
         default_factory=lambda: ["web_search", "arxiv", "wikipedia"],
         description="Enabled research tools (comma separated in the environment).",
     )
+    mcp_servers: str | None = Field(
+        default=None,
+        description="MCP servers whose tools the executor gets: JSON or a JSON file path in "
+        "the `mcpServers` shape (tools/mcp.py).",
+    )
     tool_timeout_s: float = Field(default=20.0, gt=0, le=300, description="Per tool call.")
     tool_max_retries: int = Field(default=2, ge=0, le=5, description="Retries of retryable errors.")
     tool_min_interval_s: float = Field(

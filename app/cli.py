@@ -65,6 +65,20 @@ def _headers(args: argparse.Namespace) -> dict[str, str]:
     return {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
 
 
+def _startable_settings() -> Settings:
+    """Settings a service can start with: models buildable, tools known; or a `CliError`."""
+    from agents.models import SettingsModelFactory
+    from tools.registry import build_tools
+
+    settings = _settings()
+    try:
+        SettingsModelFactory(settings).check()
+        build_tools(settings)
+    except ConfigError as e:
+        raise CliError(f"cannot start: {e}") from e
+    return settings
+
+
 # -- commands ---------------------------------------------------------------------------------
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
@@ -98,6 +112,16 @@ def worker(args: argparse.Namespace) -> int:
         asyncio.run(run_worker(settings))
     except ConfigError as e:
         raise CliError(f"cannot start: {e}") from e
+    return EXIT_OK
+
+
+def mcp(args: argparse.Namespace) -> int:
+    """`lats mcp`: the MCP server over stdio (stdout carries the protocol; logs go to stderr)."""
+    from app.main import create_app
+    from app.mcp_server import serve_stdio
+
+    settings = _startable_settings()
+    asyncio.run(serve_stdio(create_app(settings), settings.sse_heartbeat_s))
     return EXIT_OK
 
 
@@ -233,6 +257,9 @@ def parser() -> argparse.ArgumentParser:
             "--url", required=required, help="a running server, e.g. http://127.0.0.1:8000"
         )
         p.add_argument("--api-key", default=None, help="sent as Authorization: Bearer")
+
+    p = sub.add_parser("mcp", help="serve the MCP tools over stdio (for desktop MCP clients)")
+    p.set_defaults(func=mcp)
 
     p = sub.add_parser("solve", help="answer a task, showing the search live")
     p.add_argument("task")

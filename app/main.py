@@ -11,10 +11,10 @@ from langchain_core.tools import BaseTool
 
 from agents.models import ModelFactory, SettingsModelFactory
 from agents.settings import Settings, get_settings
-from app import errors, openapi
+from app import errors, mcp_server, metrics, openapi, telemetry
 from app.routes import chat, health, runs, ui
 from app.service import run_service
-from tools.registry import build_tools
+from tools.registry import build_service_tools
 
 logger = logging.getLogger(__name__)
 
@@ -37,11 +37,21 @@ def create_app(
             settings_factory = SettingsModelFactory(settings)
             settings_factory.check()  # misconfiguration fails here, with a clear message
             factory = settings_factory
-        toolset = list(tools) if tools is not None else build_tools(settings)
-        async with run_service(settings, models=factory, tools=toolset, worker=worker) as manager:
-            app.state.manager = manager
-            logger.info("service ready")
-            yield
+        toolset = list(tools) if tools is not None else await build_service_tools(settings)
+        try:
+            async with run_service(
+                settings,
+                models=factory,
+                tools=toolset,
+                worker=worker,
+                queue=metrics.watched_queue(settings),
+            ) as manager:
+                app.state.manager = manager
+                logger.info("service ready")
+                async with app.state.mcp_sessions.run():  # the MCP endpoint's task group
+                    yield
+        finally:
+            telemetry.flush()  # the drained runs' last spans
 
     app = FastAPI(
         title="plantree",
@@ -55,6 +65,9 @@ def create_app(
     app.include_router(health.router)
     app.include_router(runs.router)
     app.include_router(chat.router)  # OpenAI-compatible: /v1/chat/completions, /v1/models
+    app.state.mcp_sessions = mcp_server.mount(app, settings.sse_heartbeat_s)  # MCP at /mcp
+    metrics.install(app)  # /metrics, HTTP request counts, the run observer
+    telemetry.install()  # OpenTelemetry traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set
     openapi.install(app)
     ui.install(app)  # the web page at / and its files under /static
     return app

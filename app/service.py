@@ -13,6 +13,7 @@ from agents.engine import Engine
 from agents.models import ModelFactory
 from agents.settings import Settings
 from app.manager import RunManager
+from app.queue import RunQueue
 from app.signals import LocalSignals, PostgresSignals, SqliteSignals
 from app.store import open_backend
 from app.store.base import RunStore
@@ -39,8 +40,10 @@ async def run_service(
     models: ModelFactory,
     tools: Sequence[BaseTool],
     worker: bool = True,
+    queue: RunQueue | None = None,
 ) -> AsyncIterator[RunManager]:
-    """A started run manager; on exit its runs are drained and everything is closed."""
+    """A started run manager; on exit its runs are drained and everything is closed.
+    `queue` replaces the in-process run queue built from the settings."""
     async with open_backend(settings) as (store, checkpointer):
         engine = Engine(settings=settings, models=models, tools=tools, checkpointer=checkpointer)
         signals = make_signals(settings, store)
@@ -51,6 +54,7 @@ async def run_service(
             checkpointer=checkpointer,
             signals=signals,
             worker=worker,
+            queue=queue,
         )
         if isinstance(signals, SqliteSignals):
             signals.check_cancels = manager.check_cancels

@@ -14,7 +14,7 @@ from langchain_core.tools import BaseTool
 
 from agents.errors import ConfigError
 from agents.settings import KNOWN_TOOLS, Settings
-from tools import arxiv_search, local_docs, web_search, wikipedia_search
+from tools import arxiv_search, local_docs, mcp, web_search, wikipedia_search
 from tools.results import ToolResult
 from tools.runtime import (
     PROCESS_CACHE,
@@ -132,7 +132,19 @@ def build_tools(settings: Settings, *, overrides: ToolOverrides | None = None) -
             scope = f"{folder}|{hash(index.fingerprint):x}"
             rt = runtime(name, min_interval_s=0.0, max_retries=0, scope=scope)
             tools.append(local_docs.build_local_docs(rt, index))
+    if settings.mcp_servers:
+        mcp.parse_servers(settings.mcp_servers)  # a bad setting fails here, at start-up
     logger.info("research tools enabled: %s", ", ".join(tool.name for tool in tools) or "none")
+    return tools
+
+
+async def build_service_tools(settings: Settings) -> list[BaseTool]:
+    """`build_tools` plus the tools of the MCP servers in `settings.mcp_servers`."""
+    tools = build_tools(settings)
+    if settings.mcp_servers:
+        servers = mcp.parse_servers(settings.mcp_servers)
+        timeout_s, max_chars = settings.tool_timeout_s, settings.tool_result_max_chars
+        tools += await mcp.load_mcp_tools(servers, timeout_s=timeout_s, max_chars=max_chars)
     return tools
 
 

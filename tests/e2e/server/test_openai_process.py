@@ -1,0 +1,67 @@
+"""The official `openai` client against the server as a real process, its models the real
+Gemini client against the simulator: a completion and a streamed completion."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+
+from testkit.gemini_roles import research_scenario
+from testkit.gemini_sim import GeminiSimulator
+from tests.support.process import ServerProcess
+
+ASK = [{"role": "user", "content": "What do the sources say?"}]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "sources.md").write_text("# Sources\n\nThe sources agree on the main result.\n")
+    with GeminiSimulator(research_scenario()) as sim:
+        env = {
+            "GOOGLE_API_KEY": "simulated-key",
+            "GOOGLE_GEMINI_BASE_URL": sim.base_url,
+            "LATS_MODEL": "google_genai:gemini-2.5-flash",
+            "LATS_TOOLS": "local_docs",
+            "LATS_LOCAL_DOCS_DIR": str(docs),
+            "LATS_DATA_DIR": str(tmp_path / "data"),
+            "LATS_MODEL_RETRY_BASE_DELAY_S": "0",
+            "LATS_MODEL_RPS": "0",
+            "LATS_API_KEYS": "k1",
+        }
+        process = ServerProcess(env).start()
+        try:
+            yield process
+        finally:
+            process.kill()
+
+
+def test_completions_and_streams_through_the_real_model_client(server: ServerProcess) -> None:
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="k1", max_retries=0, timeout=60)
+
+    completion = client.chat.completions.create(
+        model="plantree-fast", messages=ASK, extra_body={"max_paths": 1}
+    )
+    kinds: list[str] = []
+    answer = ""
+    for part in client.chat.completions.create(
+        model="plantree-fast:max_paths=2", messages=ASK, stream=True
+    ):
+        delta = part.choices[0].delta if part.choices else None
+        if delta is not None and (delta.model_extra or {}).get("reasoning_content"):
+            kinds.append("progress")
+        if delta is not None and delta.content:
+            kinds.append("answer")
+            answer += delta.content
+
+    info = (completion.model_extra or {})["plantree"]
+    assert info["status"] == "done"
+    assert info["run_id"] == completion.id
+    assert completion.choices[0].message.content
+    assert kinds[-1] == "answer"
+    assert kinds.index("answer") > 3  # progress lines came first
+    assert answer
