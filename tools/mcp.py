@@ -117,14 +117,19 @@ def guarded(server: str, tool: BaseTool, *, timeout_s: float, max_chars: int) ->
     inner: Callable[..., Awaitable[Any]] = tool.coroutine
 
     async def call(**kwargs: Any) -> ToolResult:
+        deadline = asyncio.timeout(timeout_s)
         try:
-            async with asyncio.timeout(timeout_s):
+            async with deadline:
                 result = await inner(**kwargs)
         except TimeoutError:
             return failure(name, "timeout")
         except ToolException as e:  # the server ran the tool and reported an error
             return failure(name, "http_error", shorten(str(e), 200))
         except Exception as e:  # the server died, refused, or sent garbage: tell the model
+            if deadline.expired():
+                # The client's task group wraps the cancellation our deadline caused (for
+                # example while the server process is still starting) in an ExceptionGroup.
+                return failure(name, "timeout")
             logger.warning("MCP tool %s failed: %s", name, type(e).__name__)
             return failure(name, "network" if _is_transport(e) else "internal")
         content = result[0] if isinstance(result, tuple) else result
