@@ -22,6 +22,8 @@ from testkit.gemini_sim import Reply as SimReply
 from tests.e2e.server.processes import Proc
 
 logger = logging.getLogger(__name__)
+# Several service processes start and work on 2 shared cores: minutes, not the default 2.
+pytestmark = pytest.mark.timeout(600)
 BODY = {"task": "What do the sources say?", "max_paths": 2}
 TERMINAL = {"done", "error", "cancelled"}
 STATUS_OF = {"done": "done", "error": "failed", "cancelled": "cancelled"}
