@@ -48,8 +48,10 @@ class Canceller:
         live = self._lives.get(run_id)
         if live is None or live.task is None or live.task.done() or live.draining:
             return False
-        logger.info("run=%s cancelling", run_id)
-        live.task.cancel()
+        if not live.cancelling:  # signals and the heartbeat may repeat the request
+            live.cancelling = True
+            logger.info("run=%s cancelling", run_id)
+            live.task.cancel()
         return True
 
     async def cancel(self, run_id: str, wait_s: float) -> None:

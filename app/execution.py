@@ -28,6 +28,7 @@ from app.store.base import LeaseLost, RunRecord, RunStatus, RunStore, StoredEven
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+NODES_READ_S = 5.0
 
 
 async def shielded(work: Awaitable[T]) -> T:
@@ -205,20 +206,31 @@ class Executor:
         run_id = live.run_id
         held = live.terminal
         terminal = held if isinstance(held, RunCancelled) else RunCancelled(run_id=run_id)
-        result = {
-            "run_id": run_id,
-            "status": "cancelled",
-            "metrics": terminal.metrics,
-            "nodes": await shielded(self._nodes(run_id)),
-        }
-        await self._end(writer, terminal, "cancelled", result)
+
+        async def end() -> None:
+            result = {
+                "run_id": run_id,
+                "status": "cancelled",
+                "metrics": terminal.metrics,
+                "nodes": await self._nodes(run_id),
+            }
+            if await writer.finish(terminal, "cancelled", result):
+                await self._forget_checkpoint(run_id)
+
+        # One unit: a second cancel must not stop the end between reading the tree and
+        # storing it.
+        await shielded(end())
 
     async def _nodes(self, run_id: str) -> list[dict[str, Any]]:
         """The tree as last checkpointed (a cancelled run keeps what it found)."""
         if self.checkpointer is None:
             return []
         try:
-            snapshot = await self.engine.graph.aget_state({"configurable": {"thread_id": run_id}})
+            # Bounded: the end must be stored even if the checkpoint cannot be read.
+            async with asyncio.timeout(NODES_READ_S):
+                snapshot = await self.engine.graph.aget_state(
+                    {"configurable": {"thread_id": run_id}}
+                )
         except Exception:
             logger.warning("run=%s tree not readable from its checkpoint", run_id)
             return []

@@ -1,7 +1,8 @@
 """Leases: this process's worker identity and the heartbeat that keeps its runs.
 
 A worker owns a run while its lease row says so (`owner`, `lease_until`). The heartbeat renews
-every lease the worker holds at a third of the lease time; a run that is no longer among them
+the leases of the runs that have a task here, at a third of the lease time (a lease without a
+task behind it expires and the run is claimed again); a run that is no longer among them
 was taken over after the lease expired (this process stalled or lost the database), so it is
 stopped here without another write. The same renewal reports cancel requests, a backstop for
 cancel signals that never arrived.
@@ -68,7 +69,8 @@ class LeaseKeeper:
         async with self._beat_lock:
             # Runs registered before the renewal: one created after it is legitimately absent.
             before = [live for live in self._lives.values() if not live.ended]
-            held = {h.run_id: h for h in await self.store.renew(self.owner, self.ttl_s)}
+            renewed = await self.store.renew(self.owner, self.ttl_s, [lv.run_id for lv in before])
+            held = {h.run_id: h for h in renewed}
         for live in before:
             if live.ended or live.draining:
                 continue

@@ -23,6 +23,7 @@ class LiveRun:
         self.events: list[StoredEvent] = list(history)
         self.finished = asyncio.Event()
         self.draining = False
+        self.cancelling = False  # a cancel was delivered to the task (once is enough)
         self.lost = False  # another worker took the lease: write nothing more
         self.ended = False  # the terminal event is stored
         self.terminal: Event | None = None  # held back until `finish` stores it with the status

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -17,6 +18,17 @@ from app.store.sqlite import BUSY_TIMEOUT_MS, SqliteRunStore
 logger = logging.getLogger(__name__)
 
 
+async def _setup_once(url: str, saver: BaseCheckpointSaver[str]) -> None:
+    """The checkpointer's migrations, one process at a time: processes starting together
+    would otherwise race on its CREATE statements."""
+    from psycopg import AsyncConnection
+
+    async with await AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute("SELECT pg_advisory_lock(hashtext('lats_checkpoint_setup'))")
+        await saver.setup()  # type: ignore[attr-defined]  # the Postgres saver's, not the base's
+        await conn.execute("SELECT pg_advisory_unlock(hashtext('lats_checkpoint_setup'))")
+
+
 @asynccontextmanager
 async def open_backend(
     settings: Settings,
@@ -24,16 +36,31 @@ async def open_backend(
     """Postgres when `database_url` is set, else SQLite files under `data_dir`."""
     if settings.database_url:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
 
         from app.store.postgres import PostgresRunStore
 
         pg_store = await PostgresRunStore.open(settings.database_url)
+        # A pool, not the saver's default single connection: concurrent runs do not queue
+        # behind one connection, and a connection whose query a cancel interrupted is
+        # checked (and replaced) by the pool instead of stalling every later checkpoint.
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            settings.database_url,
+            min_size=1,
+            max_size=settings.max_active_runs + 2,
+            open=False,
+            timeout=30,
+            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        )
         try:
-            async with AsyncPostgresSaver.from_conn_string(settings.database_url) as saver:
-                await saver.setup()
-                logger.info("store: postgres")
-                yield pg_store, saver
+            await pool.open(wait=True, timeout=10)
+            saver = AsyncPostgresSaver(pool)
+            await _setup_once(settings.database_url, saver)
+            logger.info("store: postgres")
+            yield pg_store, saver
         finally:
+            await pool.close()
             await pg_store.close()
         return
     settings.data_dir.mkdir(parents=True, exist_ok=True)

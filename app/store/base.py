@@ -94,8 +94,10 @@ class RunStore(Protocol):
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
         """Take the oldest unfinished run whose lease is free or expired, if any."""
 
-    async def renew(self, owner: str, ttl_s: float) -> list[Held]:
-        """Extend every lease `owner` holds; the runs it still holds."""
+    async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
+        """Extend the leases `owner` holds on `run_ids` (the runs it executes; a lease it
+        no longer backs with a task expires and the run is claimed again); the runs among
+        them it still holds."""
 
     async def release(self, run_id: str, owner: str, status: RunStatus) -> None:
         """Give the run back (a drain): set `status`, free the lease. Fenced."""

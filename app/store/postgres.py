@@ -166,12 +166,15 @@ class PostgresRunStore:
             row = await cur.fetchone()
         return _record(row) if row else None
 
-    async def renew(self, owner: str, ttl_s: float) -> list[Held]:
+    async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
+        if not run_ids:
+            return []
         async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(
                 f"UPDATE lats_runs SET lease_until = {_LEASE}"
-                " WHERE owner = %s AND status = ANY(%s) RETURNING id, cancel_requested",
-                (ttl_s, owner, _OPEN),
+                " WHERE owner = %s AND status = ANY(%s) AND id = ANY(%s)"
+                " RETURNING id, cancel_requested",
+                (ttl_s, owner, _OPEN, run_ids),
             )
             rows = await cur.fetchall()
         return [Held(run_id=r["id"], cancel_requested=r["cancel_requested"]) for r in rows]

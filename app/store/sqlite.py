@@ -200,14 +200,19 @@ class SqliteRunStore:
             claimed = await self._one("SELECT * FROM runs WHERE id = ?", (row["id"],))
         return _record(claimed) if claimed else None
 
-    async def renew(self, owner: str, ttl_s: float) -> list[Held]:
+    async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
+        if not run_ids:
+            return []
+        marks = ", ".join("?" for _ in run_ids)
         async with self._write() as conn:
             await conn.execute(
-                f"UPDATE runs SET lease_until = ? WHERE owner = ? AND {_OPEN}",
-                (time.time() + ttl_s, owner),
+                f"UPDATE runs SET lease_until = ? WHERE owner = ? AND {_OPEN} AND id IN ({marks})",
+                (time.time() + ttl_s, owner, *run_ids),
             )
             async with conn.execute(
-                f"SELECT id, cancel_requested FROM runs WHERE owner = ? AND {_OPEN}", (owner,)
+                f"SELECT id, cancel_requested FROM runs WHERE owner = ? AND {_OPEN}"
+                f" AND id IN ({marks})",
+                (owner, *run_ids),
             ) as cur:
                 rows = await cur.fetchall()
         return [Held(run_id=r["id"], cancel_requested=bool(r["cancel_requested"])) for r in rows]

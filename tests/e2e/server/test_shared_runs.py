@@ -22,6 +22,8 @@ from testkit.gemini_sim import Reply as SimReply
 from tests.e2e.server.processes import Proc
 
 logger = logging.getLogger(__name__)
+# Several service processes start and work on 2 shared cores: minutes, not the default 2.
+pytestmark = pytest.mark.timeout(600)
 BODY = {"task": "What do the sources say?", "max_paths": 2}
 TERMINAL = {"done", "error", "cancelled"}
 STATUS_OF = {"done": "done", "error": "failed", "cancelled": "cancelled"}
@@ -201,3 +203,54 @@ def test_a_stream_and_a_cancel_on_the_process_that_does_not_own_the_run(
     assert check_whole(other.url, run_id, events) == "cancelled"
     assert "node_started" in [kind for _, kind, _ in events]  # followed live, not replayed only
     logger.info("%s: cancel through the other process took %.3fs", backend, cancel_s)
+
+
+def test_a_killed_owners_run_is_finished_by_another_process_after_its_lease_expires(
+    env: dict[str, str], procs: list[Proc], fresh_postgres_url: str
+) -> None:
+    script = HeldStep("Summarise them")
+    with GeminiSimulator(script) as sim:
+        env = {
+            **env,
+            "GOOGLE_GEMINI_BASE_URL": sim.base_url,
+            "LATS_DATABASE_URL": fresh_postgres_url,
+        }
+        owner, other = _start(procs, env, ("serve",), ("serve",))
+        with httpx.Client(timeout=30) as client:
+            run_id = client.post(f"{owner.url}/runs", json=BODY).json()["run_id"]
+        assert script.waiting.wait(60)
+        before = read_events_until(other.url, run_id, "node_started")
+        owner.kill()
+        seen = len(sim.requests)
+        executed_before = _executed(sim.requests)
+        script.release.set()
+        killed_at = time.monotonic()
+        events = read_events(other.url, run_id)
+        taken_s = time.monotonic() - killed_at
+        executed_after = _executed(sim.requests[seen:])
+
+    assert check_whole(other.url, run_id, events) == "done"
+    assert events[: len(before)] == before  # the history went on, no id reused
+    assert "Find sources" in executed_before
+    assert "Find sources" not in executed_after  # a completed node never runs again
+    assert f"run={run_id} claimed by owner={other.owner}" in other.log()
+    logger.info("take-over after SIGKILL: done %.2fs after the kill (lease 3 s)", taken_s)
+
+
+def read_events_until(url: str, run_id: str, kind: str) -> list[tuple[int, str, dict[str, Any]]]:
+    """The stored events so far, which include at least one of `kind`."""
+    with httpx.Client(base_url=url, timeout=30) as client:
+        lines = client.get(f"/runs/{run_id}/trace").text.splitlines()
+    events = [json.loads(line) for line in lines]
+    out = [(e["id"], e["event"]["type"], e["event"]) for e in events]
+    assert kind in [k for _, k, _ in out]
+    return out
+
+
+def _executed(requests: list[SimRequest]) -> list[str]:
+    steps = []
+    for request in requests:
+        text = request.prompt
+        if "Step to execute: " in text and not request.function_responses:
+            steps.append(text.split("Step to execute: ", 1)[1].split("\n", 1)[0])
+    return steps

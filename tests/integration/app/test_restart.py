@@ -44,3 +44,27 @@ async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_with_its
     assert run["status"] == "done"
     assert run["answer"] == "42"  # settled with its answer
     assert svc.models.recorder.calls == []  # nothing ran again
+
+
+async def test_start_up_leaves_alone_a_run_another_live_process_holds(
+    service_for: ServiceMaker, settings: Settings
+) -> None:
+    store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
+    now = datetime.now(UTC)
+    await store.create_run(
+        RunRecord(
+            id="r-held", task="t", params={}, status="running", created_at=now, updated_at=now
+        ),
+        started="{}",
+        owner="alive-elsewhere",
+        ttl_s=600,
+    )
+    await store.close()
+
+    async with service_for(Scenario(plan=["A"])) as svc:
+        run = (await svc.client.get("/runs/r-held")).json()
+        trace = (await svc.client.get("/runs/r-held/trace")).text.splitlines()
+
+    assert run["status"] == "running"
+    assert len(trace) == 1  # nothing was written for it here
+    assert svc.models.recorder.calls == []

@@ -131,12 +131,12 @@ async def test_finish_stores_terminal_event_status_and_result_together(
 
 async def test_renew_keeps_leases_and_reports_cancel_requests(open_store: Opener) -> None:
     store = await open_store()
-    mine, flagged = _record(), _record()
-    await store.create_run(mine, owner="me", ttl_s=0.5)
-    await store.create_run(flagged, owner="me", ttl_s=0.5)
+    mine, flagged, orphan = _record(), _record(), _record()
+    for record in (mine, flagged, orphan):
+        await store.create_run(record, owner="me", ttl_s=0.5)
     await store.request_cancel(flagged.id)
 
-    held = await store.renew("me", 60)
+    held = await store.renew("me", 60, [mine.id, flagged.id])  # no task behind `orphan`
     await asyncio.sleep(0.6)
 
     assert {(h.run_id, h.cancel_requested) for h in held} == {
@@ -144,6 +144,7 @@ async def test_renew_keeps_leases_and_reports_cancel_requests(open_store: Opener
         (flagged.id, True),
     }
     assert await store.claim(mine.id, "other", 30) is None  # renewed past its first expiry
+    assert await store.claim(orphan.id, "other", 30) is not None  # expired: claimed again
     assert await store.cancel_requests("me") == [flagged.id]
     assert await store.mark_running(flagged.id, "me") is True
 
