@@ -95,6 +95,7 @@ class Row(TypedDict):
     paths: int
     nodes_run: int
     deepest: int  # steps on the longest path that ran
+    per_depth: list[int]  # steps that ran at each depth, the root's first
     stop_reason: str | None
     chosen: str | None  # the chosen path's world key (which branch the search settled on)
     best_key: str  # where the best answer is
@@ -213,6 +214,10 @@ async def run_one(
         "paths": int(result.metrics.get("paths_completed", 0)),
         "nodes_run": sum(1 for n in result.nodes if n["status"] in ("done", "failed")),
         "deepest": 1 + max((n["depth"] for n in result.nodes if n["status"] == "done"), default=-1),
+        "per_depth": [
+            sum(1 for n in result.nodes if n["status"] == "done" and n["depth"] == d)
+            for d in range(params.max_depth)
+        ],
         "stop_reason": result.stop_reason,
         "chosen": truth.key if truth is not None else None,
         "best_key": best_node.key,

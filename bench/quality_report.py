@@ -61,6 +61,14 @@ def diagnosis(q: dict[str, Any], structure: str, strategy: str) -> str:
         f"{paths:.1f} completed paths and {nodes:.1f} steps run per search, its longest path "
         f"{deepest:.1f} steps (a complete one has {full}), stopped by `{stops}`"
     )
+    profiles = [r["per_depth"] for r in rows if "per_depth" in r]
+    if profiles:
+        # Where the steps went, level by level: breadth or depth.
+        levels = max(len(p) for p in profiles)
+        means = [sum(p[d] for p in profiles if d < len(p)) / len(profiles) for d in range(levels)]
+        while len(means) > 1 and means[-1] == 0:
+            means.pop()
+        text += " (steps per depth " + " / ".join(f"{m:.1f}" for m in means) + ")"
     if partial:
         text += f"; {partial} of {len(rows)} searches completed no path at all"
     answers = [(r["best_key"], a) for r in rows for a in r["answered"]]
