@@ -38,6 +38,16 @@ def test_the_compose_file_is_valid_against_the_compose_spec(compose: dict[str, A
         validator.validate(broken)
 
 
+def test_the_test_override_is_valid_and_adds_only_the_simulator() -> None:
+    schema = json.loads(SCHEMA.read_text())
+    override = yaml.safe_load((ROOT / "tests" / "deploy" / "compose.test.yml").read_text())
+
+    jsonschema.Draft201909Validator(schema).validate(override)
+    assert sorted(override["services"]) == ["api", "gemini-sim"]
+    assert override["services"]["gemini-sim"]["build"]["target"] == "simulator"
+    assert "ports" not in override["services"]["gemini-sim"]
+
+
 def test_the_api_waits_for_healthy_postgres_and_redis(compose: dict[str, Any]) -> None:
     api, db = compose["services"]["api"], compose["services"]["db"]
 
