@@ -6,41 +6,12 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from playwright.async_api import ConsoleMessage, Page, Request, expect
+from playwright.async_api import Page, expect
 
 from testkit.scenario import Scenario
-from tests.e2e.ui.conftest import BROWSER_TESTS, ServiceMaker
+from tests.e2e.ui.conftest import BROWSER_TESTS, ServiceMaker, Watch
 
 pytestmark = BROWSER_TESTS
-
-
-class Watch:
-    """What a tab asked the network for, and the policy violations its console reported."""
-
-    def __init__(self, page: Page) -> None:
-        self.urls: list[str] = []
-        self.refused: list[str] = []
-        self.violations: list[str] = []
-        page.on("request", self.request)
-        page.on("requestfailed", self.failed)
-        page.on("console", self.console)
-
-    def request(self, request: Request) -> None:
-        self.urls.append(request.url)
-
-    def failed(self, request: Request) -> None:
-        # Refused by the page's policy inside the browser: the request never left it.
-        if request.failure == "csp":
-            self.refused.append(request.url)
-
-    def console(self, message: ConsoleMessage) -> None:
-        if "Content Security Policy" in message.text:
-            self.violations.append(message.text)
-
-    def hosts(self) -> set[str | None]:
-        """The hosts requests went to (data: URLs and requests the policy refused aside)."""
-        sent = [url for url in self.urls if url not in self.refused]
-        return {urlsplit(url).hostname for url in sent if not url.startswith("data:")}
 
 
 async def test_swagger_ui_renders_with_no_request_leaving_the_host(
