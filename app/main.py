@@ -11,7 +11,7 @@ from langchain_core.tools import BaseTool
 
 from agents.models import ModelFactory, SettingsModelFactory
 from agents.settings import Settings, get_settings
-from app import errors, mcp_server, metrics, openapi, telemetry
+from app import errors, mcp_server, metrics, openapi, security_headers, telemetry
 from app.routes import chat, health, runs, ui
 from app.service import run_service
 from tools.registry import build_service_tools
@@ -59,7 +59,10 @@ def create_app(
         summary="Answers research questions by searching a tree of plans.",
         lifespan=lifespan,
         max_body_size=settings.max_body_bytes,
+        docs_url=None,  # app/openapi.py serves /docs and /redoc from vendored files
+        redoc_url=None,
     )
+    security_headers.install(app)
     app.state.settings = settings
     errors.install(app)
     app.include_router(health.router)

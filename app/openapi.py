@@ -1,19 +1,59 @@
-"""The OpenAPI document, with the run event schema (SSE payloads) under components."""
+"""The OpenAPI document (with the run event schema, the SSE payloads, under components) and the
+pages that show it: Swagger UI at `/docs`, Redoc at `/redoc`.
+
+Both viewers are vendored (web/, served under /static/vendor) and started by script files of
+their own, so the pages work offline, load nothing from another origin and need no inline
+script. FastAPI's built-in pages would fetch both from a CDN and inline their start-up script.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import FileResponse, HTMLResponse
 
 from agents.events import EVENT_ADAPTER
+from app import security_headers
+from app.routes.ui import PAGE_HEADERS, PAGES_DIR, page
 
 SSE_PATHS = (("/solve", "post"), ("/runs/{run_id}/events", "get"))
 
 
+docs_router = APIRouter(include_in_schema=False)
+
+
+@docs_router.get("/docs")
+async def swagger_ui() -> FileResponse:
+    """The API's interactive documentation (Swagger UI)."""
+    return page("docs.html")
+
+
+# Redoc's bundle inserts one stylesheet (perfect-scrollbar's) as it loads, before `Redoc.init`
+# can hand it the nonce: the policy allows exactly that text (and the empty element it starts
+# as) by hash. A new Redoc version may change it: tests/e2e/ui/test_docs_pages.py then reports
+# the policy violation with the new hash.
+REDOC_STYLE_HASHES = (
+    "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='",
+    "'sha256-QMIg+bpjm3JdElJ388KYke01izlUW0UoNOeKjpMxdgc='",
+)
+
+
+@docs_router.get("/redoc")
+async def redoc(request: Request) -> HTMLResponse:
+    """The API's reference documentation (Redoc). Redoc injects its styles as `<style>`
+    elements at run time: they carry this response's nonce, which the page's policy allows."""
+    html = (PAGES_DIR / "redoc.html").read_text(encoding="utf-8")
+    security_headers.allow_styles(request, *REDOC_STYLE_HASHES)
+    nonce = security_headers.style_nonce(request)
+    return HTMLResponse(html.replace("{{style_nonce}}", nonce), headers=PAGE_HEADERS)
+
+
 def install(app: FastAPI) -> None:
-    """Make `app.openapi()` describe each SSE frame's `data` as a `RunEvent`."""
+    """Serve `/docs` and `/redoc`; make `app.openapi()` describe each SSE frame's `data` as a
+    `RunEvent`. The app must be created with `docs_url=None, redoc_url=None`."""
+    app.include_router(docs_router)
 
     def build() -> dict[str, Any]:
         if app.openapi_schema:

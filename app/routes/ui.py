@@ -1,7 +1,10 @@
 """The web page: `/` serves the run page, `/static` its scripts, styles and vendored libraries.
 
-The files in `app/static` are served as they are (no build step at run time). The page itself
-is public; every API call it makes carries the API key when the service needs one.
+The files in `app/static` are served as they are (no build step at run time); the HTML pages
+live in `app/pages` and are served only at their own routes (`/` here, `/docs` and `/redoc` in
+app/openapi.py), so `/static` serves no document. Every response carries the security headers
+of app/security_headers.py. The page itself is public; every API call it makes carries the API
+key when the service needs one.
 """
 
 from __future__ import annotations
@@ -12,29 +15,25 @@ from fastapi import APIRouter, FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+APP_DIR = Path(__file__).resolve().parent.parent
+STATIC_DIR = APP_DIR / "static"
+PAGES_DIR = APP_DIR / "pages"
 
-# Model output is rendered on this page: only the service's own scripts may run, nothing is
-# loaded from elsewhere (images included), and no other site may frame it.
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
-    "frame-ancestors 'none'"
-)
-PAGE_HEADERS = {
-    "Content-Security-Policy": CSP,
-    "Cache-Control": "no-cache",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
+# A new deployment's page must not be mixed with the old one's cached scripts.
+PAGE_HEADERS = {"Cache-Control": "no-cache"}
 
 router = APIRouter(include_in_schema=False)
+
+
+def page(name: str) -> FileResponse:
+    """One of the service's HTML pages."""
+    return FileResponse(PAGES_DIR / name, media_type="text/html", headers=PAGE_HEADERS)
 
 
 @router.get("/")
 async def index() -> FileResponse:
     """The run page."""
-    return FileResponse(STATIC_DIR / "index.html", headers=PAGE_HEADERS)
+    return page("index.html")
 
 
 def install(app: FastAPI) -> None:

@@ -1,23 +1,11 @@
-// The side panel: stop reason, costs, the answer (Markdown, sanitised) and one node's details.
+// The side panel: stop reason, costs, the answer (Markdown, made inert by untrusted.js) and one
+// node's details. Every other model text is set as text, never as HTML.
 
-import DOMPurify from "../vendor/dompurify.js";
-import { marked } from "../vendor/marked.js";
 import { countByStatus } from "./model.js";
 import { MEANING, nodeValue } from "./tree.js";
+import { markdown } from "./untrusted.js";
 
 const $ = (id) => document.getElementById(id);
-
-// Model output is untrusted: Markdown is sanitised, links open elsewhere and never run code.
-DOMPurify.addHook("afterSanitizeAttributes", (element) => {
-  if (element.tagName === "A") {
-    element.setAttribute("target", "_blank");
-    element.setAttribute("rel", "noopener noreferrer");
-  }
-});
-
-export function markdown(text) {
-  return DOMPurify.sanitize(marked.parse(text ?? "", { async: false }));
-}
 
 function el(tag, props = {}, ...children) {
   const element = Object.assign(document.createElement(tag), props);

@@ -13,10 +13,19 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Locator, Page, async_playwright, expect
+from playwright.async_api import (
+    Browser,
+    ConsoleMessage,
+    Locator,
+    Page,
+    Request,
+    async_playwright,
+    expect,
+)
 
 from agents.settings import Settings
 from testkit.fakes import FakeCall, Reply, Script, step_to_execute
@@ -141,3 +150,32 @@ def run_id_of(page: Page) -> str:
     match = re.search(r"#/runs/(\w+)$", page.url)
     assert match, page.url
     return match.group(1)
+
+
+class Watch:
+    """What a tab asked the network for, and the policy violations its console reported."""
+
+    def __init__(self, page: Page) -> None:
+        self.urls: list[str] = []
+        self.refused: list[str] = []
+        self.violations: list[str] = []
+        page.on("request", self.request)
+        page.on("requestfailed", self.failed)
+        page.on("console", self.console)
+
+    def request(self, request: Request) -> None:
+        self.urls.append(request.url)
+
+    def failed(self, request: Request) -> None:
+        # Refused by the page's policy inside the browser: the request never left it.
+        if request.failure == "csp":
+            self.refused.append(request.url)
+
+    def console(self, message: ConsoleMessage) -> None:
+        if "Content Security Policy" in message.text:
+            self.violations.append(message.text)
+
+    def hosts(self) -> set[str | None]:
+        """The hosts requests went to (data: URLs and requests the policy refused aside)."""
+        sent = [url for url in self.urls if url not in self.refused]
+        return {urlsplit(url).hostname for url in sent if not url.startswith("data:")}
