@@ -20,11 +20,13 @@ from bench.engine_runs import Latency
 from bench.load import LoadConfig, run_load
 from bench.memory import MemoryConfig, run_memory
 from bench.process import ROOT
+from bench.quota import QuotaConfig, run_quota
+from bench.quota import summary as quota_summary
 from bench.search import SearchConfig, run_search
 
 logger = logging.getLogger("bench")
 
-BENCHMARKS = ("search", "load", "memory")
+BENCHMARKS = ("search", "load", "memory", "quota")
 FAST = Latency(seed=7, low_s=0.002, high_s=0.008)
 # `--smoke`: every benchmark end to end at tiny sizes (the tests' variant; ~20 s).
 SMOKE: dict[str, Any] = {
@@ -33,8 +35,14 @@ SMOKE: dict[str, Any] = {
     "memory": MemoryConfig(
         runs=10, checkpoints=(0, 5, 10), sample_every=5, repetitions=1, latency=FAST
     ),
+    "quota": QuotaConfig(quotas_rps=(20.0,), runs=2, low_s=0.01, high_s=0.02, max_paths=2),
 }
-FULL: dict[str, Any] = {"search": SearchConfig(), "load": LoadConfig(), "memory": MemoryConfig()}
+FULL: dict[str, Any] = {
+    "search": SearchConfig(),
+    "load": LoadConfig(),
+    "memory": MemoryConfig(),
+    "quota": QuotaConfig(),
+}
 
 
 def _save(path: Path, data: Any) -> None:
@@ -58,6 +66,9 @@ async def _run(
     if "memory" in only:
         logger.info("benchmark 5: memory")
         out["memory"] = await run_memory(configs["memory"], work)
+    if "quota" in only:
+        logger.info("benchmark 6: quota sweep")
+        out["quota"] = await run_quota(configs["quota"], work / "quota")
     return out
 
 
@@ -149,7 +160,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if memory:
         plots.memory(memory, results / "memory.png")
     report.write(args.docs, results, info, search, load, memory, run_info.get("all_seconds"))
-    sys.stdout.write(_summary(search, load, memory) + f"\n\ndone in {seconds / 60:.1f} min\n")
+    quota = fresh.get("quota")
+    extra = "".join(f"\n{line}" for line in quota_summary(quota)) if quota else ""
+    sys.stdout.write(
+        _summary(search, load, memory) + extra + f"\n\ndone in {seconds / 60:.1f} min\n"
+    )
     return 0
 
 
