@@ -1,5 +1,6 @@
-"""Run accounting: counts calls and tokens, enforces budgets before each model call, and
-records tool calls. A `CallTracker` callback rides along every model and tool call of a job."""
+"""Run accounting: counts calls and tokens, enforces budgets before each model attempt, and
+records tool calls. A `CallTracker` callback rides along every model and tool call of a job;
+the call policy (`agents.policy`) reports each attempt to it, retries included."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from agents.cache import CACHE_HIT
 from agents.errors import BudgetExhausted, BudgetReason
 from agents.events import EventSink, ToolCalled
 from agents.params import RunParams
+from agents.policy import AttemptHook
+from agents.ratelimit import LimiterStats
 from agents.settings import Role
 from agents.state import Source, ToolCallRecord
 
@@ -40,6 +44,9 @@ class Accountant:
         self.cache_hits: int = int(prior.get("cache_hits", 0))
         self.candidate_batches: int = int(prior.get("candidate_batches", 0))
         self.candidates_scored: int = int(prior.get("candidates_scored", 0))
+        self.rate_limited: int = int(prior.get("rate_limited", 0))
+        self.model_rate: float | None = prior.get("model_rate")
+        self.reserved_tokens = 0  # estimates of the attempts in flight
         self.finishing = False
 
     @property
@@ -55,7 +62,7 @@ class Accountant:
         reserve = 0 if self.finishing else FINISH_RESERVE_CALLS
         if self.total_calls >= self.params.max_llm_calls - reserve:
             return "budget_llm_calls"
-        if self.total_tokens >= self.params.max_tokens:
+        if self.total_tokens + self.reserved_tokens >= self.params.max_tokens:
             return "budget_tokens"
         return None
 
@@ -65,6 +72,23 @@ class Accountant:
         if reason is not None:
             raise BudgetExhausted(reason)
         self.calls[role] += 1
+
+    def reserve(self, tokens: int) -> None:
+        """Hold `tokens` of the token budget for an attempt in flight."""
+        self.reserved_tokens += tokens
+
+    def settle(self, tokens: int, usage: UsageMetadata | None) -> None:
+        """Release an attempt's reservation and add what it really used."""
+        self.reserved_tokens = max(0, self.reserved_tokens - tokens)
+        if usage:
+            self.input_tokens += int(usage.get("input_tokens", 0))
+            self.output_tokens += int(usage.get("output_tokens", 0))
+
+    def uncount(self, role: Role) -> None:
+        """An attempt counted by `before_call` was not billed (the provider answered 429)."""
+        self.calls[role] -= 1
+        if self.calls[role] <= 0:
+            del self.calls[role]
 
     def count_hit(self, role: Role) -> None:
         """A call counted by `before_call` was served from the cache: not a model call."""
@@ -93,6 +117,10 @@ class Accountant:
             "evaluations": self.calls.get("evaluator", 0),
             "candidate_batches": self.candidate_batches,
             "candidates_scored": self.candidates_scored,
+            # Attempts the provider refused with 429 (not billed, not counted as calls), and
+            # the model rate allowed after this run's last call (None: no limit in force).
+            "rate_limited": self.rate_limited,
+            "model_rate": None if self.model_rate is None else round(self.model_rate, 3),
             # The same tree with one evaluator call per candidate and no cache.
             "naive_calls": self.total_calls
             + self.cache_hits
@@ -101,9 +129,15 @@ class Accountant:
         }
 
 
-class CallTracker(AsyncCallbackHandler):
-    """Callback for the calls of one job: budget check before each model call, usage after,
-    and a record plus a `tool_call` event for every tool call."""
+class CallTracker(AsyncCallbackHandler, AttemptHook):
+    """Callback for the calls of one job: budget check and count before each model attempt,
+    usage after it, and a record plus a `tool_call` event for every tool call.
+
+    A call's first attempt is counted when the call starts (so concurrent calls can never pass
+    the call budget); the call policy then reports every attempt: its retries count as calls
+    too, a 429 is given back. A model outside the call policy (never reports attempts) is
+    counted once per call, with the usage of its reply.
+    """
 
     raise_error = True  # a budget refusal must stop the call, not be logged and ignored
 
@@ -124,6 +158,10 @@ class CallTracker(AsyncCallbackHandler):
         self.tool_records: list[ToolCallRecord] = []
         self.sources: list[Source] = []
         self._tool_starts: dict[UUID, tuple[str, dict[str, Any], float]] = {}
+        self._counted: set[UUID] = set()  # calls whose first attempt is counted already
+        self._metered: set[UUID] = set()  # calls the call policy reported attempts for
+
+    # model calls ------------------------------------------------------------------------------
 
     async def on_chat_model_start(
         self,
@@ -134,8 +172,41 @@ class CallTracker(AsyncCallbackHandler):
         **kwargs: Any,
     ) -> None:
         self.accountant.before_call(self.role)
+        self._counted.add(run_id)
+
+    def begin_attempt(self, call_id: UUID | None, estimate_tokens: int) -> None:
+        if call_id is not None:
+            self._metered.add(call_id)
+        if call_id is not None and call_id in self._counted:
+            self._counted.discard(call_id)  # counted at the call's start
+        else:
+            self.accountant.before_call(self.role)
+        self.accountant.reserve(estimate_tokens)
+
+    def end_attempt(
+        self,
+        call_id: UUID | None,
+        estimate_tokens: int,
+        usage: UsageMetadata | None,
+        *,
+        rate_limited: bool,
+        limiter: LimiterStats | None,
+    ) -> None:
+        self.accountant.settle(estimate_tokens, usage)
+        if rate_limited:
+            self.accountant.rate_limited += 1
+            self.accountant.uncount(self.role)
+        if limiter is not None:
+            self.accountant.model_rate = limiter.rate
+
+    def add_usage(self, usage: UsageMetadata) -> None:
+        self.accountant.settle(0, usage)
 
     async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        self._counted.discard(run_id)
+        if run_id in self._metered:
+            self._metered.discard(run_id)
+            return  # the call policy has settled every attempt
         generations = [g for gens in response.generations for g in gens]
         if any((g.generation_info or {}).get(CACHE_HIT) for g in generations):
             self.accountant.count_hit(self.role)
@@ -143,6 +214,12 @@ class CallTracker(AsyncCallbackHandler):
         for generation in generations:
             if isinstance(generation, ChatGeneration):
                 self.accountant.add_usage(generation.message)
+
+    async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._counted.discard(run_id)
+        self._metered.discard(run_id)
+
+    # tool calls -------------------------------------------------------------------------------
 
     async def on_tool_start(
         self,

@@ -1,39 +1,37 @@
 """The one model factory: nodes ask it for the model of a role, never build provider classes.
 
-Every model it gives is a `ResilientChatModel`: the provider's chat model (built by
-`init_chat_model`, or the bundled local model) behind one call policy — each attempt waits for
-the process-wide rate limit and has a timeout, retryable failures (`agents.retry.is_retryable`)
-are retried with bounded jittered backoff, and the last failure surfaces as `ModelError`, which
-nothing retries again. Provider SDK retries are switched off so this is the only retry layer.
+Every model it gives is a `ResilientChatModel` (`agents.policy`): the provider's chat model
+(built by `init_chat_model`, or the bundled local model) behind one call policy — run budgets
+per attempt, the model's adaptive rate limiter shared by every run, a timeout per attempt,
+bounded retries, and one `ModelError` at the end. Provider SDK retries are switched off so the
+policy is the only retry layer.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import random
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from langchain.chat_models import init_chat_model
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LangSmithParams
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
-from langchain_core.rate_limiters import BaseRateLimiter
-from langchain_core.runnables import Runnable
-from pydantic import BaseModel, ConfigDict, Field
+from langchain_core.language_models import BaseChatModel
 
-from agents.errors import ConfigError, LatsError, ModelError
-from agents.ratelimit import shared_limiter
-from agents.retry import TIMEOUT_ERRORS, UNREADABLE_ERRORS, is_retryable
+from agents.errors import ConfigError
+from agents.policy import ResilientChatModel
+from agents.ratelimit import ModelLimiter, model_limiter
+from agents.retry import describe_failure
 from agents.settings import DEFAULT_MODEL, ROLES, Role, Settings
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
+__all__ = [
+    "LOCAL_MODEL",
+    "ModelFactory",
+    "ResilientChatModel",
+    "SettingsModelFactory",
+    "describe_failure",
+    "with_policy",
+]
 
 LOCAL_MODEL = "local"
 """The model string that selects the bundled offline model (SmolLM2 run by llama.cpp)."""
@@ -64,255 +62,38 @@ class ModelFactory(Protocol):
     def for_role(self, role: Role) -> BaseChatModel: ...
 
 
-# -- the call policy -----------------------------------------------------------------------------
-
-
 # The provider's own HTTP timeout is a backstop a little past ours, so our timeout (a clean,
 # retryable TimeoutError) is the one that normally fires.
 PROVIDER_TIMEOUT_MARGIN_S = 5.0
 
 
-def _status_of(error: BaseException) -> int | None:
-    # Provider wrappers (e.g. langchain-google-genai's GoogleInvalidRequestError) drop the HTTP
-    # status but chain the SDK error that has it.
-    seen: BaseException | None = error
-    for _ in range(5):
-        if seen is None:
-            return None
-        status = getattr(seen, "status_code", None) or getattr(seen, "code", None)
-        if isinstance(status, int) and 100 <= status < 600:
-            return status
-        seen = seen.__cause__ or seen.__context__
-    return None
+def with_policy(
+    inner: BaseChatModel, role: Role, settings: Settings, limiter: ModelLimiter | None
+) -> ResilientChatModel:
+    """`inner` behind the call policy with the settings' timeouts and retries. The factory
+    uses it for every model; scripted models in tests and benchmarks use it to run through the
+    same policy as production."""
+    return ResilientChatModel(
+        inner=inner,
+        role=role,
+        timeout_s=settings.model_timeout_s,
+        max_retries=settings.model_max_retries,
+        retry_base_delay_s=settings.model_retry_base_delay_s,
+        rate_limit_patience_s=settings.model_rate_limit_patience_s,
+        limiter=limiter,
+        profile=inner.profile,
+    )
 
 
-def describe_failure(error: BaseException, *, timeout_s: float, attempts: int) -> str:
-    """What went wrong, safe to show a user: the kind and HTTP status, never provider text."""
-    tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
-    status = _status_of(error)
-    if isinstance(error, TIMEOUT_ERRORS):
-        return f"timed out after {timeout_s:g}s ({tries})"
-    if status == 429:
-        return f"was rate limited by the provider (HTTP 429, {tries})"
-    if status is not None and status >= 500:
-        return f"hit a provider server error (HTTP {status}, {tries})"
-    if status is not None:
-        return f"was rejected by the provider (HTTP {status}; not retried)"
-    if isinstance(error, UNREADABLE_ERRORS):
-        return f"got an unreadable response from the provider ({tries})"
-    if is_retryable(error):
-        return f"could not reach the provider ({type(error).__name__}, {tries})"
-    return f"failed ({type(error).__name__}; not retried)"
-
-
-class ResilientChatModel(BaseChatModel):
-    """A provider chat model behind the call policy (rate limit, timeout, bounded retries).
-
-    `bind_tools` and `with_structured_output` are the provider's own, re-pointed at this
-    wrapper, so tool declarations and structured-output schemas reach the provider unchanged.
-    """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    inner: BaseChatModel = Field(description="The provider's chat model.")
-    role: str = Field(description="The engine role this model serves (for messages and logs).")
-    timeout_s: float = Field(gt=0, description="Limit for one attempt.")
-    max_retries: int = Field(ge=0, description="Retries of retryable failures after the first.")
-    retry_base_delay_s: float = Field(ge=0, description="First backoff delay; doubles, jittered.")
-    limiter: BaseRateLimiter | None = Field(default=None, exclude=True)
-
-    @property
-    def _llm_type(self) -> str:
-        return self.inner._llm_type
-
-    @property
-    def _identifying_params(self) -> dict[str, Any]:
-        return {"role": self.role, **self.inner._identifying_params}
-
-    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
-        return self.inner._get_ls_params(stop=stop, **kwargs)
-
-    # binding: the provider decides the wire format, we keep the call path ----------------
-
-    def bind_tools(
-        self, tools: Sequence[Any], *, tool_choice: str | None = None, **kwargs: Any
-    ) -> Runnable[Any, AIMessage]:
-        """The provider's `bind_tools`, calling through this wrapper."""
-        return _retarget(self.inner.bind_tools(tools, tool_choice=tool_choice, **kwargs), self)
-
-    def with_structured_output(
-        self, schema: dict[str, Any] | type, *, include_raw: bool = False, **kwargs: Any
-    ) -> Runnable[Any, dict[str, Any] | BaseModel]:
-        """The provider's `with_structured_output`, calling through this wrapper."""
-        runnable = self.inner.with_structured_output(schema, include_raw=include_raw, **kwargs)
-        return _retarget(runnable, self)
-
-    # calls ------------------------------------------------------------------------------------
-
-    def _backoff_s(self, attempt: int) -> float:
-        return float(self.retry_base_delay_s * 2.0**attempt * (0.5 + random.random()))
-
-    async def _attempts(self, call: Callable[[], Awaitable[T]]) -> T:
-        """Run `call` under the policy: limiter and timeout per attempt, bounded retries of
-        retryable failures, and `ModelError` for the last failure."""
-        attempt = 0
-        while True:
-            try:
-                if self.limiter is not None:
-                    await self.limiter.aacquire()
-                async with asyncio.timeout(self.timeout_s):
-                    return await call()
-            except LatsError:
-                raise
-            except Exception as e:
-                if attempt >= self.max_retries or not is_retryable(e):
-                    raise self._failure(e, attempt + 1) from e
-                delay = self._backoff_s(attempt)
-                attempt += 1
-                logger.warning(
-                    "%s model call failed (%s); retry %d/%d in %.2fs",
-                    self.role,
-                    type(e).__name__,
-                    attempt,
-                    self.max_retries,
-                    delay,
-                )
-                await asyncio.sleep(delay)
-
-    def _failure(self, error: BaseException, attempts: int) -> ModelError:
-        reason = describe_failure(error, timeout_s=self.timeout_s, attempts=attempts)
-        logger.warning("%s model call %s: %s", self.role, reason, type(error).__name__)
-        return ModelError(f"the {self.role} model call {reason}")
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return await self._attempts(
-            lambda: self.inner._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
-        )
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        # The engine is async; this path exists for completeness and relies on the provider's
-        # own timeout (passed at construction, see PROVIDER_TIMEOUT_MARGIN_S) instead of ours.
-        attempt = 0
-        while True:
-            try:
-                if self.limiter is not None:
-                    self.limiter.acquire()
-                return self.inner._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-            except LatsError:
-                raise
-            except Exception as e:
-                if attempt >= self.max_retries or not is_retryable(e):
-                    raise self._failure(e, attempt + 1) from e
-                time.sleep(self._backoff_s(attempt))
-                attempt += 1
-
-    async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        inner_type = type(self.inner)
-        if (
-            inner_type._astream is BaseChatModel._astream
-            and inner_type._stream is BaseChatModel._stream
-        ):
-            # A model without streaming answers in one chunk.
-            result = await self._agenerate(messages, stop, run_manager, **kwargs)
-            message = result.generations[0].message
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content=message.content,
-                    tool_calls=getattr(message, "tool_calls", []),
-                    usage_metadata=getattr(message, "usage_metadata", None),
-                )
-            )
-            return
-
-        async def open_stream() -> tuple[AsyncIterator[ChatGenerationChunk], ChatGenerationChunk]:
-            # Retries are only safe before the first chunk has gone out.
-            stream = self.inner._astream(messages, stop=stop, run_manager=run_manager, **kwargs)
-            try:
-                return stream, await anext(stream)
-            except BaseException:
-                await _close(stream)
-                raise
-
-        stream, first = await self._attempts(open_stream)
-        try:
-            yield first
-            while True:
-                try:
-                    chunk = await asyncio.wait_for(anext(stream), self.timeout_s)
-                except StopAsyncIteration:
-                    return
-                except LatsError:
-                    raise
-                except Exception as e:
-                    raise self._failure(e, 1) from e
-                yield chunk
-        finally:
-            await _close(stream)
-
-
-async def _close(stream: AsyncIterator[Any]) -> None:
-    """Close a provider's stream (and its HTTP response) that will not be read to the end."""
-    aclose = getattr(stream, "aclose", None)
-    if aclose is not None:
-        await aclose()
-
-
-def _retarget(runnable: Runnable[Any, Any], wrapper: ResilientChatModel) -> Runnable[Any, Any]:
-    """`runnable` (built by `wrapper.inner`) with every use of `wrapper.inner` replaced by
-    `wrapper`; raises if there was none, so a provider that builds its runnables another way
-    fails loudly instead of silently skipping the call policy."""
-    replaced = 0
-
-    def walk(value: Any) -> Any:
-        nonlocal replaced
-        if value is wrapper.inner:
-            replaced += 1
-            return wrapper
-        if isinstance(value, list | tuple):
-            items = [walk(v) for v in value]
-            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-        if isinstance(value, dict):
-            mapped = {k: walk(v) for k, v in value.items()}
-            return value if all(mapped[k] is value[k] for k in value) else mapped
-        if isinstance(value, Runnable) and isinstance(value, BaseModel):
-            updates = {}
-            for name in type(value).model_fields:
-                current = getattr(value, name, None)
-                new = walk(current)
-                if new is not current:
-                    updates[name] = new
-            return value.model_copy(update=updates) if updates else value
-        return value
-
-    out = walk(runnable)
-    if not replaced:
-        raise ConfigError(
-            f"cannot apply the call policy to {type(wrapper.inner).__name__}: its runnable "
-            "does not call the model it came from"
-        )
-    result: Runnable[Any, Any] = out
-    return result
-
-
-# -- the factory --------------------------------------------------------------------------------
+def limiter_for(settings: Settings, model: str) -> ModelLimiter:
+    """The process's shared limiter for `model` under `settings`."""
+    return model_limiter(
+        model,
+        ceiling=settings.model_rps or None,
+        burst=settings.model_burst,
+        max_in_flight=settings.model_max_in_flight,
+        redis_url=settings.redis_url,
+    )
 
 
 def _env_has(*names: str) -> bool:
@@ -330,7 +111,6 @@ class SettingsModelFactory:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._cache: dict[Role, BaseChatModel] = {}
-        self._limiter = shared_limiter(settings.model_rps, settings.model_burst)
         self._said_local = False
 
     def for_role(self, role: Role) -> BaseChatModel:
@@ -370,16 +150,9 @@ class SettingsModelFactory:
         settings = self._settings
         inner = self._local(role) if spec == LOCAL_MODEL else self._provider(role, spec)
         logger.info("model for role=%s: %s", role, spec)
-        return ResilientChatModel(
-            inner=inner,
-            role=role,
-            timeout_s=settings.model_timeout_s,
-            max_retries=settings.model_max_retries,
-            retry_base_delay_s=settings.model_retry_base_delay_s,
-            # One llama.cpp instance serves the process in turn; a request rate means nothing.
-            limiter=None if spec == LOCAL_MODEL else self._limiter,
-            profile=inner.profile,
-        )
+        # One llama.cpp instance serves the process in turn; a request rate means nothing.
+        limiter = None if spec == LOCAL_MODEL else limiter_for(settings, spec)
+        return with_policy(inner, role, settings, limiter)
 
     def _local(self, role: Role) -> BaseChatModel:
         from agents.local_model import LocalChatModel, LocalModelUnavailable, default_model_path

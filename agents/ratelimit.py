@@ -1,79 +1,240 @@
-"""The process-wide model rate limit: one limiter per rate, shared by every run and role."""
+"""Rate limits: the adaptive model limiter (AIMD over a bounded number of calls in flight), one
+per model and shared by every run of the process, and the fixed-interval bucket tools use.
+
+`model_limiter` picks the implementation: in-process by default, or Redis-backed (shared by all
+processes) when `LATS_REDIS_URL` is set. The rate arithmetic is `agents.aimd`.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
-from langchain_core.rate_limiters import BaseRateLimiter
+from agents.aimd import AimdState
+
+logger = logging.getLogger(__name__)
+
+Outcome = Literal["ok", "rate_limited", "error"]
+Clock = Callable[[], float]
+Sleep = Callable[[float], Awaitable[None]]
 
 
-class TokenBucket(BaseRateLimiter):
-    """At most `rate` acquisitions per second on average, with bursts of up to `burst`.
+@dataclass(frozen=True)
+class Permit:
+    """One granted request: when it went out, on the limiter's clock."""
 
-    Each caller reserves the next free slot and sleeps exactly until it (no polling), so
-    waiters go in arrival order. Thread-safe and not tied to one event loop, which lets one
-    instance serve every run of the process.
+    granted_at: float
+    fallback: bool = False  # granted by a shared limiter's in-process stand-in
+
+
+@dataclass(frozen=True)
+class LimiterStats:
+    """What a limiter is doing now, for metrics and logs."""
+
+    rate: float | None  # requests/s in force; None: only the in-flight cap
+    in_flight: int
+    max_in_flight: int
+    grants: int
+    rate_limited: int
+    cuts: int
+
+
+class ModelLimiter(Protocol):
+    """Admission for model requests: `acquire` before an attempt, `release` after it."""
+
+    async def acquire(self) -> Permit: ...
+
+    async def release(
+        self, permit: Permit, outcome: Outcome, retry_after_s: float | None = None
+    ) -> None: ...
+
+    def stats(self) -> LimiterStats: ...
+
+
+class InFlightGate:
+    """At most `limit` holders at once. One semaphore per event loop (a process has one in
+    production; tests start a loop per test), so the gate is safe to share process-wide."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self._lock = threading.Lock()
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+        self._semaphores = weakref.WeakKeyDictionary()
+        self.held = 0
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            semaphore = self._semaphores.get(loop)
+            if semaphore is None:
+                semaphore = self._semaphores[loop] = asyncio.Semaphore(self.limit)
+            return semaphore
+
+    async def enter(self) -> None:
+        await self._semaphore().acquire()
+        with self._lock:
+            self.held += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self.held -= 1
+        self._semaphore().release()
+
+
+class LocalLimiter:
+    """The in-process adaptive limiter: the in-flight gate, then the AIMD rate slot."""
+
+    def __init__(
+        self,
+        state: AimdState,
+        max_in_flight: int,
+        *,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+        name: str = "model",
+    ) -> None:
+        self.state = state
+        self.gate = InFlightGate(max_in_flight)
+        self.name = name
+        self._clock = clock
+        self._sleep = sleep
+        self._lock = threading.Lock()
+
+    async def acquire(self) -> Permit:
+        await self.gate.enter()
+        try:
+            with self._lock:
+                now = self._clock()
+                start = self.state.reserve(now)
+            if start > now:
+                await self._sleep(start - now)
+        except BaseException:
+            self.gate.leave()
+            raise
+        return Permit(granted_at=start)
+
+    async def release(
+        self, permit: Permit, outcome: Outcome, retry_after_s: float | None = None
+    ) -> None:
+        self.gate.leave()
+        with self._lock:
+            if outcome == "ok":
+                self.state.on_success()
+            elif outcome == "rate_limited":
+                cut = self.state.on_rate_limited(self._clock(), permit.granted_at, retry_after_s)
+                if cut:
+                    logger.warning(
+                        "%s: rate limited; allowed rate now %.2f/s (retry after %s)",
+                        self.name,
+                        self.state.rate or 0.0,
+                        "?" if retry_after_s is None else f"{retry_after_s:g}s",
+                    )
+
+    def stats(self) -> LimiterStats:
+        with self._lock:
+            state = self.state
+            return LimiterStats(
+                rate=state.effective_rate(),
+                in_flight=self.gate.held,
+                max_in_flight=self.gate.limit,
+                grants=state.grants,
+                rate_limited=state.rate_limited,
+                cuts=state.cuts,
+            )
+
+
+_shared: dict[tuple[object, ...], ModelLimiter] = {}
+_shared_lock = threading.Lock()
+
+
+def model_limiter(
+    model: str,
+    *,
+    ceiling: float | None,
+    burst: int,
+    max_in_flight: int,
+    redis_url: str | None = None,
+) -> ModelLimiter:
+    """The process's limiter for `model` (one per model string and settings), so all runs and
+    roles calling one model share one rate; with `redis_url`, shared by all processes too.
+    `ceiling` (requests/s, None or 0: none) caps the adaptive rate."""
+    ceiling = ceiling if ceiling else None
+    key = (model, ceiling, burst, max_in_flight, redis_url)
+    with _shared_lock:
+        limiter = _shared.get(key)
+        if limiter is None:
+            if redis_url:
+                from agents.ratelimit_redis import RedisLimiter
+
+                limiter = RedisLimiter(
+                    redis_url, model, ceiling=ceiling, burst=burst, max_in_flight=max_in_flight
+                )
+            else:
+                state = AimdState(ceiling=ceiling, burst=burst)
+                limiter = LocalLimiter(state, max_in_flight, name=model)
+            _shared[key] = limiter
+        return limiter
+
+
+def reset_model_limiters() -> None:
+    """Forget every shared model limiter (tests: each starts from a fresh rate)."""
+    with _shared_lock:
+        _shared.clear()
+
+
+class TokenBucket:
+    """At most `rate` starts per second on average, with bursts of up to `burst`.
+
+    Each caller reserves the next free slot and sleeps exactly until it (no polling), so waiters
+    go in arrival order. Slots are reserved under a thread lock with no await inside, so one
+    instance is safe across tasks, threads and event loops. Tools space their calls with it.
     """
 
     def __init__(
-        self, rate: float, burst: int = 1, clock: Callable[[], float] = time.monotonic
+        self,
+        rate: float,
+        burst: int = 1,
+        *,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         if rate <= 0:
             raise ValueError("rate must be positive")
         self.rate = rate
         self.burst = max(1, burst)
-        self._interval = 1.0 / rate
         self._clock = clock
+        self._sleep = sleep
         self._lock = threading.Lock()
-        self._next_slot = clock()  # theoretical time of the next request at the steady rate
+        self._tat = float("-inf")  # theoretical arrival time of the next start (GCRA)
 
-    def _reserve(self, *, blocking: bool) -> float | None:
-        """Seconds to wait before the reserved slot (None: not reserved, non-blocking)."""
+    def set_rate(self, rate: float) -> None:
+        """Change the rate for the slots reserved from now on."""
+        if rate <= 0:
+            raise ValueError("rate must be positive")
+        with self._lock:
+            self.rate = rate
+
+    def _reserve(self, max_wait_s: float) -> float | None:
         with self._lock:
             now = self._clock()
-            slot = max(self._next_slot, now)
-            wait = max(0.0, slot - (self.burst - 1) * self._interval - now)
-            if wait > 0 and not blocking:
+            interval = 1.0 / self.rate
+            start = max(now, self._tat - (self.burst - 1) * interval)
+            if start - now > max_wait_s:
                 return None
-            self._next_slot = slot + self._interval
-            return wait
+            self._tat = max(self._tat, start) + interval
+            return start - now
 
-    def acquire(self, *, blocking: bool = True) -> bool:
-        """Take a slot, sleeping the thread until it comes (or return False at once)."""
-        wait = self._reserve(blocking=blocking)
+    async def acquire(self, max_wait_s: float = float("inf")) -> bool:
+        """Wait for this call's slot; False (no slot taken) when it is over `max_wait_s` away."""
+        wait = self._reserve(max_wait_s)
         if wait is None:
             return False
         if wait > 0:
-            time.sleep(wait)
+            await self._sleep(wait)
         return True
-
-    async def aacquire(self, *, blocking: bool = True) -> bool:
-        """Take a slot, sleeping the task until it comes (or return False at once)."""
-        wait = self._reserve(blocking=blocking)
-        if wait is None:
-            return False
-        if wait > 0:
-            await asyncio.sleep(wait)
-        return True
-
-
-_shared: dict[tuple[float, int], TokenBucket] = {}
-_shared_lock = threading.Lock()
-
-
-def shared_limiter(rate: float, burst: int = 1) -> TokenBucket | None:
-    """The process's limiter for `rate` requests/second (None when `rate` is 0: no limit).
-
-    Every factory built with the same setting gets the same instance, so all runs of the
-    process share one budget of requests.
-    """
-    if rate <= 0:
-        return None
-    key = (rate, burst)
-    with _shared_lock:
-        if key not in _shared:
-            _shared[key] = TokenBucket(rate, burst)
-        return _shared[key]

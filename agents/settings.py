@@ -51,13 +51,27 @@ class Settings(BaseSettings):
         default=1.0, ge=0, le=60, description="First backoff delay; doubles, jittered."
     )
     model_rps: float = Field(
-        default=2.0,
+        default=0.0,
         ge=0,
         le=1000,
-        description="Model requests per second for the whole process, all runs (0: no limit).",
+        description="Ceiling on model requests per second per model, all runs (0: none; the "
+        "rate adapts to the provider's 429s either way).",
     )
     model_burst: int = Field(
-        default=4, ge=1, le=1000, description="Requests that may go at once before the rate holds."
+        default=4, ge=1, le=1000, description="Requests that may go at once before a rate holds."
+    )
+    model_max_in_flight: int = Field(
+        default=16, ge=1, le=1000, description="Model calls in flight at once per model."
+    )
+    model_rate_limit_patience_s: float = Field(
+        default=300.0,
+        ge=0,
+        le=3600,
+        description="How long one call keeps retrying after 429s (they use up no retries).",
+    )
+    redis_url: str | None = Field(
+        default=None,
+        description="redis://… shares the adaptive model rate between processes.",
     )
     local_model_path: Path | None = Field(
         default=None,
@@ -106,6 +120,9 @@ class Settings(BaseSettings):
     tool_max_retries: int = Field(default=2, ge=0, le=5, description="Retries of retryable errors.")
     tool_min_interval_s: float = Field(
         default=1.0, ge=0, le=60, description="Minimum seconds between two calls of one tool."
+    )
+    tool_max_workers: int = Field(
+        default=8, ge=1, le=256, description="Threads for blocking tool calls (their own pool)."
     )
     tool_result_max_chars: int = Field(default=3000, ge=200, le=50_000)
     tool_cache_ttl_s: float = Field(default=3600.0, ge=0, le=7 * 24 * 3600)
@@ -173,6 +190,13 @@ class Settings(BaseSettings):
     def _postgres_only(cls, value: str | None) -> str | None:
         if value and not value.startswith(("postgresql://", "postgres://")):
             raise ValueError("database_url must be a postgresql:// URL (unset: embedded SQLite)")
+        return value or None
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_only(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("redis_url must be a redis:// URL")
         return value or None
 
     @field_validator("tools")

@@ -21,11 +21,13 @@ from bench.load import LoadConfig, run_load
 from bench.memory import MemoryConfig, run_memory
 from bench.process import ROOT
 from bench.quality import QUICK, QualityConfig, run_quality
+from bench.quota import QuotaConfig, run_quota
+from bench.quota import summary as quota_summary
 from bench.search import SearchConfig, run_search
 
 logger = logging.getLogger("bench")
 
-BENCHMARKS = ("search", "load", "memory", "quality")
+BENCHMARKS = ("search", "load", "memory", "quality", "quota")
 FAST = Latency(seed=7, low_s=0.002, high_s=0.008)
 # `--smoke`: every benchmark end to end at tiny sizes (the tests' variant; ~20 s).
 SMOKE: dict[str, Any] = {
@@ -42,12 +44,14 @@ SMOKE: dict[str, Any] = {
         curve_seeds=(1,),
         defaults_seeds=(),
     ),
+    "quota": QuotaConfig(quotas_rps=(20.0,), runs=2, low_s=0.01, high_s=0.02, max_paths=2),
 }
 FULL: dict[str, Any] = {
     "search": SearchConfig(),
     "load": LoadConfig(),
     "memory": MemoryConfig(),
     "quality": QualityConfig(),
+    "quota": QuotaConfig(),
 }
 
 
@@ -75,6 +79,9 @@ async def _run(
     if "quality" in only:
         logger.info("benchmark 6: search quality (%s)", configs["quality"].name)
         out["quality"] = await run_quality(configs["quality"], work)
+    if "quota" in only:
+        logger.info("benchmark 7: quota sweep")
+        out["quota"] = await run_quota(configs["quota"], work / "quota")
     return out
 
 
@@ -187,7 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.write(
         args.docs, results, info, search, load, memory, run_info.get("all_seconds"), quality
     )
-    summary = _summary(search, load, memory, quality)
+    quota = fresh.get("quota")
+    extra = "".join(f"\n{line}" for line in quota_summary(quota)) if quota else ""
+    summary = _summary(search, load, memory, quality) + extra
     sys.stdout.write(summary + f"\n\ndone in {seconds / 60:.1f} min\n")
     return 0
 

@@ -3,7 +3,9 @@
 
 A test scripts the replies (a function gets each parsed request and returns text, a JSON
 object, function calls or a fault), can inject latency, HTTP errors, malformed bodies, slow
-streams and seeded random faults, and asserts on every request the server received.
+streams and seeded random faults, and asserts on every request the server received. In quota
+mode (`Quota`) a token bucket admits requests and answers the excess at once with Gemini's
+429 RESOURCE_EXHAUSTED body (`google.rpc.QuotaFailure`, `google.rpc.RetryInfo`).
 
 In-process (a background thread)::
 
@@ -30,6 +32,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -67,6 +70,7 @@ class SimRequest:
     body: dict[str, Any]
     status: int | None = None  # the HTTP status the simulator answered with
     usage: dict[str, int] | None = None  # the usageMetadata it reported
+    at: float = 0.0  # arrival, monotonic seconds
 
     @property
     def system(self) -> str:
@@ -222,6 +226,82 @@ class RandomFaults:
             return Fault(self._rng.choice(list(self.statuses)), "injected random fault")
 
 
+@dataclass
+class Quota:
+    """A requests-per-second quota as a token bucket: `burst` requests at once, refilled at
+    `rps`. A request that finds no token is refused with Gemini's 429 and a `retryDelay` of
+    the time until the next token."""
+
+    rps: float
+    burst: int = 1
+    clock: Callable[[], float] = time.monotonic
+    admitted: int = 0
+    rejected: int = 0
+    _tokens: float = field(init=False)
+    _stamp: float = field(init=False)
+    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        if self.rps <= 0:
+            raise ValueError("rps must be positive")
+        self._tokens = float(self.burst)
+        self._stamp = self.clock()
+
+    def take(self) -> float | None:
+        """None when the request is admitted, else the seconds until a token is free."""
+        with self._lock:
+            now = self.clock()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._stamp) * self.rps)
+            self._stamp = now
+            if self._tokens >= 1.0:
+                self._tokens -= 1.0
+                self.admitted += 1
+                return None
+            self.rejected += 1
+            return (1.0 - self._tokens) / self.rps
+
+    def body(self, model: str, retry_s: float) -> dict[str, Any]:
+        """Gemini's 429 error body for this quota."""
+        per_minute = round(self.rps * 60)
+        delay = f"{retry_s:.3f}".rstrip("0").rstrip(".") + "s"
+        return {
+            "error": {
+                "code": 429,
+                "message": (
+                    "You exceeded your current quota, please check your plan and billing "
+                    "details.\n* Quota exceeded for metric: generativelanguage.googleapis.com/"
+                    f"generate_content_requests, limit: {per_minute}, model: {model}\n"
+                    f"Please retry in {delay}."
+                ),
+                "status": "RESOURCE_EXHAUSTED",
+                "details": [
+                    {
+                        "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                        "violations": [
+                            {
+                                "quotaMetric": "generativelanguage.googleapis.com/"
+                                "generate_content_requests",
+                                "quotaId": "GenerateRequestsPerMinutePerProjectPerModel",
+                                "quotaDimensions": {"location": "global", "model": model},
+                                "quotaValue": str(per_minute),
+                            }
+                        ],
+                    },
+                    {
+                        "@type": "type.googleapis.com/google.rpc.Help",
+                        "links": [
+                            {
+                                "description": "Learn more about Gemini API quotas",
+                                "url": "https://ai.google.dev/gemini-api/docs/rate-limits",
+                            }
+                        ],
+                    },
+                    {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay},
+                ],
+            }
+        }
+
+
 class ScriptError(AssertionError):
     """The test's script raised: the request got a 500 and the test should fail loudly."""
 
@@ -255,11 +335,13 @@ class GeminiSimulator:
         *,
         faults: RandomFaults | None = None,
         latency_s: float = 0.0,
+        quota: Quota | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         self.script = script
         self.faults = faults
+        self.quota = quota
         self.latency_s = latency_s
         self.requests: list[SimRequest] = []
         self.script_errors: list[BaseException] = []
@@ -320,6 +402,7 @@ class GeminiSimulator:
     def _record(self, model: str, stream: bool, api_key: str | None, body: dict[str, Any]) -> Any:
         with self._lock:
             request = SimRequest(len(self.requests) + 1, model, stream, api_key, body)
+            request.at = time.monotonic()
             self.requests.append(request)
         return request
 
@@ -435,6 +518,7 @@ def _handler_for(sim: GeminiSimulator) -> type[BaseHTTPRequestHandler]:
                             "model": r.model,
                             "stream": r.stream,
                             "status": r.status,
+                            "at": r.at,
                             "body": r.body,
                         }
                         for r in sim.requests
@@ -462,6 +546,12 @@ def _handler_for(sim: GeminiSimulator) -> type[BaseHTTPRequestHandler]:
                 request.status = 401
                 self._error(401, "API key not valid. Please pass a valid API key.")
                 return
+            if sim.quota is not None:
+                wait = sim.quota.take()
+                if wait is not None:
+                    request.status = 429
+                    self._send_json(429, sim.quota.body(request.model, wait))
+                    return
             self._reply(request, sim._decide(request), sim.latency_s)
 
         def _reply(self, request: SimRequest, reply: Reply, delay_s: float) -> None:
@@ -542,6 +632,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fault-statuses", default="429,503")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
+    parser.add_argument("--quota-rps", type=float, default=0.0, help="requests/s quota (0: none)")
+    parser.add_argument("--quota-burst", type=int, default=1, help="requests at once in quota")
     args = parser.parse_args(argv)
     faults = None
     if args.fault_rate > 0:
@@ -551,6 +643,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         SCENARIOS[args.scenario](),
         faults=faults,
         latency_s=args.latency,
+        quota=Quota(args.quota_rps, args.quota_burst) if args.quota_rps > 0 else None,
         host=args.host,
         port=args.port,
     )

@@ -25,6 +25,7 @@ from tools.runtime import (
     Sleep,
     ToolRuntime,
     TtlCache,
+    tool_executor,
 )
 
 logger = logging.getLogger(__name__)
@@ -94,6 +95,7 @@ def build_tools(settings: Settings, *, overrides: ToolOverrides | None = None) -
             scope=scope,
             # arXiv's boolean operators are upper case: "AND" and "and" are different queries.
             casefold_keys=name != arxiv_search.NAME,
+            executor=tool_executor(settings.tool_max_workers),
         )
 
     def session() -> requests.Session:

@@ -1,27 +1,35 @@
-"""Behaviour every tool shares: thread + deadline, bounded jittered retries, rate limit, cache.
+"""Behaviour every tool shares: a thread of the tools' own bounded pool, a deadline, bounded
+jittered retries, a rate limit and a cache.
 
 `ToolRuntime.run` is the single path from a tool's coroutine to its blocking library call. It
 never raises (except cancellation): every failure becomes a `results.failure` observation.
+Retries and spacing are the model calls' own implementation (`agents.retry.retrying`,
+`agents.ratelimit.TokenBucket`), so tools and models back off by the same rules.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import logging
+import math
 import random
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from dataclasses import dataclass, field
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ValidationError
 
 from agents.errors import ToolError
+from agents.ratelimit import TokenBucket
+from agents.retry import Backoff, Verdict, retrying
+from tools.result_cache import TtlCache as TtlCache  # re-exported: tools and tests use it here
+from tools.result_cache import cache_key as cache_key
 from tools.results import FailureKind, ToolResult, failure, squash
 
 logger = logging.getLogger(__name__)
@@ -39,8 +47,6 @@ Jitter = Callable[[], float]
 QUERY_MAX_CHARS = 400
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 8.0
-
-V = TypeVar("V")
 
 
 class ToolCallError(ToolError):
@@ -65,77 +71,39 @@ Classifier = Callable[[Exception], ToolCallError]
 """Maps an exception a library raised into a `ToolCallError` (unknown ones to "internal")."""
 
 
-class TtlCache(Generic[V]):
-    """A thread-safe in-memory LRU cache whose entries expire; shared by every run in a process."""
-
-    def __init__(self, *, max_entries: int = 2048, clock: Clock = time.monotonic) -> None:
-        self._entries: OrderedDict[str, tuple[float, V]] = OrderedDict()
-        self._max_entries = max_entries
-        self._clock = clock
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> V | None:
-        """The live value under `key`, or None (an expired entry is dropped)."""
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                return None
-            expires_at, value = entry
-            if expires_at <= self._clock():
-                del self._entries[key]
-                return None
-            self._entries.move_to_end(key)
-            return value
-
-    def put(self, key: str, value: V, ttl_s: float) -> None:
-        """Store `value` for `ttl_s` seconds (nothing is stored when `ttl_s` <= 0)."""
-        if ttl_s <= 0:
-            return
-        with self._lock:
-            self._entries[key] = (self._clock() + ttl_s, value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
-
-
-def cache_key(tool: str, scope: str, query: str, *, casefold: bool = True) -> str:
-    """The cache key of one call: tool, the settings that change its answer, normalised query."""
-    normalised = squash(query)
-    if casefold:
-        normalised = normalised.casefold()
-    return f"{tool}\x1f{scope}\x1f{normalised}"
-
-
-class RateLimiter:
-    """Spaces the starts of calls at least `min_interval_s` apart.
-
-    Slots are reserved under a thread lock (no awaits inside it), so it is safe under asyncio
-    concurrency, across threads, and across event loops; waiting happens outside the lock.
-    """
+class RateLimiter(TokenBucket):
+    """Spaces the starts of one tool's calls at least `min_interval_s` apart (0: no spacing);
+    a `TokenBucket` of one slot, safe across tasks, threads and event loops."""
 
     def __init__(self, min_interval_s: float, *, clock: Clock, sleep: Sleep) -> None:
-        self.min_interval_s = min_interval_s
-        self._clock = clock
-        self._sleep = sleep
-        self._next_start = float("-inf")
-        self._lock = threading.Lock()
+        super().__init__(_rate(min_interval_s), 1, clock=clock, sleep=sleep)
 
-    async def acquire(self, max_wait_s: float = float("inf")) -> bool:
-        """Wait for this call's slot; False (no slot taken) when it is over `max_wait_s` away."""
-        with self._lock:
-            now = self._clock()
-            start = max(now, self._next_start)
-            wait = start - now
-            if wait > max_wait_s:
-                return False
-            self._next_start = start + self.min_interval_s
-        if wait > 0:
-            await self._sleep(wait)
-        return True
+    @property
+    def min_interval_s(self) -> float:
+        return 1.0 / self.rate
+
+    @min_interval_s.setter
+    def min_interval_s(self, value: float) -> None:
+        self.set_rate(_rate(value))
+
+
+def _rate(min_interval_s: float) -> float:
+    return 1.0 / min_interval_s if min_interval_s > 0 else math.inf
+
+
+_executors: dict[int, ThreadPoolExecutor] = {}
+_executors_lock = threading.Lock()
+
+
+def tool_executor(max_workers: int = 8) -> ThreadPoolExecutor:
+    """The process's thread pool for blocking tool calls (one per size): tools never queue
+    behind other work in asyncio's default pool, and at most `max_workers` run at once."""
+    with _executors_lock:
+        executor = _executors.get(max_workers)
+        if executor is None:
+            executor = ThreadPoolExecutor(max_workers, thread_name_prefix="tool")
+            _executors[max_workers] = executor
+        return executor
 
 
 class LimiterRegistry:
@@ -181,14 +149,16 @@ class ToolRuntime:
     scope: str = ""
     """Settings that change the answer (region, language, ...): part of the cache key."""
     casefold_keys: bool = True
+    executor: ThreadPoolExecutor = field(default_factory=tool_executor)
 
     async def run(
         self, query: str, fetch: Callable[[str], ToolResult], classify: Classifier
     ) -> ToolResult:
         """Answer `query` with `fetch` (blocking, run in a thread), from the cache when possible.
 
-        `timeout_s` bounds the whole call: rate-limit waits, every attempt and every backoff.
-        Only retryable failures are retried, at most `max_retries` times.
+        `timeout_s` bounds the whole call: rate-limit waits, every attempt and every backoff,
+        but not the time an attempt waits for a free thread of the pool. Only retryable
+        failures are retried, at most `max_retries` times.
         """
         clean = squash(query)
         if not clean:
@@ -209,67 +179,99 @@ class ToolRuntime:
     async def _call(
         self, query: str, fetch: Callable[[str], ToolResult], classify: Classifier
     ) -> ToolResult:
-        deadline = self.clock() + self.timeout_s
-        attempt = 0
-        while True:
-            outcome = await self._attempt(query, fetch, classify, deadline)
-            if not isinstance(outcome, ToolCallError):
-                return outcome
-            error = outcome
+        # A list so that an attempt can push the deadline back by its time in the pool's queue.
+        deadline = [self.clock() + self.timeout_s]
+        tries = 0
+
+        async def attempt() -> ToolResult:
+            nonlocal tries
+            tries += 1
+            return await self._attempt(query, fetch, classify, deadline)
+
+        def judge(error: Exception) -> Verdict:
+            if not isinstance(error, ToolCallError):
+                return Verdict(retry=False)
             if error.kind == "internal":
                 logger.error("tool %s: unexpected failure for %r", self.name, query, exc_info=error)
-            if not error.retryable or attempt >= self.max_retries:
-                break
-            delay = self._backoff_s(attempt, error)
-            if self.clock() + delay >= deadline:
-                logger.info("tool %s: no time left to retry %r after %s", self.name, query, error)
-                break
-            attempt += 1
+            return Verdict(retry=error.retryable, hint_s=error.retry_after_s)
+
+        def log_retry(error: Exception, retries: int, delay: float) -> None:
             logger.info(
                 "tool %s: attempt %s failed (%s); retrying in %.2fs",
                 self.name,
-                attempt,
+                retries,
                 error,
                 delay,
             )
-            await self.sleep(delay)
-        logger.warning(
-            "tool %s: gave up on %r after %s attempt(s): %s", self.name, query, attempt + 1, error
-        )
-        return failure(self.name, error.kind, error.detail)
 
-    def _backoff_s(self, attempt: int, error: ToolCallError) -> float:
-        """Full jitter on an exponential ceiling; a server's Retry-After is a floor."""
-        ceiling = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** min(attempt, 16))
-        delay: float = ceiling * self.jitter()
-        if error.retry_after_s is not None:
-            delay = max(delay, error.retry_after_s)
-        return delay
+        try:
+            return await retrying(
+                attempt,
+                judge,
+                max_retries=self.max_retries,
+                backoff=Backoff(BACKOFF_BASE_S, BACKOFF_MAX_S, self.jitter),
+                deadline=lambda: deadline[0],
+                clock=self.clock,
+                sleep=self.sleep,
+                on_retry=log_retry,
+            )
+        except ToolCallError as error:
+            logger.warning(
+                "tool %s: gave up on %r after %s attempt(s): %s", self.name, query, tries, error
+            )
+            return failure(self.name, error.kind, error.detail)
 
     async def _attempt(
         self,
         query: str,
         fetch: Callable[[str], ToolResult],
         classify: Classifier,
-        deadline: float,
-    ) -> ToolResult | ToolCallError:
-        if not await self.limiter.acquire(max_wait_s=deadline - self.clock()):
-            return ToolCallError("rate_limited", detail="local rate limit: too many calls queued")
-        remaining = deadline - self.clock()
+        deadline: list[float],
+    ) -> ToolResult:
+        if not await self.limiter.acquire(max_wait_s=deadline[0] - self.clock()):
+            raise ToolCallError("rate_limited", detail="local rate limit: too many calls queued")
+        remaining = deadline[0] - self.clock()
         if remaining <= 0:
-            return ToolCallError("timeout", detail="deadline passed while waiting for a slot")
+            raise ToolCallError("timeout", detail="deadline passed while waiting for a slot")
         try:
-            # The thread cannot be cancelled; every library call also carries its own socket
-            # timeout so an abandoned thread ends on its own.
-            return await asyncio.wait_for(asyncio.to_thread(fetch, query), timeout=remaining)
-        except TimeoutError:
-            return ToolCallError("timeout", retryable=True, detail=f"no answer in {remaining:.1f}s")
-        except ToolCallError as exc:
-            return exc
+            return await self._in_pool(fetch, query, remaining, deadline)
+        except TimeoutError as exc:
+            raise ToolCallError(
+                "timeout", retryable=True, detail=f"no answer in {remaining:.1f}s"
+            ) from exc
+        except ToolCallError:
+            raise
         except Exception as exc:
             error = classify(exc)
-            error.__cause__ = exc  # keeps the library's traceback for the log
-            return error
+            raise error from exc  # keeps the library's traceback for the log
+
+    async def _in_pool(
+        self,
+        fetch: Callable[[str], ToolResult],
+        query: str,
+        budget_s: float,
+        deadline: list[float],
+    ) -> ToolResult:
+        """`fetch(query)` on the tools' pool, timed from when a thread really starts it."""
+        loop = asyncio.get_running_loop()
+        started = asyncio.Event()
+        context = contextvars.copy_context()
+
+        def work() -> ToolResult:
+            loop.call_soon_threadsafe(started.set)
+            return context.run(fetch, query)
+
+        queued_at = time.monotonic()
+        future = asyncio.wrap_future(self.executor.submit(work))
+        try:
+            await started.wait()
+            deadline[0] += time.monotonic() - queued_at
+            # The thread cannot be cancelled; every library call also carries its own socket
+            # timeout so an abandoned thread ends on its own.
+            return await asyncio.wait_for(future, timeout=budget_s)
+        except BaseException:
+            future.cancel()  # a call still queued never starts
+            raise
 
 
 def research_tool(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,21 +35,47 @@ def _tool_failure(error: Exception, request: ToolCallRequest) -> str:
     return f"{name}: failed ({type(error).__name__}); try a different query or tool"
 
 
+# Compiled executor agents of the process, most recently used last. Compiling one costs more
+# CPU than a small run's model calls, and a compiled graph keeps no state between invocations,
+# so runs with the same model, cache, tools and tool-call limit share one.
+_COMPILED: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = OrderedDict()
+_COMPILED_MAX = 16
+
+
+def _compile(ctx: RunContext) -> Any:
+    middleware: list[Any] = [
+        ModelCallLimitMiddleware(
+            run_limit=ctx.params.max_tool_calls_per_step + 1, exit_behavior="end"
+        ),
+        ToolErrorMiddleware(on_error=_tool_failure),
+    ]
+    return create_agent(
+        ctx.model("executor"),
+        ctx.tools,
+        system_prompt=EXECUTOR_SYSTEM,
+        middleware=middleware,
+    )
+
+
 def _agent(ctx: RunContext) -> Any:
-    """The executor agent, compiled once per run and shared by its nodes."""
+    """The executor agent: compiled once per process for each (executor model, cache, tools,
+    tool-call limit), and shared by every node of every run that matches."""
     if ctx.executor_agent is None:
-        middleware: list[Any] = [
-            ModelCallLimitMiddleware(
-                run_limit=ctx.params.max_tool_calls_per_step + 1, exit_behavior="end"
-            ),
-            ToolErrorMiddleware(on_error=_tool_failure),
-        ]
-        ctx.executor_agent = create_agent(
-            ctx.model("executor"),
-            ctx.tools,
-            system_prompt=EXECUTOR_SYSTEM,
-            middleware=middleware,
+        # The entry keeps the objects themselves, so their ids cannot be reused while cached.
+        owners = (
+            ctx.models.for_role("executor"),
+            ctx.cache if ctx.params.use_cache else None,
+            *ctx.tools,
         )
+        key = (*(id(o) for o in owners), ctx.params.max_tool_calls_per_step)
+        entry = _COMPILED.get(key)
+        if entry is None or any(a is not b for a, b in zip(entry[0], owners, strict=True)):
+            entry = (owners, _compile(ctx))
+            _COMPILED[key] = entry
+            while len(_COMPILED) > _COMPILED_MAX:
+                _COMPILED.popitem(last=False)
+        _COMPILED.move_to_end(key)
+        ctx.executor_agent = entry[1]
     return ctx.executor_agent
 
 

@@ -14,13 +14,13 @@ from langchain_core.exceptions import ModelInvalidRequestError, ModelRateLimitEr
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.rate_limiters import BaseRateLimiter
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import tool
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.errors import ConfigError, ModelError
-from agents.models import ResilientChatModel, _retarget
+from agents.policy import ResilientChatModel, _retarget
+from agents.ratelimit import LimiterStats, Outcome, Permit
 from agents.retry import is_retryable
 
 
@@ -92,17 +92,24 @@ class Flaky(BaseChatModel):
             yield ChatGenerationChunk(message=AIMessageChunk(content=piece + " "))
 
 
-class CountingLimiter(BaseRateLimiter):
+class CountingLimiter:
+    """A limiter that admits everything and records what it was told."""
+
     def __init__(self) -> None:
         self.taken = 0
+        self.outcomes: list[tuple[Outcome, float | None]] = []
 
-    def acquire(self, *, blocking: bool = True) -> bool:
+    async def acquire(self) -> Permit:
         self.taken += 1
-        return True
+        return Permit(granted_at=float(self.taken))
 
-    async def aacquire(self, *, blocking: bool = True) -> bool:
-        self.taken += 1
-        return True
+    async def release(
+        self, permit: Permit, outcome: Outcome, retry_after_s: float | None = None
+    ) -> None:
+        self.outcomes.append((outcome, retry_after_s))
+
+    def stats(self) -> LimiterStats:
+        return LimiterStats(None, 0, 1, self.taken, 0, 0)
 
 
 def _wrap(

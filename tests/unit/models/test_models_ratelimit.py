@@ -1,25 +1,157 @@
-"""The process-wide token bucket: bursts, then the steady rate, in arrival order."""
+"""Rate limits: the AIMD arithmetic of the adaptive model rate, the in-flight cap, the shared
+limiter per model, and the fixed-rate bucket tools use."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from agents.ratelimit import TokenBucket, shared_limiter
+from agents.aimd import AimdState
+from agents.ratelimit import LocalLimiter, Permit, TokenBucket, model_limiter
 
 
 class Clock:
     def __init__(self) -> None:
         self.now = 100.0
+        self.sleeps: list[float] = []
 
     def __call__(self) -> float:
         return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+
+
+# -- AIMD -------------------------------------------------------------------------------------
+
+
+def test_with_no_rate_yet_requests_go_at_once() -> None:
+    state = AimdState()
+
+    starts = [state.reserve(10.0) for _ in range(5)]
+
+    assert starts == [10.0] * 5
+    assert state.effective_rate() is None
+
+
+def test_a_ceiling_spaces_requests_after_the_burst() -> None:
+    state = AimdState(ceiling=4.0, burst=2)
+
+    starts = [state.reserve(10.0) for _ in range(4)]
+
+    assert starts == pytest.approx([10.0, 10.0, 10.25, 10.5])
+
+
+def test_the_first_429_cuts_to_beta_times_the_observed_rate() -> None:
+    state = AimdState(beta=0.5)
+    for i in range(20):  # 20 requests over one second: 20/s
+        state.reserve(10.0 + i * 0.05)
+
+    cut = state.on_rate_limited(11.0, granted_at=10.95, retry_after_s=None)
+
+    assert cut is True
+    assert state.rate == pytest.approx(10.0)
+    assert state.base == pytest.approx(10.0)
+
+
+def test_a_429_pauses_everyone_for_the_retry_delay() -> None:
+    state = AimdState(ceiling=100.0)
+    state.reserve(10.0)
+
+    state.on_rate_limited(10.1, granted_at=10.0, retry_after_s=27.0)
+
+    assert state.reserve(10.2) == pytest.approx(37.1)
+
+
+def test_only_one_cut_per_round_of_requests_sent_at_the_old_rate() -> None:
+    state = AimdState(ceiling=10.0, beta=0.5)
+    first = state.reserve(10.0)
+    second = state.reserve(10.0)
+
+    assert state.on_rate_limited(10.2, granted_at=first, retry_after_s=0.1) is True
+    assert state.on_rate_limited(10.3, granted_at=second, retry_after_s=0.1) is False
+    assert state.rate == pytest.approx(5.0)
+    assert (state.cuts, state.rate_limited) == (1, 2)
+    # A request granted after the cut that fails again cuts again.
+    third = state.reserve(10.4)
+    assert state.on_rate_limited(10.6, granted_at=third, retry_after_s=0.1) is True
+    assert state.rate == pytest.approx(2.5)
+
+
+def test_successes_grow_the_rate_by_growth_times_base_per_second() -> None:
+    state = AimdState(ceiling=None, beta=0.5, growth=0.1)
+    state.rate = state.base = 4.0
+
+    for _ in range(40):  # 40 successes at ~4-5/s: about 9 s of traffic
+        state.on_success()
+
+    # Each success adds 0.1 * 4 / rate, so rate² grows by 0.8 per success: √(16 + 32).
+    assert state.rate == pytest.approx(48**0.5, rel=0.02)
+
+
+def test_growth_stops_at_the_ceiling_and_cuts_stop_at_the_floor() -> None:
+    state = AimdState(ceiling=5.0, floor=0.5, beta=0.1)
+    state.rate = state.base = 4.9
+    for _ in range(10):
+        state.on_success()
+    assert state.rate == 5.0
+
+    state.on_rate_limited(1.0, granted_at=1.0, retry_after_s=0.0)
+    assert state.rate == 0.5
+
+
+# -- the limiter ------------------------------------------------------------------------------
+
+
+async def test_the_in_flight_cap_holds_the_next_caller_until_one_returns() -> None:
+    limiter = LocalLimiter(AimdState(), max_in_flight=2)
+    first = await limiter.acquire()
+    await limiter.acquire()
+
+    third = asyncio.create_task(limiter.acquire())
+    await asyncio.sleep(0.01)
+    assert not third.done()
+    assert limiter.stats().in_flight == 2
+
+    await limiter.release(first, "ok")
+    await asyncio.wait_for(third, 1.0)
+    assert limiter.stats().in_flight == 2
+
+
+async def test_a_rate_limited_release_cuts_the_rate_the_next_acquire_waits_for() -> None:
+    clock = Clock()
+    limiter = LocalLimiter(AimdState(ceiling=10.0), 4, clock=clock, sleep=clock.sleep)
+    permit = await limiter.acquire()
+
+    await limiter.release(permit, "rate_limited", 2.0)
+    await limiter.acquire()
+
+    stats = limiter.stats()
+    assert (stats.rate_limited, stats.cuts) == (1, 1)
+    assert stats.rate == pytest.approx(7.0)
+    assert clock.sleeps == [pytest.approx(2.0)]
+
+
+def test_one_limiter_per_model_shared_by_every_caller() -> None:
+    first = model_limiter("p:model-a", ceiling=None, burst=4, max_in_flight=16)
+
+    assert model_limiter("p:model-a", ceiling=0.0, burst=4, max_in_flight=16) is first
+    assert model_limiter("p:model-b", ceiling=None, burst=4, max_in_flight=16) is not first
+
+
+def test_a_permit_remembers_when_it_was_granted() -> None:
+    assert Permit(granted_at=3.5).granted_at == 3.5
+
+
+# -- the fixed-rate bucket ----------------------------------------------------------------------
 
 
 def test_a_burst_goes_at_once_then_requests_are_spaced_at_the_rate() -> None:
     clock = Clock()
     bucket = TokenBucket(rate=4.0, burst=2, clock=clock)
 
-    waits = [bucket._reserve(blocking=True) for _ in range(4)]
+    waits = [bucket._reserve(float("inf")) for _ in range(4)]
 
     assert waits == pytest.approx([0.0, 0.0, 0.25, 0.5])
 
@@ -27,35 +159,11 @@ def test_a_burst_goes_at_once_then_requests_are_spaced_at_the_rate() -> None:
 def test_slots_refill_as_time_passes() -> None:
     clock = Clock()
     bucket = TokenBucket(rate=2.0, burst=1, clock=clock)
-    assert bucket._reserve(blocking=True) == 0.0
+    assert bucket._reserve(0.0) == 0.0
 
     clock.now += 0.5
 
-    assert bucket._reserve(blocking=True) == 0.0
-
-
-def test_non_blocking_acquire_refuses_without_reserving() -> None:
-    clock = Clock()
-    bucket = TokenBucket(rate=1.0, burst=1, clock=clock)
-    assert bucket.acquire(blocking=False)
-
-    assert not bucket.acquire(blocking=False)
-    clock.now += 1.0
-    assert bucket.acquire(blocking=False)
-
-
-async def test_async_acquire_waits_for_its_slot() -> None:
-    bucket = TokenBucket(rate=50.0, burst=1)
-
-    assert await bucket.aacquire()
-    assert await bucket.aacquire()  # the second waits about 20 ms, then goes
-    assert bucket._reserve(blocking=False) is None
-
-
-def test_the_shared_limiter_is_one_per_rate_and_none_without_a_rate() -> None:
-    assert shared_limiter(7.5, 2) is shared_limiter(7.5, 2)
-    assert shared_limiter(7.5, 2) is not shared_limiter(8.5, 2)
-    assert shared_limiter(0) is None
+    assert bucket._reserve(0.0) == 0.0
 
 
 def test_a_rate_must_be_positive() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -298,3 +299,44 @@ async def test_rate_limit_wait_counts_against_the_deadline(clock: Any) -> None:
     assert fetch.queries == ["first"]
     assert artifact["error_kind"] == "rate_limited"
     assert content.startswith("probe: rate limited")
+
+
+# -- the tools' own thread pool ---------------------------------------------------------------
+
+
+async def test_tool_calls_run_on_the_tools_own_pool(clock: Any) -> None:
+    names: list[str] = []
+
+    def fetch(query: str) -> ToolResult:
+        names.append(threading.current_thread().name)
+        return ScriptedFetch()(query)
+
+    _, artifact = await _runtime(clock).run("q", fetch, _classify)
+
+    assert artifact["ok"] is True
+    assert names[0].startswith("tool")
+
+
+async def test_the_timeout_runs_from_when_a_thread_starts_the_call(clock: Any) -> None:
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tool-test")
+    runtime = replace(_runtime(clock, timeout_s=1.0, max_retries=0), executor=pool)
+    release = threading.Event()
+
+    def hold(query: str) -> ToolResult:
+        release.wait(timeout=10)  # keeps the pool's only thread past the first call's timeout
+        return ScriptedFetch()(query)
+
+    first = asyncio.create_task(runtime.run("first", hold, _classify))
+    await asyncio.sleep(0.05)
+    second = asyncio.create_task(runtime.run("second", ScriptedFetch(), _classify))
+    try:
+        _, first_artifact = await first  # times out; its thread stays busy until released
+        await asyncio.sleep(0.5)  # the second call has now queued longer than its timeout
+        release.set()
+        _, second_artifact = await second
+    finally:
+        release.set()
+        pool.shutdown(wait=False)
+
+    assert first_artifact["error_kind"] == "timeout"
+    assert second_artifact["ok"] is True

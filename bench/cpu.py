@@ -1,0 +1,81 @@
+"""CPU-seconds per small run: `runs` in-process runs of the real engine (graph, scheduler,
+in-memory checkpointing off, the model cache off) with scripted models that answer at once,
+behind the production call policy (`testkit.policy_models.ThroughPolicy`), `concurrent` at a
+time. `resource.getrusage` around them gives user + system CPU of the process; divided by the
+runs, that is what one run costs the event loop's core.
+
+    .venv/bin/python -m bench.cpu --runs 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agents.engine import Engine
+from agents.params import RunParams
+from bench.engine_runs import bench_settings
+from bench.scenarios import TASK, ScenarioName, params_for, scenario
+from testkit.fakes import FakeModels
+from testkit.policy_models import ThroughPolicy
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def measure(
+    runs: int, concurrent: int, name: ScenarioName, data_dir: Path, warmup: int = 5
+) -> dict[str, Any]:
+    """CPU-seconds and wall seconds per run over `runs` runs of scenario `name`."""
+    settings = bench_settings(data_dir)
+    models = ThroughPolicy(FakeModels(scenario(name)), settings)
+    engine = Engine(settings=settings, models=models, tools=[])
+    params: RunParams = params_for(name, use_cache=False)
+    semaphore = asyncio.Semaphore(concurrent)
+
+    async def one(i: int) -> str:
+        async with semaphore:
+            result = await engine.run(f"{TASK} #{i}", params)
+            return result.status
+
+    for i in range(warmup):  # imports, first compilations
+        await one(-1 - i)
+    cpu0, wall0 = _cpu_s(), time.monotonic()
+    statuses = await asyncio.gather(*(one(i) for i in range(runs)))
+    cpu, wall = _cpu_s() - cpu0, time.monotonic() - wall0
+    return {
+        "scenario": name,
+        "runs": runs,
+        "concurrent": concurrent,
+        "done": statuses.count("done"),
+        "cpu_s_per_run": cpu / runs,
+        "wall_s_per_run": wall / runs,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.cpu", description=__doc__)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--concurrent", type=int, default=10)
+    parser.add_argument("--scenario", default="small", choices=["wide", "small", "tiny"])
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    with tempfile.TemporaryDirectory(prefix="bench-cpu-") as tmp:
+        out = asyncio.run(measure(args.runs, args.concurrent, args.scenario, Path(tmp)))
+    sys.stdout.write(json.dumps(out) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

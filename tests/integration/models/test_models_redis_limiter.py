@@ -1,0 +1,112 @@
+"""The Redis-backed adaptive limiter against the real Redis at 127.0.0.1:6379: two limiters
+(as two processes would have) share one rate, one cut and one pause; each test uses its own
+key prefix and deletes it after."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agents.ratelimit_redis import RedisLimiter
+
+REDIS_URL = os.environ.get("LATS_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+async def _reachable() -> bool:
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(REDIS_URL, socket_timeout=1.0)
+    try:
+        return bool(await client.ping())
+    except (OSError, aioredis.RedisError):
+        return False
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+async def prefix() -> AsyncIterator[str]:
+    if not await _reachable():
+        if os.environ.get("CI"):
+            pytest.fail(f"Redis is not reachable at {REDIS_URL}")
+        pytest.skip(f"no Redis at {REDIS_URL}")
+    name = f"plantree-test-{uuid.uuid4().hex[:10]}"
+    yield name
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(REDIS_URL)
+    keys = [key async for key in client.scan_iter(f"{name}:*")]
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()
+
+
+def _pair(prefix: str, **kwargs: object) -> tuple[RedisLimiter, RedisLimiter]:
+    options: dict[str, object] = {"ceiling": None, "burst": 1, "max_in_flight": 8, **kwargs}
+    first = RedisLimiter(REDIS_URL, "m", prefix=prefix, **options)  # type: ignore[arg-type]
+    second = RedisLimiter(REDIS_URL, "m", prefix=prefix, **options)  # type: ignore[arg-type]
+    return first, second
+
+
+async def test_a_429_seen_by_one_process_cuts_and_pauses_the_other(prefix: str) -> None:
+    one, other = _pair(prefix)
+    permits = [await one.acquire() for _ in range(6)]  # fewer than the in-flight cap
+
+    await one.release(permits[0], "rate_limited", 0.3)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await other.acquire()
+    waited = loop.time() - started
+
+    state = await other.shared_state()
+    assert float(state["rate"]) > 0  # the shared rate now holds
+    assert int(state["cuts"]) == 1
+    assert int(state["rate_limited"]) == 1
+    assert waited >= 0.2  # the retry delay held the other process back too
+    for limiter in (one, other):
+        await limiter.aclose()
+
+
+async def test_requests_sent_before_a_cut_do_not_cut_again(prefix: str) -> None:
+    one, other = _pair(prefix)
+    early = [await one.acquire(), await other.acquire()]
+
+    await one.release(early[0], "rate_limited", 0.0)
+    rate_after_first = float((await one.shared_state())["rate"])
+    await other.release(early[1], "rate_limited", 0.0)
+
+    state = await one.shared_state()
+    assert int(state["cuts"]) == 1
+    assert float(state["rate"]) == pytest.approx(rate_after_first)
+    for limiter in (one, other):
+        await limiter.aclose()
+
+
+async def test_successes_grow_the_shared_rate_up_to_the_ceiling(prefix: str) -> None:
+    one, other = _pair(prefix, ceiling=50.0)
+    permit = await one.acquire()
+    await one.release(permit, "rate_limited", 0.0)
+    cut = float((await one.shared_state())["rate"])
+
+    for limiter in (one, other) * 5:
+        await limiter.release(await limiter.acquire(), "ok")
+
+    grown = float((await other.shared_state())["rate"])
+    assert cut < grown <= 50.0
+    assert one.stats().rate == pytest.approx(other.stats().rate or 0.0, rel=0.2)
+    for limiter in (one, other):
+        await limiter.aclose()
+
+
+async def test_an_unreachable_redis_falls_back_to_the_process_s_own_rate() -> None:
+    limiter = RedisLimiter("redis://127.0.0.1:1/0", "m", ceiling=None, burst=1, max_in_flight=2)
+
+    permit = await limiter.acquire()
+    await limiter.release(permit, "ok")
+
+    assert permit.fallback
+    assert limiter.stats().in_flight == 0
