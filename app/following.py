@@ -51,8 +51,17 @@ class Follower:
                 if events:
                     continue
                 record = await self.store.get_run(run_id)
-                if record is None or record.status in FINISHED:
-                    return  # (a record from before terminal events were stored with the status)
+                if record is None:
+                    return
+                if record.status in FINISHED:
+                    # The end may have been stored between the two reads: read once more.
+                    # (A record from before terminal events were stored with the status has
+                    # none, and its stream ends here.)
+                    for event in await self.store.events_after(run_id, seq):
+                        yield event
+                        if event.type in TERMINAL:
+                            return
+                    return
                 if run_id in self._lives:
                     continue  # it just started here: tail the buffer
                 if not await _wait(news, heartbeat_s):
