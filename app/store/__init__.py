@@ -52,6 +52,7 @@ async def open_backend(
             open=False,
             timeout=30,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+            check=AsyncConnectionPool.check_connection,  # survive a database restart
         )
         try:
             await pool.open(wait=True, timeout=10)

@@ -77,7 +77,16 @@ class PostgresRunStore:
 
     @classmethod
     async def open(cls, url: str) -> PostgresRunStore:
-        pool = AsyncConnectionPool(url, min_size=1, max_size=10, open=False, timeout=10)
+        # `check`: a connection a database restart closed is replaced before it is handed
+        # out, so the first request after a restart does not fail on it.
+        pool = AsyncConnectionPool(
+            url,
+            min_size=1,
+            max_size=10,
+            open=False,
+            timeout=10,
+            check=AsyncConnectionPool.check_connection,
+        )
         await pool.open(wait=True, timeout=10)
         async with pool.connection() as conn:
             await conn.execute(_SCHEMA)
