@@ -3,9 +3,8 @@
 `PlantedScript` answers every role of the engine from the world: the planner gives the root
 step; the executor reports findings that quote the step's evidence ("relevance ~0.72; answer
 confidence ~0.41"); the replanner proposes the node's children best first, each with its own
-noisy score (contract C1: `candidates` with step/score/viable/reason, plus the legacy
-`next_steps`), or says the path is complete; the evaluator scores path progress and, for an
-engine that still asks, candidate batches (keyed c1..cN). The responder and the voter never
+noisy score (`candidates` with step/score/viable/reason), or says the path is complete; the
+evaluator scores path progress. The responder and the voter never
 look at the world: they read the evidence quoted in their prompt, as a model would.
 
 Every call takes a few event-loop ticks (no wall-clock sleep), and the script records when
@@ -28,7 +27,6 @@ from testkit.planted_world import Truth, World
 
 VIABLE = 0.15  # a reading below this is called not viable
 CONFIDENCE = re.compile(r"answer confidence ~(\d(?:\.\d+)?)")
-_CANDIDATE = re.compile(r"^(c\d+): (.*)$", re.MULTILINE)
 _UP_TO = re.compile(r"up to (\d+)")
 _HEADER = re.compile(r"^### Candidate (\S+)\s*$", re.MULTILINE)
 
@@ -140,7 +138,7 @@ class PlantedScript:
     def replan(self, call: FakeCall) -> dict[str, Any]:
         node = self.world.by_step(last_done_step(call))
         if node.terminal:
-            return {"complete": True, "candidates": [], "next_steps": []}
+            return {"complete": True, "candidates": []}
         system = call.messages[0].text if call.messages else ""
         limit = _UP_TO.search(system)
         read = [(self.world.replanner_reads(c), c) for c in self.world.children(node)]
@@ -156,25 +154,9 @@ class PlantedScript:
             }
             for score, child in read
         ]
-        return {
-            "complete": False,
-            "candidates": candidates,
-            "next_steps": [c["step"] for c in candidates],
-        }
+        return {"complete": False, "candidates": candidates}
 
     def judge(self, call: FakeCall) -> dict[str, Any]:
-        schema = call.schema or {}
-        keys = [k for k in schema.get("properties", {}) if re.fullmatch(r"c\d+", k)]
-        if keys:  # the legacy candidate batch: one judgement per key
-            out: dict[str, Any] = {}
-            for key, step in _CANDIDATE.findall(call.prompt):
-                score = self.world.evaluator_reads(self.world.by_step(step), "candidate")
-                out[key] = {
-                    "score": round(score, 3),
-                    "viable": score >= VIABLE,
-                    "reason": f"{strength(score)} promise",
-                }
-            return out
         node = self.world.by_step(last_done_step(call))
         score = self.world.evaluator_reads(node, "progress")
         return {"score": round(score, 3), "reason": f"{strength(score)} progress"}

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from agents.nodes.evaluator import candidates_schema
 from agents.prompts import replanner_messages, voter_messages
 from agents.state import NodeRecord, new_node
 from testkit.fakes import FakeCall
@@ -80,7 +79,7 @@ def test_the_corridor_has_one_viable_child_per_level() -> None:
             assert sum(not k.decoy for k in kids) == 1
 
 
-def test_the_replanner_answers_the_new_and_the_legacy_schema_best_first() -> None:
+def test_the_replanner_answers_candidates_best_first() -> None:
     world = build_world("wide", 1)
     script = PlantedScript(world)
     messages = replanner_messages(world.task, [_record(world, "r", None)], 2, 2000)
@@ -91,7 +90,6 @@ def test_the_replanner_answers_the_new_and_the_legacy_schema_best_first() -> Non
     assert reply["complete"] is False
     candidates = reply["candidates"]
     assert len(candidates) == 2  # "propose up to 2"
-    assert reply["next_steps"] == [c["step"] for c in candidates]
     assert candidates[0]["score"] >= candidates[1]["score"]
     assert set(candidates[0]) == {"step", "score", "viable", "reason"}
     assert {c["step"] for c in candidates} <= {n.step for n in world.children(world.root)}
@@ -104,30 +102,19 @@ def test_the_replanner_completes_a_leaf() -> None:
 
     reply = PlantedScript(world).reply(_call("replanner", messages))
 
-    assert reply == {"complete": True, "candidates": [], "next_steps": []}
+    assert reply == {"complete": True, "candidates": []}
 
 
-def test_the_evaluator_answers_progress_and_candidate_batches() -> None:
+def test_the_evaluator_answers_progress() -> None:
     world = build_world("wide", 1)
     script = PlantedScript(world)
-    kids = world.children(world.root)
     path = "Steps done on this path:\nStep 1: " + world.root.step + "\nResult 1: ..."
-    listed = "\n".join(f"c{i}: {k.step}" for i, k in enumerate(kids, 1))
-    batch = _call(
-        "evaluator",
-        [HumanMessage(content=f"{path}\n\nCandidate next steps:\n{listed}")],
-        candidates_schema([f"c{i}" for i in range(1, len(kids) + 1)]),
-    )
     progress = _call(
         "evaluator", [HumanMessage(content=path)], {"properties": {"score": {}, "reason": {}}}
     )
 
-    scores = script.reply(batch)
     judged = script.reply(progress)
 
-    assert isinstance(scores, dict)
-    assert set(scores) == {f"c{i}" for i in range(1, len(kids) + 1)}
-    assert scores["c1"]["score"] == round(world.evaluator_reads(kids[0], "candidate"), 3)
     assert isinstance(judged, dict)
     assert set(judged) == {"score", "reason"}
     assert judged["score"] == round(world.evaluator_reads(world.root, "progress"), 3)
