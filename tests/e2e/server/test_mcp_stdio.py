@@ -12,25 +12,13 @@ from mcp.client.stdio import stdio_client
 
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator
+from tests.support.sim_env import sim_service_env
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _params(sim: GeminiSimulator, tmp_path: Path) -> StdioServerParameters:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "sources.md").write_text("# Sources\n\nThe sources agree on the main result.\n")
-    env = {
-        **os.environ,
-        "GOOGLE_API_KEY": "simulated-key",
-        "GOOGLE_GEMINI_BASE_URL": sim.base_url,
-        "LATS_MODEL": "google_genai:gemini-2.5-flash",
-        "LATS_TOOLS": "local_docs",
-        "LATS_LOCAL_DOCS_DIR": str(docs),
-        "LATS_DATA_DIR": str(tmp_path / "data"),
-        "LATS_MODEL_RETRY_BASE_DELAY_S": "0",
-        "LATS_MODEL_RPS": "0",
-    }
+    env = {**os.environ, **sim_service_env(sim.base_url, tmp_path)}
     return StdioServerParameters(
         command=sys.executable, args=["-m", "app", "mcp"], env=env, cwd=str(ROOT)
     )

@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator
 from tests.support.process import ServerProcess
+from tests.support.sim_env import sim_service_env
 
 RUN_SPANS = ("invoke_agent ", "plantree.", "chat ", "execute_tool ")
 
@@ -64,21 +65,11 @@ def collector() -> Iterator[Collector]:
 def test_a_run_is_exported_over_otlp_and_counted_across_processes(
     tmp_path: Path, collector: Collector
 ) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "sources.md").write_text("# Sources\n\nThe sources agree on the main result.\n")
     multiproc = tmp_path / "prom"
     multiproc.mkdir()
     with GeminiSimulator(research_scenario()) as sim:
         env = {
-            "GOOGLE_API_KEY": "simulated-key",
-            "GOOGLE_GEMINI_BASE_URL": sim.base_url,
-            "LATS_MODEL": "google_genai:gemini-2.5-flash",
-            "LATS_TOOLS": "local_docs",
-            "LATS_LOCAL_DOCS_DIR": str(docs),
-            "LATS_DATA_DIR": str(tmp_path / "data"),
-            "LATS_MODEL_RETRY_BASE_DELAY_S": "0",
-            "LATS_MODEL_RPS": "0",
+            **sim_service_env(sim.base_url, tmp_path),
             "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
             "OTEL_BSP_SCHEDULE_DELAY": "100",
             "PROMETHEUS_MULTIPROC_DIR": str(multiproc),

@@ -12,25 +12,16 @@ import pytest
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator
 from tests.support.process import ServerProcess
+from tests.support.sim_env import sim_service_env
 
 ASK = [{"role": "user", "content": "What do the sources say?"}]
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "sources.md").write_text("# Sources\n\nThe sources agree on the main result.\n")
     with GeminiSimulator(research_scenario()) as sim:
         env = {
-            "GOOGLE_API_KEY": "simulated-key",
-            "GOOGLE_GEMINI_BASE_URL": sim.base_url,
-            "LATS_MODEL": "google_genai:gemini-2.5-flash",
-            "LATS_TOOLS": "local_docs",
-            "LATS_LOCAL_DOCS_DIR": str(docs),
-            "LATS_DATA_DIR": str(tmp_path / "data"),
-            "LATS_MODEL_RETRY_BASE_DELAY_S": "0",
-            "LATS_MODEL_RPS": "0",
+            **sim_service_env(sim.base_url, tmp_path),
             "LATS_API_KEYS": "k1",
         }
         process = ServerProcess(env).start()
