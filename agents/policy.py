@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -31,6 +31,7 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents import observers
 from agents.errors import LatsError, ModelError
 from agents.ratelimit import LimiterStats, ModelLimiter, Outcome
 from agents.retarget import retarget
@@ -43,6 +44,7 @@ from agents.retry import (
     retry_after_s,
     retrying,
 )
+from agents.settings import Role
 
 logger = logging.getLogger(__name__)
 
@@ -158,6 +160,11 @@ class ResilientChatModel(BaseChatModel):
             return Verdict(retry=True, hint_s=retry_after_s(error))
         return Verdict(retry=is_retryable(error))
 
+    def _model_label(self) -> str:
+        """The provider's model name, as metrics and traces label it."""
+        params = self.inner._get_ls_params()
+        return str(params.get("ls_model_name") or type(self.inner).__name__)
+
     async def _attempts(
         self,
         call: Callable[[], Awaitable[T]],
@@ -195,6 +202,8 @@ class ResilientChatModel(BaseChatModel):
             finally:
                 if permit is not None and limiter is not None:
                     await limiter.release(permit, outcome, hint)
+                    rate = limiter.stats().rate
+                    observers.rate_limit_changed(self._model_label(), rate or 0.0)
                 if hook is not None:
                     hook.end_attempt(
                         call_id,
@@ -205,6 +214,8 @@ class ResilientChatModel(BaseChatModel):
                     )
 
         def log_retry(error: Exception, retries: int, delay: float) -> None:
+            reason = "429" if is_rate_limit(error) else type(error).__name__
+            observers.model_retry(cast(Role, self.role), self._model_label(), reason)
             if limiter is not None and is_rate_limit(error):
                 logger.info("%s model call rate limited; waiting for the limiter", self.role)
                 return
