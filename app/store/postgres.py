@@ -34,9 +34,23 @@ CREATE TABLE IF NOT EXISTS lats_runs (
     updated_at TIMESTAMPTZ NOT NULL,
     result JSONB
 );
-ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS owner TEXT;
-ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ NOT NULL DEFAULT 'epoch';
-ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false;
+DO $$
+BEGIN
+    -- ALTER TABLE locks the table exclusively even when the column exists, and would queue
+    -- behind every open transaction of the processes already running: only when needed.
+    IF NOT EXISTS (
+        SELECT 1 FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = 'lats_runs'
+          AND column_name = 'cancel_requested'
+    ) THEN
+        ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS owner TEXT;
+        ALTER TABLE lats_runs
+            ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ NOT NULL DEFAULT 'epoch';
+        ALTER TABLE lats_runs
+            ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false;
+    END IF;
+END
+$$;
 CREATE INDEX IF NOT EXISTS lats_runs_created ON lats_runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_status ON lats_runs (status, created_at DESC);
 CREATE TABLE IF NOT EXISTS lats_events (
