@@ -14,6 +14,7 @@ import uvicorn
 from agents.settings import Settings
 from app.main import create_app
 from testkit.fakes import FakeModels, Script
+from testkit.policy_models import ThroughPolicy
 
 
 @dataclass
@@ -25,11 +26,17 @@ class Service:
 
 @contextlib.asynccontextmanager
 async def serve(
-    settings: Settings, script: Script, tools: list[Any] | None = None
+    settings: Settings,
+    script: Script,
+    tools: list[Any] | None = None,
+    *,
+    policy: bool = False,
 ) -> AsyncIterator[Service]:
-    """Serve the app with scripted models; yields once it accepts connections."""
+    """Serve the app with scripted models (behind the production call policy with
+    `policy`); yields once it accepts connections."""
     models = FakeModels(script)
-    app = create_app(settings, models=models, tools=tools or [])
+    factory = ThroughPolicy(models, settings) if policy else models
+    app = create_app(settings, models=factory, tools=tools or [])
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

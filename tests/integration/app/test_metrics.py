@@ -6,10 +6,12 @@ from collections import Counter
 from typing import Any
 
 import httpx
+from langchain_core.exceptions import ModelRateLimitError
 from langchain_core.tools import tool
 from prometheus_client.parser import text_string_to_metric_families
 
 from agents.settings import Settings
+from testkit.fakes import FakeCall, Reply
 from testkit.scenario import Scenario
 from tests.support.server import serve
 
@@ -118,3 +120,23 @@ async def test_unknown_paths_are_one_label_not_one_per_path(settings: Settings) 
 
     assert _delta(before, after, "plantree_http_requests_total", route="unmatched") == 3
     assert _delta(before, after, "plantree_http_requests_total", route="/runs/{run_id}") == 1
+
+
+async def test_the_call_policy_reports_rate_limits_and_retries(settings: Settings) -> None:
+    refused: list[str] = []
+
+    def script(call: FakeCall) -> Reply:
+        if call.role == "planner" and not refused:
+            refused.append(call.prompt)
+            return ModelRateLimitError("429 from the provider")
+        return TREE.reply(call)
+
+    async with serve(settings, script, tools=[lookup, broken], policy=True) as svc:
+        before = await _scrape(svc.client)
+        await _solve(svc.client)
+        after = await _scrape(svc.client)
+
+    assert refused
+    assert _delta(before, after, "plantree_model_retries_total", role="planner", reason="429") == 1
+    assert _delta(before, after, "plantree_model_rate_limited_total", role="planner") == 1
+    assert _sum(after, "plantree_model_rate_limit") > 0  # the adaptive limit now in force
