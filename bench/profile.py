@@ -63,7 +63,7 @@ HOTSPOTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pydantic (validation, serialisation, repr)", ("pydantic/",)),
     ("executor agent compiled per run (create_agent)", ("create_agent (",)),
     ("SSE and HTTP (uvicorn, starlette)", ("uvicorn/", "starlette/")),
-    ("events: run store writes, live buffers", ("RunManager._emit", "app/store/", "app/live.py")),
+    ("events: run store writes, live buffers", ("RunWriter.emit", "app/store/", "app/live.py")),
     ("checkpointer (AsyncSqliteSaver)", ("checkpoint/sqlite/",)),
     ("scripted models (the benchmark's double)", ("testkit/", "BaseChatModel._serialized")),
 )
