@@ -1,4 +1,5 @@
-"""The service as a real process: `python -m app serve` (what `make run` runs)."""
+"""The service as real processes: `python -m app serve` (what `make run` runs), `serve
+--no-worker` and `worker`, each with its own log, started and ready-checked the same way."""
 
 from __future__ import annotations
 
@@ -8,28 +9,40 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 _LISTENING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
+_WORKER_READY = re.compile(r"worker owner=(\S+) ready")
+_OWNER = re.compile(r"owner=(\S+) started")
 
 
 class ServerProcess:
-    """Starts the server on a free port and collects its log lines."""
+    """One `python -m app …` process (`serve` by default) on a free port; `url` once an HTTP
+    one listens, `owner` its worker id, `lines` its log."""
 
-    def __init__(self, env: Mapping[str, str]) -> None:
+    def __init__(self, env: Mapping[str, str], args: Sequence[str] = ("serve",)) -> None:
         self.env = {**os.environ, **env}
+        self.args = list(args)
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
+        self.owner = ""
         self.lines: list[str] = []
         self._ready = threading.Event()
+
+    @property
+    def http(self) -> bool:
+        return self.args[0] == "serve"
 
     def start(self, timeout_s: float = 60) -> ServerProcess:
         self.lines = []
         self._ready.clear()
+        cmd = [sys.executable, "-m", "app", *self.args]
+        if self.http:
+            cmd += ["--host", "127.0.0.1", "--port", "0"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", "0"],
+            cmd,
             cwd=ROOT,
             env=self.env,
             stdout=subprocess.DEVNULL,
@@ -37,9 +50,9 @@ class ServerProcess:
             text=True,
         )
         threading.Thread(target=self._read, daemon=True).start()
-        if not self._ready.wait(timeout_s) or not self.url:
+        if not self._ready.wait(timeout_s) or (self.http and not self.url):
             self.kill()
-            raise RuntimeError("server did not start:\n" + "\n".join(self.lines[-30:]))
+            raise RuntimeError("process did not start:\n" + "\n".join(self.lines[-30:]))
         return self
 
     def _read(self) -> None:
@@ -47,11 +60,17 @@ class ServerProcess:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
             self.lines.append(line.rstrip())
-            match = _LISTENING.search(line)
-            if match:
-                self.url = match.group(1)
+            if owner := _OWNER.search(line):
+                self.owner = owner.group(1)
+            if listening := _LISTENING.search(line):
+                self.url = listening.group(1)
+                self._ready.set()
+            elif not self.http and _WORKER_READY.search(line):
                 self._ready.set()
         self._ready.set()  # the process ended
+
+    def log(self) -> str:
+        return "\n".join(self.lines)
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs."""

@@ -19,7 +19,7 @@ import pytest
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator, SimRequest
 from testkit.gemini_sim import Reply as SimReply
-from tests.e2e.server.processes import Proc
+from tests.support.process import ServerProcess
 
 logger = logging.getLogger(__name__)
 # Several service processes start and work on 2 shared cores: minutes, not the default 2.
@@ -49,19 +49,21 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def procs() -> Iterator[list[Proc]]:
-    started: list[Proc] = []
+def procs() -> Iterator[list[ServerProcess]]:
+    started: list[ServerProcess] = []
     yield started
     for proc in started:
         proc.kill()
 
 
-def _start(procs: list[Proc], env: dict[str, str], *commands: tuple[str, ...]) -> list[Proc]:
+def _start(
+    procs: list[ServerProcess], env: dict[str, str], *commands: tuple[str, ...]
+) -> list[ServerProcess]:
     """Start processes side by side (each start is mostly imports); all ready."""
-    batch = [Proc(env, args) for args in commands]
+    batch = [ServerProcess(env, args) for args in commands]
     procs.extend(batch)
     with ThreadPoolExecutor(len(batch)) as pool:
-        return list(pool.map(Proc.start, batch))
+        return list(pool.map(lambda proc: proc.start(timeout_s=180), batch))
 
 
 def read_events(url: str, run_id: str, after: int = 0) -> list[tuple[int, str, dict[str, Any]]]:
@@ -129,7 +131,7 @@ def storm(urls: list[str], runs: int, cancels: int, seed: int) -> dict[str, str]
 
 
 def test_two_serve_processes_share_one_sqlite_data_dir(
-    env: dict[str, str], procs: list[Proc]
+    env: dict[str, str], procs: list[ServerProcess]
 ) -> None:
     with GeminiSimulator(research_scenario(), latency_s=0.05) as sim:
         env = {**env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}
@@ -144,7 +146,7 @@ def test_two_serve_processes_share_one_sqlite_data_dir(
 
 
 def test_api_only_process_and_two_workers_on_postgres(
-    env: dict[str, str], procs: list[Proc], fresh_postgres_url: str
+    env: dict[str, str], procs: list[ServerProcess], fresh_postgres_url: str
 ) -> None:
     with GeminiSimulator(research_scenario(), latency_s=0.05) as sim:
         env = {
@@ -180,7 +182,7 @@ class HeldStep:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_stream_and_a_cancel_on_the_process_that_does_not_own_the_run(
-    env: dict[str, str], procs: list[Proc], backend: str, request: pytest.FixtureRequest
+    env: dict[str, str], procs: list[ServerProcess], backend: str, request: pytest.FixtureRequest
 ) -> None:
     if backend == "postgres":
         env = {**env, "LATS_DATABASE_URL": request.getfixturevalue("fresh_postgres_url")}
@@ -206,7 +208,7 @@ def test_a_stream_and_a_cancel_on_the_process_that_does_not_own_the_run(
 
 
 def test_a_killed_owners_run_is_finished_by_another_process_after_its_lease_expires(
-    env: dict[str, str], procs: list[Proc], fresh_postgres_url: str
+    env: dict[str, str], procs: list[ServerProcess], fresh_postgres_url: str
 ) -> None:
     script = HeldStep("Summarise them")
     with GeminiSimulator(script) as sim:
