@@ -20,6 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from functools import cached_property
 from typing import Any, TypeVar, cast
 from uuid import UUID
 
@@ -160,8 +161,10 @@ class ResilientChatModel(BaseChatModel):
             return Verdict(retry=True, hint_s=retry_after_s(error))
         return Verdict(retry=is_retryable(error))
 
+    @cached_property
     def _model_label(self) -> str:
-        """The provider's model name, as metrics and traces label it."""
+        """The provider's model name, as metrics and traces label it (asked once: it is
+        reported on every attempt)."""
         params = self.inner._get_ls_params()
         return str(params.get("ls_model_name") or type(self.inner).__name__)
 
@@ -203,7 +206,7 @@ class ResilientChatModel(BaseChatModel):
                 if permit is not None and limiter is not None:
                     await limiter.release(permit, outcome, hint)
                     rate = limiter.stats().rate
-                    observers.rate_limit_changed(self._model_label(), rate or 0.0)
+                    observers.rate_limit_changed(self._model_label, rate or 0.0)
                 if hook is not None:
                     hook.end_attempt(
                         call_id,
@@ -215,7 +218,7 @@ class ResilientChatModel(BaseChatModel):
 
         def log_retry(error: Exception, retries: int, delay: float) -> None:
             reason = "429" if is_rate_limit(error) else type(error).__name__
-            observers.model_retry(cast(Role, self.role), self._model_label(), reason)
+            observers.model_retry(cast(Role, self.role), self._model_label, reason)
             if limiter is not None and is_rate_limit(error):
                 logger.info("%s model call rate limited; waiting for the limiter", self.role)
                 return
