@@ -144,53 +144,12 @@ class Settings(BaseSettings):
         description="SQLite file for the model-call cache (unset: in memory, per process).",
     )
 
-    # Storage and service ----------------------------------------------------------------------
-    data_dir: Path = Field(default=Path("data"), description="Where the embedded store lives.")
-    database_url: str | None = Field(
-        default=None,
-        description="postgresql://… to keep runs, events and checkpoints in Postgres.",
-    )
-    max_active_runs: int = Field(default=4, ge=1, le=256, description="Runs executing at once.")
-    max_queued_runs: int = Field(
-        default=64, ge=0, le=10_000, description="Runs waiting; beyond this /solve answers 429."
-    )
-    api_keys: Annotated[list[SecretStr], NoDecode] = Field(
-        default_factory=list,
-        description="Accepted API keys (comma separated); empty means no authentication.",
-    )
-    lease_ttl_s: float = Field(
-        default=15.0,
-        ge=1,
-        le=600,
-        description="A worker's hold on a run; renewed every third of it. A run whose worker "
-        "died is taken over by another worker once this has passed.",
-    )
-    sse_heartbeat_s: float = Field(default=10.0, gt=0, le=15, description="SSE comment interval.")
-    max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=10 * 1024 * 1024)
-    shutdown_grace_s: int = Field(
-        default=5, ge=0, le=600, description="Seconds open streams get on SIGTERM before the drain."
-    )
-
     @field_validator("tools", mode="before")
     @classmethod
     def _split_tools(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
-
-    @field_validator("api_keys", mode="before")
-    @classmethod
-    def _split_keys(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
-
-    @field_validator("database_url")
-    @classmethod
-    def _postgres_only(cls, value: str | None) -> str | None:
-        if value and not value.startswith(("postgresql://", "postgres://")):
-            raise ValueError("database_url must be a postgresql:// URL (unset: embedded SQLite)")
-        return value or None
 
     @field_validator("redis_url")
     @classmethod

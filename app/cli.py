@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from agents.errors import ConfigError, LatsError
 from agents.params import RunParams
-from agents.settings import Settings
 from app.render import TreePrinter
+from app.settings import ServiceSettings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PARAM_FLAGS = (
@@ -40,9 +40,9 @@ class CliError(Exception):
         self.code = code
 
 
-def _settings() -> Settings:
+def _settings() -> ServiceSettings:
     try:
-        return Settings()
+        return ServiceSettings()
     except ValidationError as e:
         problems = "; ".join(
             f"LATS_{'.'.join(map(str, x['loc'])).upper()}: {x['msg']}" for x in e.errors()
@@ -65,7 +65,7 @@ def _headers(args: argparse.Namespace) -> dict[str, str]:
     return {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
 
 
-def _startable_settings() -> Settings:
+def _startable_settings() -> ServiceSettings:
     """Settings a service can start with: models buildable, tools known; or a `CliError`."""
     from agents.models import SettingsModelFactory
     from tools.registry import build_tools
@@ -94,7 +94,7 @@ def serve(args: argparse.Namespace) -> int:
     except ConfigError as e:
         raise CliError(f"cannot start: {e}") from e
     uvicorn.run(
-        create_app(settings, worker=not args.no_worker),
+        create_app(settings, worker=not args.no_worker, host=args.host),
         host=args.host,
         port=args.port,
         log_config=None,
@@ -240,7 +240,12 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="run the HTTP service (and a worker, unless --no-worker)")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default loopback only; with no API key configured, requests "
+        "must name an allowed host: LATS_ALLOWED_HOSTS)",
+    )
     p.add_argument("--port", type=int, default=8000)
     p.add_argument(
         "--no-worker",

@@ -6,8 +6,10 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from agents.settings import Settings
+from app.auth import Authorized
 from app.manager import RunManager
+from app.run_access import Runs
+from app.settings import ServiceSettings
 
 
 def _manager(request: Request) -> RunManager:
@@ -15,10 +17,16 @@ def _manager(request: Request) -> RunManager:
     return manager
 
 
-def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
+def _settings(request: Request) -> ServiceSettings:
+    settings: ServiceSettings = request.app.state.settings
     return settings
 
 
+def _runs(request: Request, caller: Authorized) -> Runs:
+    """The runs the request's caller may reach (the key is checked here)."""
+    return Runs(request.app.state.manager, caller, request.app.state.limits)
+
+
 Manager = Annotated[RunManager, Depends(_manager)]
-AppSettings = Annotated[Settings, Depends(_settings)]
+AppSettings = Annotated[ServiceSettings, Depends(_settings)]
+CallerRuns = Annotated[Runs, Depends(_runs)]

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agents.errors import LatsError, RunNotFound
+from app.limits import RateLimited
 from app.queue import QueueFull
 
 logger = logging.getLogger(__name__)
@@ -53,6 +54,10 @@ def install(app: FastAPI) -> None:
         if isinstance(exc, QueueFull):
             return JSONResponse(
                 _body(exc.code, str(exc)), 429, headers={"Retry-After": str(RETRY_AFTER_S)}
+            )
+        if isinstance(exc, RateLimited):
+            return JSONResponse(
+                _body(exc.code, str(exc)), 429, headers={"Retry-After": str(exc.retry_after_s)}
             )
         if isinstance(exc, Unauthorized):
             return JSONResponse(

@@ -10,25 +10,30 @@ from fastapi import FastAPI
 from langchain_core.tools import BaseTool
 
 from agents.models import ModelFactory, SettingsModelFactory
-from agents.settings import Settings, get_settings
 from app import errors, mcp_server, metrics, openapi, security_headers, telemetry
+from app.hosts import HostCheck, allowed_hosts
+from app.limits import KeyLimits
 from app.routes import chat, health, runs, ui
 from app.service import run_service
+from app.settings import ServiceSettings, get_service_settings
 from tools.registry import build_service_tools
 
 logger = logging.getLogger(__name__)
 
 
 def create_app(
-    settings: Settings | None = None,
+    settings: ServiceSettings | None = None,
     *,
     models: ModelFactory | None = None,
     tools: Sequence[BaseTool] | None = None,
     worker: bool = True,
+    host: str | None = None,
 ) -> FastAPI:
     """The service. `models` and `tools` replace the configured ones (tests, benchmarks);
-    `worker=False` serves the API only (runs execute in worker processes)."""
-    settings = settings or get_settings()
+    `worker=False` serves the API only (runs execute in worker processes); `host` is the
+    address the server binds (an allowed Host when no key is configured)."""
+    settings = settings or get_service_settings()
+    keys = settings.key_ring()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -64,6 +69,14 @@ def create_app(
     )
     security_headers.install(app)
     app.state.settings = settings
+    app.state.keys = keys
+    app.state.limits = KeyLimits(
+        rps=settings.key_rps,
+        burst=settings.key_burst,
+        max_streams=settings.key_max_streams,
+        max_runs=settings.max_runs_per_key,
+    )
+    app.add_middleware(HostCheck, allowed=allowed_hosts(settings.allowed_hosts, keys.enabled, host))
     errors.install(app)
     app.include_router(health.router)
     app.include_router(runs.router)

@@ -26,7 +26,6 @@ from agents.engine import Engine
 from agents.errors import RunNotFound
 from agents.events import RunStarted
 from agents.params import RunParams
-from agents.settings import Settings
 from agents.tree import by_id
 from app.cancelling import Canceller
 from app.claiming import Claimer
@@ -35,6 +34,7 @@ from app.following import Follower
 from app.lease import LeaseKeeper, worker_id
 from app.live import TERMINAL, LiveRun
 from app.queue import LocalRunQueue, RunQueue
+from app.settings import ServiceSettings
 from app.signals import LocalSignals
 from app.store.base import LeaseLost, RunRecord, RunStatus, RunStore, StoredEvent
 
@@ -50,7 +50,7 @@ class RunManager:
         *,
         engine: Engine,
         store: RunStore,
-        settings: Settings,
+        settings: ServiceSettings,
         checkpointer: BaseCheckpointSaver[str] | None = None,
         queue: RunQueue | None = None,
         signals: LocalSignals | None = None,
@@ -127,15 +127,16 @@ class RunManager:
         return self.queue.waiting
 
     # -- starting ------------------------------------------------------------------------------
-    async def submit(self, task: str, params: RunParams) -> RunRecord:
-        """Create a run; a worker process takes it on, an API-only one leaves it for any
-        worker. Raises `QueueFull` when this process's queue is at its limit."""
+    async def submit(self, task: str, params: RunParams, tenant: str | None = None) -> RunRecord:
+        """Create a run of `tenant` (an API key's name); a worker process takes it on, an
+        API-only one leaves it for any worker. Raises `QueueFull` when this process's queue
+        is at its limit."""
         if not self.worker:
-            record, _ = await self._create(task, params, owner=None)
+            record, _ = await self._create(task, params, owner=None, tenant=tenant)
             return record
         self.queue.admit()
         try:
-            record, started = await self._create(task, params, owner=self.owner)
+            record, started = await self._create(task, params, owner=self.owner, tenant=tenant)
         except BaseException:
             self.queue.withdraw()
             raise
@@ -143,7 +144,7 @@ class RunManager:
         return record
 
     async def _create(
-        self, task: str, params: RunParams, *, owner: str | None
+        self, task: str, params: RunParams, *, owner: str | None, tenant: str | None
     ) -> tuple[RunRecord, StoredEvent]:
         now = datetime.now(UTC)
         record = RunRecord(
@@ -154,6 +155,7 @@ class RunManager:
             created_at=now,
             updated_at=now,
             owner=owner,
+            tenant=tenant,
         )
         started = StoredEvent(
             seq=1,
@@ -165,7 +167,7 @@ class RunManager:
         )
         if owner is None:
             self.signals.run_queued()
-        logger.info("run=%s queued (owner=%s)", record.id, owner)
+        logger.info("run=%s queued (owner=%s, caller=%s)", record.id, owner, tenant or "local")
         return record, started
 
     def _begin(self, record: RunRecord, history: list[StoredEvent], *, resume: bool) -> None:

@@ -5,7 +5,8 @@ sources and run id), `start_run`, `get_run`, `list_runs`, `cancel_run`. Resource
 `plantree://runs` (recent runs) and `plantree://runs/{run_id}` (one run with its tree).
 
 Served over streamable HTTP at `/mcp` (stateless, so any replica can answer any request; the
-API keys guard it like every other route) and over stdio by `lats mcp`. Runs belong to the run
+API keys guard it like every other route, and a key reaches only its own runs) and over stdio
+by `lats mcp` (the single user). Runs belong to the run
 manager: a client that disconnects stops only its wait, never the run.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from fastapi import FastAPI
@@ -30,13 +32,18 @@ from agents.errors import LatsError
 from agents.params import RunParams
 from app.auth import require_key
 from app.errors import Unauthorized
+from app.limits import RateLimited
 from app.progress import Progress
 from app.routes.runs import view
 from app.run_access import Runs
 from app.store.base import RunStatus
+from app.tenancy import Caller
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+
+# The caller of the MCP request being served over HTTP (set by `_KeyGuard`).
+_caller: ContextVar[Caller | None] = ContextVar("mcp_caller", default=None)
 
 INSTRUCTIONS = (
     "plantree answers hard research questions by searching a tree of plans (web search, arXiv, "
@@ -52,8 +59,7 @@ def build_server(runs: Callable[[], Runs], *, heartbeat_s: float = 10.0) -> Fast
         instructions=INSTRUCTIONS,
         stateless_http=True,
         streamable_http_path="/mcp",
-        # Same posture as the rest of the API: API keys, no Host allow-list (a deployment's
-        # Host header is not known here).
+        # The app checks the Host header (app/hosts.py) and the keys in front of this.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
 
@@ -165,7 +171,7 @@ class _KeyGuard:
         if scope["type"] == "http":
             request = Request(scope)
             try:
-                await require_key(
+                caller = await require_key(
                     request, request.headers.get("authorization"), request.headers.get("x-api-key")
                 )
             except Unauthorized as e:
@@ -173,13 +179,32 @@ class _KeyGuard:
                 headers = {"WWW-Authenticate": "Bearer"}
                 await JSONResponse(body, 401, headers=headers)(scope, receive, send)
                 return
+            except RateLimited as e:
+                body = {"code": e.code, "message": str(e)}
+                headers = {"Retry-After": str(e.retry_after_s)}
+                await JSONResponse(body, 429, headers=headers)(scope, receive, send)
+                return
+            token = _caller.set(caller)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                _caller.reset(token)
+            return
         await self.app(scope, receive, send)
+
+
+def _http_runs(app: FastAPI) -> Runs:
+    """The runs the current MCP-over-HTTP request's caller may reach."""
+    caller = _caller.get()
+    if caller is None:  # never served outside `_KeyGuard`
+        raise ToolError("no caller for this request")
+    return Runs(app.state.manager, caller, app.state.limits)
 
 
 def mount(app: FastAPI, heartbeat_s: float) -> StreamableHTTPSessionManager:
     """Serve MCP over streamable HTTP at `/mcp`; the returned session manager must run for
     the app's lifetime (`async with manager.run()` in the lifespan)."""
-    server = build_server(lambda: Runs(app.state.manager), heartbeat_s=heartbeat_s)
+    server = build_server(lambda: _http_runs(app), heartbeat_s=heartbeat_s)
     server.streamable_http_app()  # creates the session manager
     sessions = server.session_manager
     guarded = _KeyGuard(StreamableHTTPASGIApp(sessions))

@@ -33,10 +33,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agents import observers
 from agents.events import Event
-from agents.settings import Role, Settings
+from agents.settings import Role
 from app.auth import Authorized
 from app.call_watch import CallWatcher, ModelCall, ToolCall
 from app.queue import LocalRunQueue, RunQueue
+from app.settings import ServiceSettings
 
 logger = logging.getLogger(__name__)
 
@@ -246,7 +247,7 @@ async def metrics(_: Authorized) -> Response:
     return Response(exposition(), media_type=CONTENT_TYPE_LATEST)
 
 
-def watched_queue(settings: Settings) -> WatchedQueue:
+def watched_queue(settings: ServiceSettings) -> WatchedQueue:
     """The service's in-process run queue, reporting to the metrics."""
     return WatchedQueue(LocalRunQueue(settings.max_active_runs, settings.max_queued_runs))
 

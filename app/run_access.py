@@ -1,7 +1,9 @@
-"""One door to the runs for the integrations (OpenAI-compatible API, MCP server, metrics).
+"""One door to the runs, for the run routes and the integrations (OpenAI-compatible API, MCP
+server): the run manager seen by one caller.
 
-They use the run manager only through this adapter, with the same public methods the run
-routes use, so a change in how runs are managed is a change here and nowhere else.
+A caller reaches only its own runs: another key's run is answered like a missing one (the
+same `RunNotFound`), and lists hold only the caller's runs; the admin key and the single user
+(no keys configured) reach every run. Starting a run counts against the caller's key limits.
 """
 
 from __future__ import annotations
@@ -11,9 +13,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from agents.errors import RunNotFound
 from agents.params import RunParams
+from app.limits import KeyLimits, StreamSlot
 from app.manager import RunManager
-from app.store.base import RunRecord, RunStatus
+from app.store.base import RunRecord, RunStatus, StoredEvent
+from app.tenancy import SINGLE_USER, Caller
+
+TRACE_PAGE = 500  # events read from the store at a time for a trace
 
 
 @dataclass(frozen=True)
@@ -26,10 +33,17 @@ class RunEvent:
 
 
 class Runs:
-    """Start, follow, read, list and cancel runs."""
+    """Start, follow, read, list and cancel the runs `caller` may reach."""
 
-    def __init__(self, manager: RunManager) -> None:
+    def __init__(
+        self,
+        manager: RunManager,
+        caller: Caller = SINGLE_USER,
+        limits: KeyLimits | None = None,
+    ) -> None:
         self._manager = manager
+        self.caller = caller
+        self._limits = limits
 
     @property
     def active(self) -> int:
@@ -40,25 +54,71 @@ class Runs:
         return self._manager.queued
 
     async def submit(self, task: str, params: RunParams) -> RunRecord:
-        """Queue a run; raises `QueueFull` like the run API."""
-        return await self._manager.submit(task, params)
+        """Queue a run of the caller; raises `QueueFull` like the run API, or `RateLimited`
+        when the caller's key has its most runs."""
+        if self._limits is not None:
+            await self._limits.run(self.caller, self._manager.store)
+        return await self._manager.submit(task, params, tenant=self.caller.tenant)
+
+    def stream_slot(self) -> StreamSlot:
+        """One of the caller's event stream slots; raises `RateLimited` when none is free."""
+        return self._limits.stream_slot(self.caller) if self._limits else StreamSlot(None)
+
+    async def submit_streamed(self, task: str, params: RunParams) -> tuple[RunRecord, StreamSlot]:
+        """Queue a run whose events the caller will stream: a stream slot is taken first, so
+        no run starts when none is free."""
+        slot = self.stream_slot()
+        try:
+            return await self.submit(task, params), slot
+        except BaseException:
+            slot.release()
+            raise
+
+    async def get(self, run_id: str) -> RunRecord:
+        """The run's record; raises `RunNotFound` (also for another key's run)."""
+        record = await self._manager.get(run_id)
+        if not self.caller.may_see(record.tenant):
+            raise RunNotFound(f"no run {run_id}")
+        return record
+
+    async def follow(
+        self, run_id: str, after: int = 0, heartbeat_s: float = 10.0
+    ) -> AsyncIterator[StoredEvent | None]:
+        """The run's stored events after `after`, live until the terminal one; None on idle
+        ticks. The run must be reachable (checked by the caller of this method first)."""
+        async for event in self._manager.follow(run_id, after, heartbeat_s):
+            yield event
 
     async def events(
         self, run_id: str, after: int = 0, heartbeat_s: float = 10.0
     ) -> AsyncIterator[RunEvent | None]:
-        """The run's events after `after`, live until the terminal one; None on idle ticks."""
-        async for event in self._manager.follow(run_id, after, heartbeat_s):
+        """The run's events after `after`, decoded, live until the terminal one; None on idle
+        ticks."""
+        await self.get(run_id)
+        async for event in self.follow(run_id, after, heartbeat_s):
             if event is None:
                 yield None
             else:
                 yield RunEvent(event.seq, event.type, json.loads(event.data))
 
-    async def wait(self, run_id: str) -> RunRecord:
-        return await self._manager.wait(run_id)
+    async def last_event_id(self, run_id: str) -> int:
+        """The id of the run's last stored event (the run must be reachable)."""
+        return await self._manager.store.last_seq(run_id)
 
-    async def get(self, run_id: str) -> RunRecord:
-        """The run's record; raises `RunNotFound`."""
-        return await self._manager.get(run_id)
+    async def stored_events(self, run_id: str) -> AsyncIterator[StoredEvent]:
+        """Every stored event of a reachable run, read a page at a time."""
+        after = 0
+        while True:
+            page = await self._manager.store.events_after(run_id, after, TRACE_PAGE)
+            for event in page:
+                yield event
+            if len(page) < TRACE_PAGE:
+                return
+            after = page[-1].seq
+
+    async def wait(self, run_id: str) -> RunRecord:
+        await self.get(run_id)
+        return await self._manager.wait(run_id)
 
     async def tree(self, record: RunRecord) -> list[dict[str, Any]]:
         return await self._manager.tree(record)
@@ -66,10 +126,15 @@ class Runs:
     async def list(
         self, *, status: RunStatus | None = None, limit: int = 20, offset: int = 0
     ) -> tuple[list[RunRecord], int | None]:
-        """A page of runs, newest first, and the next page's offset (None on the last)."""
-        records = await self._manager.store.list_runs(status=status, limit=limit + 1, offset=offset)
+        """A page of the caller's runs (every run for the admin), newest first, and the next
+        page's offset (None on the last)."""
+        tenant = None if self.caller.sees_all else self.caller.tenant
+        records = await self._manager.store.list_runs(
+            status=status, limit=limit + 1, offset=offset, tenant=tenant
+        )
         more = len(records) > limit
         return records[:limit], offset + limit if more else None
 
     async def cancel(self, run_id: str) -> RunRecord:
+        await self.get(run_id)
         return await self._manager.cancel(run_id)

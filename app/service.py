@@ -11,9 +11,9 @@ from langchain_core.tools import BaseTool
 
 from agents.engine import Engine
 from agents.models import ModelFactory
-from agents.settings import Settings
 from app.manager import RunManager
 from app.queue import RunQueue
+from app.settings import ServiceSettings
 from app.signals import LocalSignals, PostgresSignals, SqliteSignals
 from app.store import open_backend
 from app.store.base import RunStore
@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 SQLITE_WATCH_S = 0.1
 
 
-def make_signals(settings: Settings, store: RunStore) -> LocalSignals:
+def make_signals(settings: ServiceSettings, store: RunStore) -> LocalSignals:
     """Wake-ups across processes through the backend in use."""
     if settings.database_url:
         return PostgresSignals(settings.database_url)
@@ -35,7 +35,7 @@ def make_signals(settings: Settings, store: RunStore) -> LocalSignals:
 
 @asynccontextmanager
 async def run_service(
-    settings: Settings,
+    settings: ServiceSettings,
     *,
     models: ModelFactory,
     tools: Sequence[BaseTool],

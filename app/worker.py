@@ -11,14 +11,14 @@ import logging
 import signal
 
 from agents.models import SettingsModelFactory
-from agents.settings import Settings
 from app.service import run_service
+from app.settings import ServiceSettings
 from tools.registry import build_tools
 
 logger = logging.getLogger(__name__)
 
 
-async def run_worker(settings: Settings) -> None:
+async def run_worker(settings: ServiceSettings) -> None:
     """Work until SIGTERM or SIGINT, then drain."""
     models = SettingsModelFactory(settings)
     models.check()

@@ -17,6 +17,7 @@ from agents.engine import Engine, RunResult
 from agents.events import Event
 from agents.params import RunParams
 from agents.settings import Settings
+from app.settings import ServiceSettings
 from bench.critical import CriticalPath, critical_path
 from bench.models import CountingModels, Delayed
 from bench.scenarios import TASK, ScenarioName, scenario
@@ -34,7 +35,7 @@ class Latency:
         return f"{self.low_s * 1000:g}-{self.high_s * 1000:g} ms, seed {self.seed}"
 
 
-def bench_settings(data_dir: Path, **overrides: Any) -> Settings:
+def bench_settings(data_dir: Path, **overrides: Any) -> ServiceSettings:
     """Settings for a benchmark: no .env, no tools, no real back-off sleeps."""
     values: dict[str, Any] = {
         "model": "google_genai:gemini-2.5-flash",  # never built: scripted models replace it
@@ -43,7 +44,7 @@ def bench_settings(data_dir: Path, **overrides: Any) -> Settings:
         "tools": [],
         **overrides,
     }
-    return Settings(_env_file=None, **values)
+    return ServiceSettings(_env_file=None, **values)
 
 
 @dataclass

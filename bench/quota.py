@@ -82,7 +82,6 @@ async def _point(rps: float, config: QuotaConfig, data_dir: Path) -> dict[str, A
         settings = Settings(
             _env_file=None,
             model="google_genai:gemini-2.5-flash",
-            data_dir=data_dir,
             tools=[],
         )
         engine = Engine(settings=settings, models=SettingsModelFactory(settings), tools=[])

@@ -15,13 +15,13 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
 from app.auth import Authorized
-from app.deps import AppSettings
+from app.deps import AppSettings, CallerRuns
 from app.openai_compat import (
     ChatRequest,
     UnknownModel,
@@ -40,10 +40,6 @@ from app.store.base import RunRecord
 logger = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
-
-
-def runs_of(request: Request) -> Runs:
-    return Runs(request.app.state.manager)
 
 
 def _not_found(message: str) -> JSONResponse:
@@ -67,9 +63,7 @@ async def get_model(model: str, _: Authorized) -> dict[str, Any] | JSONResponse:
     responses=ERRORS,
     response_model=None,
 )
-async def chat_completions(
-    body: ChatRequest, _: Authorized, request: Request, settings: AppSettings
-) -> Response:
+async def chat_completions(body: ChatRequest, runs: CallerRuns, settings: AppSettings) -> Response:
     try:
         params = body.run_params()
         task = body.task()
@@ -83,15 +77,22 @@ async def chat_completions(
         raise RequestValidationError(
             [{"loc": ["body", "messages"], "msg": str(e), "type": "value_error"}]
         ) from e
-    runs = runs_of(request)
-    record = await runs.submit(task, params)
-    headers = {"X-Plantree-Run-Id": record.id, "Content-Location": f"/runs/{record.id}"}
-    logger.info("run=%s started from a chat completion (model %s)", record.id, body.model)
     if body.stream:
+        record, slot = await runs.submit_streamed(task, params)
+    else:
+        record, slot = await runs.submit(task, params), None
+    headers = {"X-Plantree-Run-Id": record.id, "Content-Location": f"/runs/{record.id}"}
+    logger.info(
+        "run=%s started from a chat completion (model %s, caller=%s)",
+        record.id,
+        body.model,
+        runs.caller.label,
+    )
+    if slot is not None:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         frames = _stream(runs, record.id, body.model, include_usage, settings.sse_heartbeat_s)
         return StreamingResponse(
-            frames, media_type="text/event-stream", headers={**SSE_HEADERS, **headers}
+            slot.hold(frames), media_type="text/event-stream", headers={**SSE_HEADERS, **headers}
         )
     done = await runs.wait(record.id)
     return JSONResponse(_completion(done, body.model), headers=headers)

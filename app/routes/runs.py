@@ -1,28 +1,35 @@
-"""Runs: start (streaming or background), follow, look up, list, trace, cancel."""
+"""Runs: start (streaming or background), follow, look up, list, trace, cancel. Each route
+reaches only the caller's runs (app/run_access.py)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from app.auth import Authorized
-from app.deps import AppSettings, Manager
-from app.manager import RunManager
+from app.deps import AppSettings, CallerRuns
+from app.run_access import Runs
 from app.schemas import ErrorBody, RunAccepted, RunList, RunView, SolveRequest
 from app.sse import HEARTBEAT, SSE_HEADERS, frame, parse_last_event_id
 from app.store.base import RunRecord, RunStatus
 
+logger = logging.getLogger(__name__)
 router = APIRouter(tags=["runs"])
 
+MAX_EVENT_ID = 10_000_000  # no run has more events; a larger resume point is a client error
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "An API key is required."},
-    404: {"model": ErrorBody, "description": "No such run."},
+    404: {"model": ErrorBody, "description": "No such run (or another key's)."},
     413: {"model": ErrorBody, "description": "The body is too large."},
     422: {"model": ErrorBody, "description": "The body or a parameter is invalid."},
-    429: {"model": ErrorBody, "description": "The run queue is full; see Retry-After."},
+    429: {
+        "model": ErrorBody,
+        "description": "The run queue is full, or a limit of the key is reached; see Retry-After.",
+    },
 }
 SSE_DOC: dict[int | str, dict[str, Any]] = {
     200: {
@@ -53,13 +60,21 @@ def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunVie
     )
 
 
-def _stream(manager: RunManager, run_id: str, after: int, heartbeat_s: float) -> StreamingResponse:
+def _frames(runs: Runs, run_id: str, after: int, heartbeat_s: float) -> AsyncIterator[bytes]:
     async def frames() -> AsyncIterator[bytes]:
-        async for event in manager.follow(run_id, after, heartbeat_s):
+        async for event in runs.follow(run_id, after, heartbeat_s):
             yield HEARTBEAT if event is None else frame(event)
 
+    return frames()
+
+
+def _stream(frames: AsyncIterator[bytes], run_id: str) -> StreamingResponse:
     headers = {**SSE_HEADERS, "Content-Location": f"/runs/{run_id}"}
-    return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
+    return StreamingResponse(frames, media_type="text/event-stream", headers=headers)
+
+
+def _invalid(where: str, name: str, message: str) -> RequestValidationError:
+    return RequestValidationError([{"loc": [where, name], "msg": message, "type": "value_error"}])
 
 
 @router.post(
@@ -70,21 +85,21 @@ def _stream(manager: RunManager, run_id: str, after: int, heartbeat_s: float) ->
 )
 async def solve(
     body: SolveRequest,
-    _: Authorized,
-    manager: Manager,
+    runs: CallerRuns,
     settings: AppSettings,
     accept: Annotated[str | None, Header()] = None,
 ) -> Response:
     """Starts a run and streams its events as SSE (the run goes on if the client leaves).
     With `Accept: application/json`, waits and returns the finished run instead."""
-    record = await manager.submit(body.task, body.params())
     if accept and "application/json" in accept and "text/event-stream" not in accept:
-        done = await manager.wait(record.id)
+        record = await runs.submit(body.task, body.params())
+        done = await runs.wait(record.id)
         return JSONResponse(
-            view(done, await manager.tree(done)).model_dump(mode="json"),
+            view(done, await runs.tree(done)).model_dump(mode="json"),
             headers={"Content-Location": f"/runs/{record.id}"},
         )
-    return _stream(manager, record.id, 0, settings.sse_heartbeat_s)
+    record, slot = await runs.submit_streamed(body.task, body.params())
+    return _stream(slot.hold(_frames(runs, record.id, 0, settings.sse_heartbeat_s)), record.id)
 
 
 @router.post(
@@ -94,10 +109,8 @@ async def solve(
     summary="Start a run in the background",
     responses=ERRORS,
 )
-async def start_run(
-    body: SolveRequest, _: Authorized, manager: Manager, response: Response
-) -> RunAccepted:
-    record = await manager.submit(body.task, body.params())
+async def start_run(body: SolveRequest, runs: CallerRuns, response: Response) -> RunAccepted:
+    record = await runs.submit(body.task, body.params())
     response.headers["Location"] = f"/runs/{record.id}"
     return RunAccepted(run_id=record.id, status=record.status, events=f"/runs/{record.id}/events")
 
@@ -110,43 +123,47 @@ async def start_run(
 )
 async def run_events(
     run_id: str,
-    _: Authorized,
-    manager: Manager,
+    runs: CallerRuns,
     settings: AppSettings,
-    after: Annotated[int | None, Query(ge=0, description="Replay events after this id.")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=MAX_EVENT_ID, description="Replay events after this id.")
+    ] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """Replays the events after `Last-Event-ID` (or `?after=`), then tails the run live until
-    its terminal event. A finished run replays and closes."""
-    await manager.get(run_id)
+    its terminal event. A finished run replays and closes. A resume point beyond the run's
+    last event is refused (422) before the stream starts."""
+    await runs.get(run_id)
     start = parse_last_event_id(last_event_id)
+    where, name = ("header", "last-event-id") if start is not None else ("query", "after")
     if start is None:
         start = after or 0
-    return _stream(manager, run_id, start, settings.sse_heartbeat_s)
+    if start > MAX_EVENT_ID or start > await runs.last_event_id(run_id):
+        raise _invalid(where, name, "beyond the run's last event id")
+    frames = _frames(runs, run_id, start, settings.sse_heartbeat_s)
+    return _stream(runs.stream_slot().hold(frames), run_id)
 
 
 @router.get(
     "/runs/{run_id}", response_model=RunView, summary="A run with its tree", responses=ERRORS
 )
-async def get_run(run_id: str, _: Authorized, manager: Manager) -> RunView:
-    record = await manager.get(run_id)
-    return view(record, await manager.tree(record))
+async def get_run(run_id: str, runs: CallerRuns) -> RunView:
+    record = await runs.get(run_id)
+    return view(record, await runs.tree(record))
 
 
-@router.get("/runs", response_model=RunList, summary="Runs, newest first", responses=ERRORS)
+@router.get(
+    "/runs", response_model=RunList, summary="The caller's runs, newest first", responses=ERRORS
+)
 async def list_runs(
-    _: Authorized,
-    manager: Manager,
+    runs: CallerRuns,
     status: RunStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> RunList:
-    records = await manager.store.list_runs(status=status, limit=limit + 1, offset=offset)
-    page = records[:limit]
-    return RunList(
-        runs=[view(r) for r in page],
-        next_offset=offset + limit if len(records) > limit else None,
-    )
+    """The caller's runs (every run for the admin key, or without keys)."""
+    page, next_offset = await runs.list(status=status, limit=limit, offset=offset)
+    return RunList(runs=[view(r) for r in page], next_offset=next_offset)
 
 
 @router.get(
@@ -155,18 +172,23 @@ async def list_runs(
     responses={**ERRORS, 200: {"content": {"application/x-ndjson": {}}}},
     response_model=None,
 )
-async def trace(run_id: str, _: Authorized, manager: Manager) -> Response:
-    await manager.get(run_id)
-    events = await manager.store.events_after(run_id, 0)
-    body = "".join(f'{{"id": {e.seq}, "event": {e.data}}}\n' for e in events)
-    return Response(body, media_type="application/x-ndjson")
+async def trace(run_id: str, runs: CallerRuns) -> StreamingResponse:
+    """Every stored event, one JSON object a line, streamed from the store a page at a time."""
+    await runs.get(run_id)
+
+    async def lines() -> AsyncIterator[bytes]:
+        async for e in runs.stored_events(run_id):
+            yield f'{{"id": {e.seq}, "event": {e.data}}}\n'.encode()
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson")
 
 
 @router.post(
     "/runs/{run_id}/cancel", response_model=RunView, summary="Cancel a run", responses=ERRORS
 )
-async def cancel_run(run_id: str, _: Authorized, manager: Manager) -> RunView:
+async def cancel_run(run_id: str, runs: CallerRuns) -> RunView:
     """Idempotent: stops in-flight calls and ends the stream with `cancelled`; a finished run
     is returned as it is."""
-    record = await manager.cancel(run_id)
+    record = await runs.cancel(run_id)
+    logger.info("run=%s cancel asked by caller=%s", run_id, runs.caller.label)
     return view(record)

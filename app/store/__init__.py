@@ -11,7 +11,7 @@ import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from agents.settings import Settings
+from app.settings import ServiceSettings
 from app.store.base import RunStore
 from app.store.sqlite import BUSY_TIMEOUT_MS, SqliteRunStore
 
@@ -31,7 +31,7 @@ async def _setup_once(url: str, saver: BaseCheckpointSaver[str]) -> None:
 
 @asynccontextmanager
 async def open_backend(
-    settings: Settings,
+    settings: ServiceSettings,
 ) -> AsyncIterator[tuple[RunStore, BaseCheckpointSaver[str]]]:
     """Postgres when `database_url` is set, else SQLite files under `data_dir`."""
     if settings.database_url:

@@ -8,7 +8,8 @@ Implementations: SQLite (embedded default) and Postgres. Both keep the same rule
   run, else it raises `LeaseLost`;
 - event ids come from the store (the next id after the stored ones), never from memory, under
   the unique (run, seq) key;
-- the terminal event, the status and the result land in **one transaction** (`finish`).
+- the terminal event, the status and the result land in **one transaction** (`finish`);
+- a run belongs to a **tenant** (the name of the API key that started it, never the key).
 """
 
 from __future__ import annotations
@@ -53,6 +54,11 @@ class RunRecord(BaseModel):
         default=None, description="The engine's RunResult as JSON once the run has ended."
     )
     owner: str | None = Field(default=None, description="The worker holding the lease.")
+    tenant: str | None = Field(
+        default=None,
+        description="The name of the API key that started the run (never the key); None "
+        "without keys.",
+    )
     cancel_requested: bool = Field(
         default=False, description="A cancel was asked for; the owner ends the run."
     )
@@ -135,10 +141,17 @@ class RunStore(Protocol):
     async def get_run(self, run_id: str) -> RunRecord | None: ...
 
     async def list_runs(
-        self, *, status: RunStatus | None, limit: int, offset: int
-    ) -> list[RunRecord]: ...
+        self, *, status: RunStatus | None, limit: int, offset: int, tenant: str | None = None
+    ) -> list[RunRecord]:
+        """A page of runs, newest first; only `tenant`'s when given."""
 
-    async def events_after(self, run_id: str, after: int) -> list[StoredEvent]: ...
+    async def count_open(self, tenant: str | None) -> int:
+        """How many runs of `tenant` are unfinished (queued, running or interrupted)."""
+
+    async def events_after(
+        self, run_id: str, after: int, limit: int | None = None
+    ) -> list[StoredEvent]:
+        """The run's events after id `after`, in order; at most `limit` of them."""
 
     async def last_seq(self, run_id: str) -> int: ...
 

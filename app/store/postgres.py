@@ -49,8 +49,16 @@ BEGIN
         ALTER TABLE lats_runs
             ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false;
     END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = 'lats_runs'
+          AND column_name = 'tenant'
+    ) THEN
+        ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS tenant TEXT;
+    END IF;
 END
 $$;
+CREATE INDEX IF NOT EXISTS lats_runs_tenant ON lats_runs (tenant, created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_created ON lats_runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_status ON lats_runs (status, created_at DESC);
 CREATE TABLE IF NOT EXISTS lats_events (
@@ -75,6 +83,7 @@ def _record(row: dict[str, Any]) -> RunRecord:
         updated_at=row["updated_at"],
         result=row["result"],
         owner=row["owner"],
+        tenant=row["tenant"],
         cancel_requested=row["cancel_requested"],
     )
 
@@ -144,8 +153,8 @@ class PostgresRunStore:
         async with self._pool.connection() as conn:
             await conn.execute(
                 "INSERT INTO lats_runs (id, task, params, status, created_at, updated_at, owner,"
-                f" lease_until) VALUES (%s, %s, %s, %s, %s, %s, %s,"
-                f" CASE WHEN %s::text IS NULL THEN 'epoch'::timestamptz ELSE {_LEASE} END)",
+                f" lease_until, tenant) VALUES (%s, %s, %s, %s, %s, %s, %s,"
+                f" CASE WHEN %s::text IS NULL THEN 'epoch'::timestamptz ELSE {_LEASE} END, %s)",
                 (
                     record.id,
                     record.task,
@@ -156,6 +165,7 @@ class PostgresRunStore:
                     owner,
                     owner,
                     ttl_s,
+                    record.tenant,
                 ),
             )
             if started is not None:
@@ -289,10 +299,17 @@ class PostgresRunStore:
         return _record(row) if row else None
 
     async def list_runs(
-        self, *, status: RunStatus | None, limit: int, offset: int
+        self, *, status: RunStatus | None, limit: int, offset: int, tenant: str | None = None
     ) -> list[RunRecord]:
-        where = "WHERE status = %s" if status is not None else ""
-        args: list[Any] = [status] if status is not None else []
+        conditions: list[str] = []
+        args: list[Any] = []
+        if status is not None:
+            conditions.append("status = %s")
+            args.append(status)
+        if tenant is not None:
+            conditions.append("tenant = %s")
+            args.append(tenant)
+        where = "WHERE " + " AND ".join(conditions) if conditions else ""
         async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(
                 f"SELECT * FROM lats_runs {where}"
@@ -302,12 +319,24 @@ class PostgresRunStore:
             rows = await cur.fetchall()
         return [_record(r) for r in rows]
 
-    async def events_after(self, run_id: str, after: int) -> list[StoredEvent]:
+    async def count_open(self, tenant: str | None) -> int:
+        async with self._pool.connection() as conn, conn.cursor() as cur:
+            await cur.execute(
+                "SELECT COUNT(*) FROM lats_runs WHERE tenant IS NOT DISTINCT FROM %s"
+                " AND status = ANY(%s)",
+                (tenant, _OPEN),
+            )
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def events_after(
+        self, run_id: str, after: int, limit: int | None = None
+    ) -> list[StoredEvent]:
         async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(
                 "SELECT seq, type, data FROM lats_events WHERE run_id = %s AND seq > %s"
-                " ORDER BY seq",
-                (run_id, after),
+                " ORDER BY seq LIMIT %s",
+                (run_id, after, limit),
             )
             rows = await cur.fetchall()
         return [StoredEvent(seq=r["seq"], type=r["type"], data=r["data"]) for r in rows]

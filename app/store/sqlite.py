@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS runs (
     result TEXT,
     owner TEXT,
     lease_until REAL NOT NULL DEFAULT 0,
-    cancel_requested INTEGER NOT NULL DEFAULT 0
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    tenant TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status, created_at DESC);
@@ -42,12 +43,14 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (run_id, seq)
 );
 """
-# Files written before leases existed get the columns added in place.
-_LEASE_COLUMNS = {
+# Files written before leases (or tenants) existed get the columns added in place.
+_ADDED_COLUMNS = {
     "owner": "TEXT",
     "lease_until": "REAL NOT NULL DEFAULT 0",
     "cancel_requested": "INTEGER NOT NULL DEFAULT 0",
+    "tenant": "TEXT",
 }
+_TENANT_INDEX = "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at DESC)"
 _OPEN = "status IN ('queued', 'running', 'interrupted')"  # base.UNFINISHED
 
 
@@ -65,6 +68,7 @@ def _record(row: aiosqlite.Row) -> RunRecord:
         updated_at=datetime.fromisoformat(row["updated_at"]),
         result=json.loads(row["result"]) if row["result"] else None,
         owner=row["owner"],
+        tenant=row["tenant"],
         cancel_requested=bool(row["cancel_requested"]),
     )
 
@@ -93,9 +97,10 @@ class SqliteRunStore:
                     await conn.execute(statement)
             async with conn.execute("PRAGMA table_info(runs)") as cur:
                 have = {row["name"] for row in await cur.fetchall()}
-            for name, kind in _LEASE_COLUMNS.items():
+            for name, kind in _ADDED_COLUMNS.items():
                 if name not in have:
                     await conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+            await conn.execute(_TENANT_INDEX)
         return store
 
     async def close(self) -> None:
@@ -144,7 +149,7 @@ class SqliteRunStore:
         async with self._write() as conn:
             await conn.execute(
                 "INSERT INTO runs (id, task, params, status, created_at, updated_at, result,"
-                " owner, lease_until) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+                " owner, lease_until, tenant) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
                 (
                     record.id,
                     record.task,
@@ -154,6 +159,7 @@ class SqliteRunStore:
                     record.updated_at.isoformat(),
                     owner,
                     until,
+                    record.tenant,
                 ),
             )
             if started is not None:
@@ -310,25 +316,39 @@ class SqliteRunStore:
         return _record(row) if row else None
 
     async def list_runs(
-        self, *, status: RunStatus | None, limit: int, offset: int
+        self, *, status: RunStatus | None, limit: int, offset: int, tenant: str | None = None
     ) -> list[RunRecord]:
-        sql = "SELECT * FROM runs"
+        where: list[str] = []
         args: list[Any] = []
         if status is not None:
-            sql += " WHERE status = ?"
+            where.append("status = ?")
             args.append(status)
+        if tenant is not None:
+            where.append("tenant = ?")
+            args.append(tenant)
+        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
         sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
         args += [limit, offset]
         async with self._lock, self._conn.execute(sql, args) as cur:
             rows = await cur.fetchall()
         return [_record(r) for r in rows]
 
-    async def events_after(self, run_id: str, after: int) -> list[StoredEvent]:
+    async def count_open(self, tenant: str | None) -> int:
+        async with self._lock:
+            row = await self._one(
+                f"SELECT COUNT(*) FROM runs WHERE tenant IS ? AND {_OPEN}", (tenant,)
+            )
+        return int(row[0]) if row else 0
+
+    async def events_after(
+        self, run_id: str, after: int, limit: int | None = None
+    ) -> list[StoredEvent]:
         async with (
             self._lock,
             self._conn.execute(
-                "SELECT seq, type, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq",
-                (run_id, after),
+                "SELECT seq, type, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq"
+                " LIMIT ?",
+                (run_id, after, -1 if limit is None else limit),
             ) as cur,
         ):
             rows = await cur.fetchall()

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import uvicorn
 
-from agents.settings import Settings
 from app.main import create_app
+from app.settings import ServiceSettings
 from testkit.fakes import FakeModels, Script
 from testkit.policy_models import ThroughPolicy
 
@@ -26,7 +26,7 @@ class Service:
 
 @contextlib.asynccontextmanager
 async def serve(
-    settings: Settings,
+    settings: ServiceSettings,
     script: Script,
     tools: list[Any] | None = None,
     *,

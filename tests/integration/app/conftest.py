@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agents.settings import Settings
+from app.settings import ServiceSettings
 from testkit.fakes import Script
 from tests.conftest import POSTGRES_ADMIN_URL
 from tests.support.server import Service, serve
@@ -17,7 +17,7 @@ ServiceMaker = Callable[..., AbstractAsyncContextManager[Service]]
 
 
 @pytest.fixture
-def service_for(settings: Settings) -> ServiceMaker:
+def service_for(settings: ServiceSettings) -> ServiceMaker:
     """`async with service_for(script, **setting_overrides) as svc:` — a running server."""
 
     def make(script: Script, **overrides: Any) -> AbstractAsyncContextManager[Service]:

@@ -10,7 +10,7 @@ from langchain_core.exceptions import ModelRateLimitError
 from langchain_core.tools import tool
 from prometheus_client.parser import text_string_to_metric_families
 
-from agents.settings import Settings
+from app.settings import ServiceSettings
 from testkit.fakes import FakeCall, Reply
 from testkit.scenario import Scenario
 from tests.support.server import serve
@@ -66,7 +66,7 @@ async def _solve(client: httpx.AsyncClient) -> dict[str, Any]:
     return run
 
 
-async def test_a_run_moves_the_counters_by_what_it_did(settings: Settings) -> None:
+async def test_a_run_moves_the_counters_by_what_it_did(settings: ServiceSettings) -> None:
     async with serve(settings, TREE, tools=[lookup, broken]) as svc:
         before = await _scrape(svc.client)
         run = await _solve(svc.client)
@@ -98,7 +98,7 @@ async def test_a_run_moves_the_counters_by_what_it_did(settings: Settings) -> No
     assert delta("plantree_http_requests_total", route="/metrics", status="200") == 1
 
 
-async def test_a_repeated_run_counts_cache_hits_not_model_calls(settings: Settings) -> None:
+async def test_a_repeated_run_counts_cache_hits_not_model_calls(settings: ServiceSettings) -> None:
     async with serve(settings, TREE, tools=[lookup, broken]) as svc:
         await _solve(svc.client)
         before = await _scrape(svc.client)
@@ -110,7 +110,7 @@ async def test_a_repeated_run_counts_cache_hits_not_model_calls(settings: Settin
     assert _delta(before, after, "plantree_model_calls_total") == again["metrics"]["llm_calls"]
 
 
-async def test_unknown_paths_are_one_label_not_one_per_path(settings: Settings) -> None:
+async def test_unknown_paths_are_one_label_not_one_per_path(settings: ServiceSettings) -> None:
     async with serve(settings, TREE) as svc:
         before = await _scrape(svc.client)
         for n in range(3):
@@ -122,7 +122,7 @@ async def test_unknown_paths_are_one_label_not_one_per_path(settings: Settings) 
     assert _delta(before, after, "plantree_http_requests_total", route="/runs/{run_id}") == 1
 
 
-async def test_the_call_policy_reports_rate_limits_and_retries(settings: Settings) -> None:
+async def test_the_call_policy_reports_rate_limits_and_retries(settings: ServiceSettings) -> None:
     refused: list[str] = []
 
     def script(call: FakeCall) -> Reply:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from agents.events import RunDone
-from agents.settings import Settings
+from app.settings import ServiceSettings
 from app.store.base import RunRecord
 from app.store.sqlite import SqliteRunStore
 from testkit.scenario import Scenario
@@ -13,7 +13,7 @@ from tests.integration.app.conftest import ServiceMaker
 
 
 async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_with_its_answer(
-    service_for: ServiceMaker, settings: Settings
+    service_for: ServiceMaker, settings: ServiceSettings
 ) -> None:
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
     now = datetime.now(UTC)
@@ -47,7 +47,7 @@ async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_with_its
 
 
 async def test_start_up_leaves_alone_a_run_another_live_process_holds(
-    service_for: ServiceMaker, settings: Settings
+    service_for: ServiceMaker, settings: ServiceSettings
 ) -> None:
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
     now = datetime.now(UTC)

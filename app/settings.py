@@ -1,0 +1,110 @@
+"""The service's settings: the core's `Settings` plus what only the HTTP service and its
+workers need (store, queue, keys, per-key limits, allowed hosts). Same `LATS_*` variables."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import NoDecode
+
+from agents.settings import Settings
+from app.tenancy import KeyRing
+
+
+def _split(value: object) -> object:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class ServiceSettings(Settings):
+    """Settings of `lats serve` / `lats worker` / `lats mcp`."""
+
+    # Storage and queue ----------------------------------------------------------------------
+    data_dir: Path = Field(default=Path("data"), description="Where the embedded store lives.")
+    database_url: str | None = Field(
+        default=None,
+        description="postgresql://… to keep runs, events and checkpoints in Postgres.",
+    )
+    max_active_runs: int = Field(default=4, ge=1, le=256, description="Runs executing at once.")
+    max_queued_runs: int = Field(
+        default=64, ge=0, le=10_000, description="Runs waiting; beyond this /solve answers 429."
+    )
+    lease_ttl_s: float = Field(
+        default=15.0,
+        ge=1,
+        le=600,
+        description="A worker's hold on a run; renewed every third of it. A run whose worker "
+        "died is taken over by another worker once this has passed.",
+    )
+
+    # HTTP -------------------------------------------------------------------------------------
+    sse_heartbeat_s: float = Field(default=10.0, gt=0, le=15, description="SSE comment interval.")
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=10 * 1024 * 1024)
+    shutdown_grace_s: int = Field(
+        default=5, ge=0, le=600, description="Seconds open streams get on SIGTERM before the drain."
+    )
+    allowed_hosts: Annotated[list[str], NoDecode] | None = Field(
+        default=None,
+        description="Host headers accepted (comma separated; `*`: any). Unset: with no API "
+        "key, localhost, 127.0.0.1, [::1] and the bind host; with keys, any.",
+    )
+
+    # Keys and tenants -------------------------------------------------------------------------
+    api_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list,
+        description="Accepted API keys, comma separated, each `name:key` or a bare `key` "
+        "(named key1, key2, … by position); empty (and no admin key) means no authentication.",
+    )
+    admin_key: SecretStr | None = Field(
+        default=None, description="A key that sees and manages every key's runs."
+    )
+    max_runs_per_key: int = Field(
+        default=16, ge=1, le=10_000, description="Queued plus running runs one key may have."
+    )
+    key_rps: float = Field(
+        default=20.0, gt=0, le=10_000, description="Requests per second one key may make."
+    )
+    key_burst: int = Field(
+        default=40, ge=1, le=100_000, description="Requests one key may make at once."
+    )
+    key_max_streams: int = Field(
+        default=8, ge=1, le=10_000, description="Event streams one key may hold open at once."
+    )
+
+    @field_validator("api_keys", "allowed_hosts", mode="before")
+    @classmethod
+    def _split_lists(cls, value: object) -> object:
+        return _split(value)
+
+    @field_validator("api_keys")
+    @classmethod
+    def _named_keys(cls, value: list[SecretStr]) -> list[SecretStr]:
+        KeyRing.parse([key.get_secret_value() for key in value])  # names and keys are sound
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_only(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("database_url must be a postgresql:// URL (unset: embedded SQLite)")
+        return value or None
+
+    @field_validator("admin_key")
+    @classmethod
+    def _non_empty(cls, value: SecretStr | None) -> SecretStr | None:
+        return value if value is not None and value.get_secret_value().strip() else None
+
+    def key_ring(self) -> KeyRing:
+        """The accepted keys by name, the admin key included; ValueError if they clash."""
+        admin = self.admin_key.get_secret_value() if self.admin_key else None
+        return KeyRing.parse([key.get_secret_value() for key in self.api_keys], admin)
+
+
+@lru_cache(maxsize=1)
+def get_service_settings() -> ServiceSettings:
+    """The process-wide service settings, read once."""
+    return ServiceSettings()
