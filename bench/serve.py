@@ -60,7 +60,7 @@ async def _serve(args: argparse.Namespace, data_dir: Path) -> None:
         args.latency_low_ms / 1000,
         args.latency_high_ms / 1000,
     )
-    app = create_app(settings, models=CountingModels(script), tools=[])
+    app = create_app(settings, models=CountingModels(script), tools=[], host=args.host)
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level="warning", lifespan="on", log_config=None
     )
