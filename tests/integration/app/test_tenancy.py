@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import openai
+import psycopg
 from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl, SecretStr
 
@@ -145,3 +146,20 @@ async def test_over_mcp_another_key_cannot_read_list_or_cancel_a_run(
     assert every is not None
     assert [r["run_id"] for r in every["runs"]] == [run_id]
     assert by_http == 404
+
+
+async def test_on_postgres_a_key_reaches_only_its_own_runs(
+    service_for: ServiceMaker, postgres_url: str
+) -> None:
+    async with service_for(TREE, database_url=postgres_url, **KEYED) as svc:
+        run_id = await finished_run(svc.client, ALICE)
+        by_bob = await reach(svc.client, BOB, run_id)
+        by_admin = await reach(svc.client, ADMIN, run_id)
+
+    with psycopg.connect(postgres_url) as conn:
+        row = conn.execute("SELECT * FROM lats_runs WHERE id = %s", (run_id,)).fetchone()
+    assert row is not None
+    assert "alice" in row
+    assert not any(ALICE in str(value) for value in row)
+    assert by_bob == {"get": 404, "events": 404, "trace": 404, "cancel": 404, "listed": False}
+    assert by_admin == {"get": 200, "events": 200, "trace": 200, "cancel": 200, "listed": True}
