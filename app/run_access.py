@@ -9,6 +9,7 @@ same `RunNotFound`), and lists hold only the caller's runs; the admin key and th
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from app.manager import RunManager
 from app.store.base import RunRecord, RunStatus, StoredEvent
 from app.tenancy import SINGLE_USER, Caller
 
+logger = logging.getLogger(__name__)
 TRACE_PAGE = 500  # events read from the store at a time for a trace
 
 
@@ -78,6 +80,7 @@ class Runs:
         """The run's record; raises `RunNotFound` (also for another key's run)."""
         record = await self._manager.get(run_id)
         if not self.caller.may_see(record.tenant):
+            logger.info("run=%s is not caller=%s's: answered as missing", run_id, self.caller.label)
             raise RunNotFound(f"no run {run_id}")
         return record
 
