@@ -12,7 +12,7 @@ from app.auth import Authorized
 from app.deps import AppSettings, Manager
 from app.manager import RunManager
 from app.schemas import ErrorBody, RunAccepted, RunList, RunView, SolveRequest
-from app.sse import HEARTBEAT, SSE_HEADERS, frame, parse_last_event_id
+from app.sse import HEARTBEAT, MAX_EVENT_ID, SSE_HEADERS, frame, parse_last_event_id
 from app.store.base import RunRecord, RunStatus
 
 router = APIRouter(tags=["runs"])
@@ -113,7 +113,9 @@ async def run_events(
     _: Authorized,
     manager: Manager,
     settings: AppSettings,
-    after: Annotated[int | None, Query(ge=0, description="Replay events after this id.")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=MAX_EVENT_ID, description="Replay events after this id.")
+    ] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """Replays the events after `Last-Event-ID` (or `?after=`), then tails the run live until
