@@ -26,6 +26,7 @@ import pytest
 import schemathesis
 from schemathesis.engine import Status, events, from_schema
 
+from app.security_headers import API_CSP, COMMON_HEADERS
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator
 from tests.support.process import ServerProcess
@@ -217,6 +218,8 @@ def test_requests_the_fuzzer_cannot_make_get_json_errors_too(open_server: Server
     assert declared.status_code == streamed.status_code == 413
     assert declared.json()["code"] == streamed.json()["code"] == "too_large"
     assert declared.headers["content-length"] == str(len(declared.content))
+    for name, value in {**COMMON_HEADERS, "content-security-policy": API_CSP}.items():
+        assert declared.headers[name] == value  # the rewritten answer keeps its headers
     assert not_text.status_code == 400
     assert not_text.json()["code"] == "bad_request"
 
