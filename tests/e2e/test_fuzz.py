@@ -174,7 +174,9 @@ def assert_clean(outcome: Outcome, server: ServerProcess) -> None:
     assert not outcome.problems, "\n\n".join(outcome.problems[:20])
     assert sum(outcome.statuses.values()) > 500  # it did fuzz
     assert len(outcome.operations()) >= 13, outcome.operations()  # every operation
-    assert "Traceback" not in server.log()
+    # A failure after a response started (a stream) shows only here: the client sees a cut.
+    for crash in ("Exception in ASGI application", "unhandled error"):
+        assert crash not in server.log()
 
 
 def test_fuzzing_without_api_keys(open_server: ServerProcess) -> None:
@@ -200,7 +202,7 @@ def test_fuzzing_with_keys_configured_and_none_sent(keyed_server: ServerProcess)
     assert ("POST /runs", 401) in outcome.statuses
 
 
-def test_requests_the_fuzzer_cannot_make_get_json_errors_too(open_server: ServerProcess) -> None:
+def test_oversized_and_undecodable_bodies_get_json_errors(open_server: ServerProcess) -> None:
     """Bodies over the size limit (declared or streamed without a length) and bytes that are
     not JSON text: the framework answers these before any route runs."""
     oversized = b'{"task": "' + b"x" * 70_000 + b'"}'
