@@ -6,20 +6,25 @@ from collections.abc import Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from agents.fencing import FENCE_RULE, fence
 from agents.state import NodeRecord
 from agents.tree import trim
+
+# Every system prompt ends with FENCE_RULE; every text a tool, a fetched page or a model's
+# findings put in a prompt is inside a `fence`.
 
 PLANNER_SYSTEM = (
     "You plan research. Break the user's task into a short sequence of concrete steps, each one "
     "something a researcher with web search, arXiv and Wikipedia can do and report on. Do not "
-    "answer the task yourself. Use at most {max_steps} steps; fewer is better when enough."
+    "answer the task yourself. Use at most {max_steps} steps; fewer is better when enough. "
+    + FENCE_RULE
 )
 
 EXECUTOR_SYSTEM = (
     "You are a careful researcher carrying out ONE step of a larger plan. Use the tools when the "
     "step needs facts you are not sure of; prefer primary sources. When done, reply with the "
     "step's findings in a few short paragraphs, naming the sources (title and URL) you relied on. "
-    "If a tool fails, try another query or tool, or say what could not be found."
+    "If a tool fails, try another query or tool, or say what could not be found. " + FENCE_RULE
 )
 
 REPLANNER_SYSTEM = (
@@ -30,30 +35,33 @@ REPLANNER_SYSTEM = (
     "is a natural candidate. Never repeat a step already done on this path. Judge each "
     "candidate as you propose it: a score in [0, 1] for how much doing it next would advance "
     "answering the task (1: decisive, 0: useless), viable=false when it is off topic, not "
-    "feasible with web search, arXiv and Wikipedia, or a repeat, and a one-line reason."
+    "feasible with web search, arXiv and Wikipedia, or a repeat, and a one-line reason. "
+    + FENCE_RULE
 )
 
 RESPONDER_SYSTEM = (
     "Write the final answer to the task from the research below. Be direct and specific, say "
-    "where the evidence is thin, and cite sources as [title](url) when they are given."
+    "where the evidence is thin, and cite sources as [title](url) when they are given. "
+    + FENCE_RULE
 )
 
 VOTER_SYSTEM = (
     "Several research paths produced candidate answers to the same task. Pick the candidate "
     "that answers the task most correctly and completely, with the best support from its "
-    "evidence. Reply with the candidate's id."
+    "evidence. Reply with the candidate's id. " + FENCE_RULE
 )
 
 
-def _path_block(path: Sequence[NodeRecord], result_chars: int) -> str:
+def _path_block(path: Sequence[NodeRecord], result_chars: int, *, fenced: bool = True) -> str:
+    """Each step and its result; a result is fenced unless the whole block will be."""
     if not path:
         return "(nothing done yet)"
     lines = []
     for index, node in enumerate(path, start=1):
         outcome = node["result"] if node["status"] == "done" else f"(failed: {node['error']})"
-        lines.append(
-            f"Step {index}: {node['step']}\nResult {index}: {trim(outcome or '', result_chars)}"
-        )
+        result = trim(outcome or "", result_chars)
+        shown = f"\n{fence(result)}" if fenced else f" {result}"
+        lines.append(f"Step {index}: {node['step']}\nResult {index}:{shown}")
     return "\n\n".join(lines)
 
 
@@ -100,10 +108,8 @@ def responder_messages(
         if partial
         else ""
     )
-    sources = (
-        "\n".join(f"- [{s['title']}]({s['url']})" for node in path for s in node["sources"])
-        or "(none recorded)"
-    )
+    listed = "\n".join(f"- [{s['title']}]({s['url']})" for node in path for s in node["sources"])
+    sources = fence(listed) if listed else "(none recorded)"
     body = (
         f"Task: {task}\n\nResearch:\n{_path_block(path, result_chars)}\n\nSources:\n{sources}{note}"
     )
@@ -113,10 +119,11 @@ def responder_messages(
 def voter_messages(
     task: str, candidates: Sequence[tuple[str, str, str]], evidence_chars: int
 ) -> list[BaseMessage]:
-    """`candidates` holds (id, answer, evidence) triples, already in the order to show."""
+    """`candidates` holds (id, answer, evidence) triples, already in the order to show; each
+    answer and each evidence block is fenced whole."""
     blocks = [
-        f"### Candidate {cid}\nAnswer:\n{trim(answer, evidence_chars)}\n\n"
-        f"Evidence:\n{trim(evidence, evidence_chars)}"
+        f"### Candidate {cid}\nAnswer:\n{fence(trim(answer, evidence_chars))}\n\n"
+        f"Evidence:\n{fence(trim(evidence, evidence_chars))}"
         for cid, answer, evidence in candidates
     ]
     body = f"Task: {task}\n\n" + "\n\n".join(blocks)
@@ -124,21 +131,22 @@ def voter_messages(
 
 
 def path_evidence(path: Sequence[NodeRecord], result_chars: int, value: float | None = None) -> str:
-    """A path's steps and results as one text block (used by the vote), headed by the path's
-    value in the search when it has one."""
+    """A path's steps and results as one text block, unfenced (the vote fences it whole; a
+    best-effort answer shows it to the user), headed by the path's value in the search when it
+    has one."""
     head = (
         f"Search value of this path (0 to 1, from the judged progress of its steps): "
         f"{value:.2f}\n\n"
         if value is not None
         else ""
     )
-    return head + _path_block(path, result_chars)
+    return head + _path_block(path, result_chars, fenced=False)
 
 
 EVALUATOR_PROGRESS_SYSTEM = (
     "You judge research progress. Given the task and the steps done on one path with their "
     "results, give a score in [0, 1] for how close these results are to a correct, complete "
-    "answer (1: the task can be answered well from them), and a one-line reason."
+    "answer (1: the task can be answered well from them), and a one-line reason. " + FENCE_RULE
 )
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from http import HTTPStatus
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agents.errors import LatsError, RunNotFound
 from app.limits import RateLimited
@@ -22,12 +26,67 @@ class Unauthorized(LatsError):
     code = "unauthorized"
 
 
+_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+_MESSAGE_MAX_CHARS = 300
+
+
 def _body(code: str, message: str, **extra: object) -> dict[str, object]:
     return {"code": code, "message": message, **extra}
 
 
+def _code(status: int) -> str:
+    return _CODES.get(status, "http_error")
+
+
+class PlainErrorsAsJson:
+    """Turns an error response written as plain text below the exception handlers (Starlette's
+    body-size limit answers 413 "Content Too Large" on its own) into the `{code, message}` JSON
+    body every other error has. Pure ASGI, so streamed responses pass through untouched."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        text = b""
+
+        async def send_json(message: Message) -> None:
+            nonlocal start, text
+            if message["type"] == "http.response.start":
+                content_type = MutableHeaders(scope=message).get("content-type", "")
+                if message["status"] >= 400 and content_type.startswith("text/plain"):
+                    start = message  # held until its body is complete
+                    return
+            elif start is not None and message["type"] == "http.response.body":
+                text += message.get("body", b"")[: _MESSAGE_MAX_CHARS - len(text)]
+                if message.get("more_body", False):
+                    return
+                status = start["status"]
+                message_text = text.decode("utf-8", "replace").strip()
+                body = json.dumps(_body(_code(status), message_text or HTTPStatus(status).phrase))
+                headers = MutableHeaders(scope=start)
+                headers["content-type"] = "application/json"
+                headers["content-length"] = str(len(body.encode()))
+                await send(start)
+                message = {"type": "http.response.body", "body": body.encode()}
+            await send(message)
+
+        await self.app(scope, receive, send_json)
+
+
 def install(app: FastAPI) -> None:
-    """Register the handlers that turn errors into `ErrorBody` responses."""
+    """Register the handlers that turn errors into `ErrorBody` responses, and wrap the whole
+    middleware stack in `PlainErrorsAsJson` (a plain-text error from inside it, such as the
+    body limit's, would otherwise go out as it is)."""
+    build = app.build_middleware_stack
+
+    def build_wrapped() -> ASGIApp:
+        return PlainErrorsAsJson(build())
+
+    app.build_middleware_stack = build_wrapped  # type: ignore[method-assign]
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -41,11 +100,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
-            exc.status_code, "http_error"
-        )
         message = exc.detail if isinstance(exc.detail, str) else "request refused"
-        return JSONResponse(_body(code, message), exc.status_code, headers=exc.headers)
+        return JSONResponse(
+            _body(_code(exc.status_code), message), exc.status_code, headers=exc.headers
+        )
 
     @app.exception_handler(LatsError)
     async def core_error(request: Request, exc: LatsError) -> JSONResponse:

@@ -20,6 +20,29 @@ from app.routes.ui import PAGE_HEADERS, PAGES_DIR, page
 
 SSE_PATHS = (("/solve", "post"), ("/runs/{run_id}/events", "get"))
 
+# One SSE frame as OpenAPI 3.2 describes an event stream's items: `data` is JSON, a `RunEvent`.
+SSE_ITEM = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "description": "The event's `type`."},
+        "id": {"type": "string", "description": "The per-run sequence number."},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"$ref": "#/components/schemas/RunEvent"},
+        },
+    },
+    "required": ["data"],
+}
+
+# What a started run's `run_id` leads to (OpenAPI links: clients and fuzzers follow them).
+RUN_LINKS = {
+    "GetRun": ("/runs/{run_id}", "get"),
+    "FollowRun": ("/runs/{run_id}/events", "get"),
+    "TraceRun": ("/runs/{run_id}/trace", "get"),
+    "CancelRun": ("/runs/{run_id}/cancel", "post"),
+}
+
 
 docs_router = APIRouter(include_in_schema=False)
 
@@ -52,7 +75,8 @@ async def redoc(request: Request) -> HTMLResponse:
 
 def install(app: FastAPI) -> None:
     """Serve `/docs` and `/redoc`; make `app.openapi()` describe each SSE frame's `data` as a
-    `RunEvent`. The app must be created with `docs_url=None, redoc_url=None`."""
+    `RunEvent` and link a started run to its operations. The app must be created with
+    `docs_url=None, redoc_url=None`."""
     app.include_router(docs_router)
 
     def build() -> dict[str, Any]:
@@ -69,12 +93,17 @@ def install(app: FastAPI) -> None:
             "description": "The `data:` of one SSE frame (`event:` is its `type`, `id:` the "
             "per-run sequence number). See docs/events.md.",
         }
+        paths = spec["paths"]
         for path, method in SSE_PATHS:
-            content = spec["paths"][path][method]["responses"]["200"]["content"]
-            content["text/event-stream"] = {
-                "schema": {"type": "string"},
-                "itemSchema": {"$ref": "#/components/schemas/RunEvent"},
+            content = paths[path][method]["responses"]["200"]["content"]
+            content["text/event-stream"] = {"itemSchema": SSE_ITEM}
+        paths["/runs"]["post"]["responses"]["202"]["links"] = {
+            name: {
+                "operationId": paths[path][method]["operationId"],
+                "parameters": {"run_id": "$response.body#/run_id"},
             }
+            for name, (path, method) in RUN_LINKS.items()
+        }
         app.openapi_schema = spec
         return spec
 

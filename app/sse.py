@@ -10,6 +10,7 @@ SSE_HEADERS = {
     "Connection": "keep-alive",
 }
 HEARTBEAT = b": heartbeat\n\n"
+MAX_EVENT_ID = 2**63 - 1  # event ids are 64-bit integers in every store
 
 
 def frame(event: StoredEvent) -> bytes:
@@ -18,11 +19,12 @@ def frame(event: StoredEvent) -> bytes:
 
 
 def parse_last_event_id(value: str | None) -> int | None:
-    """The integer in a `Last-Event-ID` header, or None when absent or not a number."""
+    """The integer in a `Last-Event-ID` header, or None when absent or not an id this service
+    could have sent (not a number, negative, or beyond 64 bits)."""
     if value is None:
         return None
     try:
         seq = int(value.strip())
     except ValueError:
         return None
-    return seq if seq >= 0 else None
+    return seq if 0 <= seq <= MAX_EVENT_ID else None

@@ -6,19 +6,22 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import (
+    AgentMiddleware,
     ModelCallLimitMiddleware,
     ToolErrorMiddleware,
 )
 from langchain.agents.middleware.types import ToolCallRequest
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.types import Command
 
 from agents.context import RunContext
 from agents.errors import BudgetExhausted
+from agents.fencing import fence
 from agents.jobs import ExecOutcome
 from agents.prompts import EXECUTOR_SYSTEM, executor_messages
 from agents.state import NodeRecord
@@ -35,6 +38,34 @@ def _tool_failure(error: Exception, request: ToolCallRequest) -> str:
     return f"{name}: failed ({type(error).__name__}); try a different query or tool"
 
 
+class FenceToolResults(AgentMiddleware):
+    """Every tool result the executor's model reads, failures included, inside a fence."""
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        result = await handler(request)
+        return fenced_message(result) if isinstance(result, ToolMessage) else result
+
+
+def fenced_message(message: ToolMessage) -> ToolMessage:
+    """`message` with its text fenced (each text block of a multi-part result)."""
+    content = message.content
+    if isinstance(content, str):
+        return message.model_copy(update={"content": fence(content)})
+    blocks: list[str | dict[Any, Any]] = []
+    for block in content:
+        if isinstance(block, str):
+            blocks.append(fence(block))
+        elif block.get("type") == "text" and isinstance(block.get("text"), str):
+            blocks.append({**block, "text": fence(block["text"])})
+        else:
+            blocks.append(block)
+    return message.model_copy(update={"content": blocks})
+
+
 # Compiled executor agents of the process, most recently used last. Compiling one costs more
 # CPU than a small run's model calls, and a compiled graph keeps no state between invocations,
 # so runs with the same model, cache, tools and tool-call limit share one.
@@ -44,6 +75,7 @@ _COMPILED_MAX = 16
 
 def _compile(ctx: RunContext) -> Any:
     middleware: list[Any] = [
+        FenceToolResults(),  # outermost: what the error backstop writes is fenced too
         ModelCallLimitMiddleware(
             run_limit=ctx.params.max_tool_calls_per_step + 1, exit_behavior="end"
         ),

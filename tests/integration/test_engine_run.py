@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agents.fencing import fence
 from agents.params import RunParams
 from testkit.fakes import step_to_execute
 from testkit.scenario import Scenario
@@ -53,8 +54,8 @@ async def test_root_result_reaches_every_later_step(make_engine: EngineMaker) ->
     c_prompt = next(
         c.prompt for c in models.recorder.by_role("executor") if step_to_execute(c) == "C"
     )
-    assert "Step 1: A\nResult 1: result of A" in c_prompt
-    assert "Step 2: B\nResult 2: result of B" in c_prompt
+    assert f"Step 1: A\nResult 1:\n{fence('result of A')}" in c_prompt
+    assert f"Step 2: B\nResult 2:\n{fence('result of B')}" in c_prompt
     b_prompt = next(
         c.prompt for c in models.recorder.by_role("executor") if step_to_execute(c) == "B"
     )

@@ -105,7 +105,10 @@ async def test_openapi_documents_the_run_body_and_errors(service_for: ServiceMak
     assert "text/event-stream" in solve["responses"]["200"]["content"]
     assert "429" in solve["responses"]
     stream = solve["responses"]["200"]["content"]["text/event-stream"]
-    assert stream["itemSchema"] == {"$ref": "#/components/schemas/RunEvent"}
+    data = stream["itemSchema"]["properties"]["data"]
+    assert data["contentSchema"] == {"$ref": "#/components/schemas/RunEvent"}
+    links = spec["paths"]["/runs"]["post"]["responses"]["202"]["links"]
+    assert links["GetRun"]["parameters"] == {"run_id": "$response.body#/run_id"}
     event_types = set(spec["components"]["schemas"]["RunEvent"]["discriminator"]["mapping"])
     assert {"run_started", "plan", "node_started", "done", "error", "cancelled"} <= event_types
     body = spec["components"]["schemas"]["SolveRequest"]["properties"]
