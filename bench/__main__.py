@@ -24,10 +24,12 @@ from bench.quality import QUICK, QualityConfig, run_quality
 from bench.quota import QuotaConfig, run_quota
 from bench.quota import summary as quota_summary
 from bench.search import SearchConfig, run_search
+from bench.workers import WorkersConfig, run_workers
+from bench.workers import summary as workers_summary
 
 logger = logging.getLogger("bench")
 
-BENCHMARKS = ("search", "load", "memory", "quality", "quota")
+BENCHMARKS = ("search", "load", "memory", "quality", "quota", "workers")
 FAST = Latency(seed=7, low_s=0.002, high_s=0.008)
 # `--smoke`: every benchmark end to end at tiny sizes (the tests' variant; ~20 s).
 SMOKE: dict[str, Any] = {
@@ -45,6 +47,7 @@ SMOKE: dict[str, Any] = {
         defaults_seeds=(),
     ),
     "quota": QuotaConfig(quotas_rps=(20.0,), runs=2, low_s=0.01, high_s=0.02, max_paths=2),
+    "workers": WorkersConfig(clients=4, duration_s=3.0, latency=FAST, max_active_runs=4),
 }
 FULL: dict[str, Any] = {
     "search": SearchConfig(),
@@ -52,6 +55,7 @@ FULL: dict[str, Any] = {
     "memory": MemoryConfig(),
     "quality": QualityConfig(),
     "quota": QuotaConfig(),
+    "workers": WorkersConfig(),
 }
 
 
@@ -82,6 +86,9 @@ async def _run(
     if "quota" in only:
         logger.info("benchmark 7: quota sweep")
         out["quota"] = await run_quota(configs["quota"], work / "quota")
+    if "workers" in only:
+        logger.info("benchmark 8: shared runs, 1 and 2 worker processes (Postgres + Redis)")
+        out["workers"] = await run_workers(configs["workers"], work)
     return out
 
 
@@ -180,6 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     load = _load_json(results / "load.json")
     memory = _load_json(results / "memory.json")
     quality = _load_json(results / "quality.json")
+    workers = _load_json(results / "workers.json")
     if search:
         plots.critical_path(search, results / "critical_path.png")
         plots.sequential(search, results / "sequential.png")
@@ -192,10 +200,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         plots.quality(quality, results / "quality.png")
         plots.quality_curve(quality, results / "quality_curve.png")
     report.write(
-        args.docs, results, info, search, load, memory, run_info.get("all_seconds"), quality
+        args.docs,
+        results,
+        info,
+        search,
+        load,
+        memory,
+        run_info.get("all_seconds"),
+        quality,
+        workers,
     )
     quota = fresh.get("quota")
     extra = "".join(f"\n{line}" for line in quota_summary(quota)) if quota else ""
+    shared = fresh.get("workers")
+    extra += "".join(f"\n{line}" for line in workers_summary(shared)) if shared else ""
     summary = _summary(search, load, memory, quality) + extra
     sys.stdout.write(summary + f"\n\ndone in {seconds / 60:.1f} min\n")
     return 0
