@@ -30,6 +30,9 @@ from bench.workers import summary as workers_summary
 logger = logging.getLogger("bench")
 
 BENCHMARKS = ("search", "load", "memory", "quality", "quota", "workers")
+# `--smoke` without `--only`: all but the one that needs Postgres and Redis (its smoke test is
+# tests/e2e/bench/test_bench_workers.py).
+SMOKE_DEFAULT = tuple(b for b in BENCHMARKS if b != "workers")
 FAST = Latency(seed=7, low_s=0.002, high_s=0.008)
 # `--smoke`: every benchmark end to end at tiny sizes (the tests' variant; ~20 s).
 SMOKE: dict[str, Any] = {
@@ -138,7 +141,7 @@ def _summary(search: Any, load: Any, memory: Any, quality: Any = None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
-        "--only", default=",".join(BENCHMARKS), help=f"comma-separated subset of {BENCHMARKS}"
+        "--only", default=None, help=f"comma-separated subset of {BENCHMARKS} (default: all)"
     )
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--docs", type=Path, default=ROOT / "docs" / "benchmarks.md")
@@ -154,7 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--report", action="store_true", help="run nothing; redraw plots and docs from --results"
     )
     args = parser.parse_args(argv)
-    only = [] if args.report else [x.strip() for x in args.only.split(",") if x.strip()]
+    chosen = args.only or ",".join(SMOKE_DEFAULT if args.smoke else BENCHMARKS)
+    only = [] if args.report else [x.strip() for x in chosen.split(",") if x.strip()]
     unknown = sorted(set(only) - set(BENCHMARKS))
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")

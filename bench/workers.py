@@ -67,6 +67,7 @@ class Measured(TypedDict):
     event_latency_p99_ms: float
     events: int
     cpu_util: dict[str, float]  # CPU seconds per wall second, per process
+    load_avg: float  # the machine's 1-minute load average at the end of the window
 
 
 # -- the processes -------------------------------------------------------------------------------
@@ -218,6 +219,7 @@ async def measure(config: WorkersConfig, workers: int, work_dir: Path) -> Measur
             results = await _closed_loop(api.url, config, f"workers {workers}")
             wall = time.monotonic() - started
             cpu = [p.cpu_s() - before for p, before in zip(procs, cpu_before, strict=True)]
+            load_avg = os.getloadavg()[0]
     done = [r for r in results if r["terminal"] == "done"]
     latencies = [x for r in results for x in r["latencies_s"]]
     names = ["api"] + [f"worker{i}" for i in range(workers)]
@@ -232,6 +234,7 @@ async def measure(config: WorkersConfig, workers: int, work_dir: Path) -> Measur
         "event_latency_p99_ms": percentile(latencies, 99) * 1000,
         "events": len(latencies),
         "cpu_util": {n: c / wall for n, c in zip(names, cpu, strict=True)},
+        "load_avg": load_avg,
     }
 
 
