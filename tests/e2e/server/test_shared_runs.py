@@ -210,7 +210,9 @@ def test_a_killed_owners_run_is_finished_by_another_process_after_its_lease_expi
         }
         owner, other = _start(procs, env, ("serve",), ("serve",))
         with httpx.Client(timeout=30) as client:
-            run_id = client.post(f"{owner.url}/runs", json=BODY).json()["run_id"]
+            # Without the shared model cache, a node run again would reach the simulator.
+            body = {**BODY, "use_cache": False}
+            run_id = client.post(f"{owner.url}/runs", json=body).json()["run_id"]
         assert script.waiting.wait(60)
         before = read_events_until(other.url, run_id, "node_started")
         owner.kill()
