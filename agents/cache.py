@@ -1,7 +1,8 @@
 """Memoised model calls. Keys are role + model identity (LangChain's llm string: model, its
 parameters, bound tools and output schema) + the full message content, so a call on another
 path of the tree never hits another path's answer. In memory by default; a SQLite file shares
-it across processes."""
+it across processes on one host; Redis (agents/cache_redis.py) or Postgres
+(agents/cache_postgres.py) across a deployment, when the service passes one to the engine."""
 
 from __future__ import annotations
 
@@ -140,7 +141,7 @@ class RoleCache(BaseCache):
     def clear(self, **kwargs: Any) -> None:
         self.store.clear()
 
-    # The memory store answers at once; only a file store is worth a thread.
+    # The memory store answers at once; only a file or network store is worth a thread.
     async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         if isinstance(self.store, MemoryStore):
             return self.lookup(prompt, llm_string)

@@ -33,7 +33,7 @@ from app.execution import Executor
 from app.following import Follower
 from app.lease import LeaseKeeper, worker_id
 from app.live import TERMINAL, LiveRun
-from app.queue import LocalRunQueue, RunQueue
+from app.queue import LocalRunQueue, RunQueue, SharedAdmission
 from app.settings import ServiceSettings
 from app.signals import LocalSignals
 from app.store.base import LeaseLost, RunRecord, RunStatus, RunStore, StoredEvent
@@ -64,6 +64,7 @@ class RunManager:
         self.owner = owner or worker_id()
         self.queue = queue or LocalRunQueue(settings.max_active_runs, settings.max_queued_runs)
         self.signals = signals or LocalSignals()
+        self.admission = SharedAdmission(store, settings.max_queued_runs)
         self._live: dict[str, LiveRun] = {}
         ttl = settings.lease_ttl_s
         self.executor = Executor(
@@ -128,10 +129,11 @@ class RunManager:
 
     # -- starting ------------------------------------------------------------------------------
     async def submit(self, task: str, params: RunParams, tenant: str | None = None) -> RunRecord:
-        """Create a run of `tenant` (an API key's name); a worker process takes it on, an
-        API-only one leaves it for any worker. Raises `QueueFull` when this process's queue
-        is at its limit."""
-        if not self.worker:
+        """Create a run of `tenant` (an API key's name). A worker process with a free slot
+        takes it on at once; otherwise it is stored for whichever worker frees up first, if
+        fewer than `max_queued_runs` runs already wait in the store (else `QueueFull`)."""
+        if not (self.worker and self.queue.has_room):
+            await self.admission.admit()
             record, _ = await self._create(task, params, owner=None, tenant=tenant)
             return record
         self.queue.admit()
@@ -166,7 +168,7 @@ class RunManager:
             record, started=started.data, owner=owner, ttl_s=self.settings.lease_ttl_s
         )
         if owner is None:
-            self.signals.run_queued()
+            self.signals.announce_queued()
         logger.info("run=%s queued (owner=%s, caller=%s)", record.id, owner, tenant or "local")
         return record, started
 
@@ -181,6 +183,8 @@ class RunManager:
         finally:
             self._live.pop(record.id, None)
             await live.close()
+            if live.draining and not live.lost:
+                self.signals.announce_queued()  # given back: for the other workers
             if self.worker:
                 self.claimer.slot_freed()
 

@@ -1,7 +1,10 @@
-"""The run queue of one process: admits runs up to a bound and hands out execution slots.
+"""Run admission and execution slots.
 
-Across processes, runs wait in the store until a worker with a free slot claims them
-(app/claiming.py); this queue only bounds what one process takes on."""
+`LocalRunQueue` is one process's: `max_active_runs` execution slots. A run that finds no free
+slot here waits in the store (unclaimed) until a worker with a free slot claims it
+(app/claiming.py); `SharedAdmission` bounds those waiting runs across the deployment by
+counting them in the store, so every process, API-only ones included, enforces one
+`max_queued_runs`."""
 
 from __future__ import annotations
 
@@ -88,3 +91,25 @@ class LocalRunQueue:
 
     def slot(self) -> AbstractAsyncContextManager[None]:
         return self._slot()
+
+
+class WaitingCount(Protocol):
+    """Where the deployment's waiting runs are counted (the run store)."""
+
+    async def count_unclaimed(self) -> int: ...
+
+
+class SharedAdmission:
+    """The deployment-wide bound on waiting runs: a run that no process can start at once is
+    admitted while fewer than `max_waiting` runs wait in the store for a worker, whichever
+    processes stored them (an API-only process included). Counted, then stored: processes
+    admitting at the same moment may overshoot the bound by as many runs as they admit."""
+
+    def __init__(self, store: WaitingCount, max_waiting: int) -> None:
+        self._store = store
+        self._max_waiting = max_waiting
+
+    async def admit(self) -> None:
+        """Raise `QueueFull` when the store already holds `max_waiting` waiting runs."""
+        if await self._store.count_unclaimed() >= self._max_waiting:
+            raise QueueFull("too many runs are waiting; retry later")

@@ -1,14 +1,20 @@
 """The run service as one unit: backend, engine, signals and run manager, opened and closed
-together. The HTTP app's lifespan and the worker-only process both use it."""
+together. The HTTP app's lifespan and the worker-only process both use it.
+
+With Postgres or Redis configured, what the processes of a deployment must agree on is shared
+through them: wake-ups and cancel signals (Redis pub/sub, else the backend's own channel),
+the model-call cache (Redis, else Postgres), and the bound on waiting runs (counted in the
+store, app/queue.py)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 
 from langchain_core.tools import BaseTool
 
+from agents.cache import CacheStore
 from agents.engine import Engine
 from agents.models import ModelFactory
 from app.manager import RunManager
@@ -25,12 +31,41 @@ SQLITE_WATCH_S = 0.1
 
 
 def make_signals(settings: ServiceSettings, store: RunStore) -> LocalSignals:
-    """Wake-ups across processes through the backend in use."""
+    """Wake-ups across processes: Redis when configured, else through the backend in use."""
+    if settings.redis_url:
+        from app.signals_redis import RedisSignals
+        from app.store.postgres import PostgresRunStore
+
+        if isinstance(store, PostgresRunStore):
+            store.notify = False  # nobody listens: Redis carries the wake-ups
+        return RedisSignals(settings.redis_url)
     if settings.database_url:
         return PostgresSignals(settings.database_url)
     if isinstance(store, SqliteRunStore):
         return SqliteSignals(store.data_version, SQLITE_WATCH_S)
     return LocalSignals()
+
+
+@contextmanager
+def shared_cache(settings: ServiceSettings) -> Iterator[CacheStore | None]:
+    """The model-call cache every process of the deployment shares: Redis, else Postgres;
+    None (the engine's own: in memory, or `cache_path`) when neither is configured or a cache
+    file is set explicitly."""
+    store: CacheStore | None = None
+    if settings.cache_path is None and settings.redis_url:
+        from agents.cache_redis import RedisCacheStore
+
+        store = RedisCacheStore(settings.redis_url)
+    elif settings.cache_path is None and settings.database_url:
+        from agents.cache_postgres import PostgresCacheStore
+
+        store = PostgresCacheStore(settings.database_url)
+    try:
+        yield store
+    finally:
+        close = getattr(store, "close", None)
+        if close is not None:
+            close()
 
 
 @asynccontextmanager
@@ -45,21 +80,28 @@ async def run_service(
     """A started run manager; on exit its runs are drained and everything is closed.
     `queue` replaces the in-process run queue built from the settings."""
     async with open_backend(settings) as (store, checkpointer):
-        engine = Engine(settings=settings, models=models, tools=tools, checkpointer=checkpointer)
-        signals = make_signals(settings, store)
-        manager = RunManager(
-            engine=engine,
-            store=store,
-            settings=settings,
-            checkpointer=checkpointer,
-            signals=signals,
-            worker=worker,
-            queue=queue,
-        )
-        if isinstance(signals, SqliteSignals):
-            signals.check_cancels = manager.check_cancels
-        await manager.start()
-        try:
-            yield manager
-        finally:
-            await manager.stop()
+        with shared_cache(settings) as cache:
+            engine = Engine(
+                settings=settings,
+                models=models,
+                tools=tools,
+                checkpointer=checkpointer,
+                cache=cache,
+            )
+            signals = make_signals(settings, store)
+            manager = RunManager(
+                engine=engine,
+                store=store,
+                settings=settings,
+                checkpointer=checkpointer,
+                signals=signals,
+                worker=worker,
+                queue=queue,
+            )
+            if isinstance(signals, SqliteSignals):
+                signals.check_cancels = manager.check_cancels
+            await manager.start()
+            try:
+                yield manager
+            finally:
+                await manager.stop()

@@ -6,6 +6,8 @@ Signals only wake; the store stays the record, so a lost signal costs latency, n
 leases, workers sweep for claimable runs). Implementations:
 
 - `LocalSignals`: one process (and the base of the others);
+- `RedisSignals` (app/signals_redis.py): Redis pub/sub, when `redis_url` is set, whatever the
+  store;
 - `PostgresSignals`: LISTEN on the channels the Postgres store NOTIFYs in its transactions;
 - `SqliteSignals`: watches `PRAGMA data_version`, which changes when another process commits
   to the file: one tiny read per interval for the whole process, not one per follower.
@@ -67,6 +69,11 @@ class LocalSignals:
     def run_queued(self) -> None:
         """Wake this process's worker: a run is waiting."""
         self._queued.set()
+
+    def announce_queued(self) -> None:
+        """A run waits for any worker (stored unclaimed, or given back): wake the workers.
+        Here only this process's; the store's NOTIFY reaches the others on Postgres."""
+        self.run_queued()
 
     async def wait_queued(self, within_s: float) -> None:
         """Until a run may be waiting, or `within_s` passed."""

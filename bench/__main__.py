@@ -24,10 +24,15 @@ from bench.quality import QUICK, QualityConfig, run_quality
 from bench.quota import QuotaConfig, run_quota
 from bench.quota import summary as quota_summary
 from bench.search import SearchConfig, run_search
+from bench.workers import WorkersConfig, run_workers
+from bench.workers import summary as workers_summary
 
 logger = logging.getLogger("bench")
 
-BENCHMARKS = ("search", "load", "memory", "quality", "quota")
+BENCHMARKS = ("search", "load", "memory", "quality", "quota", "workers")
+# `--smoke` without `--only`: all but the one that needs Postgres and Redis (its smoke test is
+# tests/e2e/bench/test_bench_workers.py).
+SMOKE_DEFAULT = tuple(b for b in BENCHMARKS if b != "workers")
 FAST = Latency(seed=7, low_s=0.002, high_s=0.008)
 # `--smoke`: every benchmark end to end at tiny sizes (the tests' variant; ~20 s).
 SMOKE: dict[str, Any] = {
@@ -45,6 +50,7 @@ SMOKE: dict[str, Any] = {
         defaults_seeds=(),
     ),
     "quota": QuotaConfig(quotas_rps=(20.0,), runs=2, low_s=0.01, high_s=0.02, max_paths=2),
+    "workers": WorkersConfig(clients=4, duration_s=3.0, latency=FAST, max_active_runs=4),
 }
 FULL: dict[str, Any] = {
     "search": SearchConfig(),
@@ -52,6 +58,7 @@ FULL: dict[str, Any] = {
     "memory": MemoryConfig(),
     "quality": QualityConfig(),
     "quota": QuotaConfig(),
+    "workers": WorkersConfig(),
 }
 
 
@@ -82,6 +89,9 @@ async def _run(
     if "quota" in only:
         logger.info("benchmark 7: quota sweep")
         out["quota"] = await run_quota(configs["quota"], work / "quota")
+    if "workers" in only:
+        logger.info("benchmark 8: shared runs, 1 and 2 worker processes (Postgres + Redis)")
+        out["workers"] = await run_workers(configs["workers"], work)
     return out
 
 
@@ -131,7 +141,7 @@ def _summary(search: Any, load: Any, memory: Any, quality: Any = None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
-        "--only", default=",".join(BENCHMARKS), help=f"comma-separated subset of {BENCHMARKS}"
+        "--only", default=None, help=f"comma-separated subset of {BENCHMARKS} (default: all)"
     )
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--docs", type=Path, default=ROOT / "docs" / "benchmarks.md")
@@ -147,7 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--report", action="store_true", help="run nothing; redraw plots and docs from --results"
     )
     args = parser.parse_args(argv)
-    only = [] if args.report else [x.strip() for x in args.only.split(",") if x.strip()]
+    chosen = args.only or ",".join(SMOKE_DEFAULT if args.smoke else BENCHMARKS)
+    only = [] if args.report else [x.strip() for x in chosen.split(",") if x.strip()]
     unknown = sorted(set(only) - set(BENCHMARKS))
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
@@ -180,6 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     load = _load_json(results / "load.json")
     memory = _load_json(results / "memory.json")
     quality = _load_json(results / "quality.json")
+    workers = _load_json(results / "workers.json")
     if search:
         plots.critical_path(search, results / "critical_path.png")
         plots.sequential(search, results / "sequential.png")
@@ -192,10 +204,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         plots.quality(quality, results / "quality.png")
         plots.quality_curve(quality, results / "quality_curve.png")
     report.write(
-        args.docs, results, info, search, load, memory, run_info.get("all_seconds"), quality
+        args.docs,
+        results,
+        info,
+        search,
+        load,
+        memory,
+        run_info.get("all_seconds"),
+        quality,
+        workers,
     )
     quota = fresh.get("quota")
     extra = "".join(f"\n{line}" for line in quota_summary(quota)) if quota else ""
+    shared = fresh.get("workers")
+    extra += "".join(f"\n{line}" for line in workers_summary(shared)) if shared else ""
     summary = _summary(search, load, memory, quality) + extra
     sys.stdout.write(summary + f"\n\ndone in {seconds / 60:.1f} min\n")
     return 0

@@ -35,11 +35,18 @@ def proc_cpu_s(pid: int) -> float:
 
 
 class ServerProcess:
-    """`async with ServerProcess([...]) as server:` starts the bench server, waits until it
-    listens, and stops it (SIGTERM, then SIGKILL) on exit."""
+    """`async with ServerProcess([...]) as server:` starts the bench server (`python -m
+    <module>`), waits until it listens, and stops it (SIGTERM, then SIGKILL) on exit."""
 
-    def __init__(self, args: list[str], log_path: Path, start_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        args: list[str],
+        log_path: Path,
+        start_timeout_s: float = 60.0,
+        module: str = "bench.serve",
+    ) -> None:
         self.args = args
+        self.module = module
         self.log_path = log_path
         self.start_timeout_s = start_timeout_s
         self.proc: asyncio.subprocess.Process | None = None
@@ -53,7 +60,7 @@ class ServerProcess:
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "bench.serve",
+            self.module,
             *self.args,
             cwd=ROOT,
             stdout=asyncio.subprocess.PIPE,

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench import quality_report
+from bench import quality_report, workers_report
 from bench.stats import Spread, fmt
 
 
@@ -576,6 +576,7 @@ def write(
     memory: dict[str, Any] | None,
     seconds: float | None,
     quality: dict[str, Any] | None = None,
+    workers: dict[str, Any] | None = None,
 ) -> None:
     """Render docs/benchmarks.md from whichever results exist."""
     lines = [
@@ -623,6 +624,8 @@ def write(
         lines += _memory(memory, doc, results)
     if quality is not None:
         lines += quality_report.section(quality, doc, results)
+    if workers is not None:
+        lines += workers_report.section(workers, results)
     closing = _closing(search, load, memory)
     if quality is not None:
         closing[-1:-1] = quality_report.closing(quality)

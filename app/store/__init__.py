@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,7 +25,17 @@ async def _setup_once(url: str, saver: BaseCheckpointSaver[str]) -> None:
     from psycopg import AsyncConnection
 
     async with await AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute("SELECT pg_advisory_lock(hashtext('lats_checkpoint_setup'))")
+        # Polled, not waited for: the migrations' CREATE INDEX CONCURRENTLY waits for every
+        # statement running in the database, a blocked pg_advisory_lock included (a deadlock
+        # Postgres does not detect).
+        while True:
+            cur = await conn.execute(
+                "SELECT pg_try_advisory_lock(hashtext('lats_checkpoint_setup'))"
+            )
+            row = await cur.fetchone()
+            if row is not None and row[0]:
+                break
+            await asyncio.sleep(0.1)
         await saver.setup()  # type: ignore[attr-defined]  # the Postgres saver's, not the base's
         await conn.execute("SELECT pg_advisory_unlock(hashtext('lats_checkpoint_setup'))")
 

@@ -138,6 +138,9 @@ class RunStore(Protocol):
     async def request_cancel(self, run_id: str) -> None:
         """Flag the run for cancellation (its owner, or the next claimer, ends it)."""
 
+    async def count_unclaimed(self) -> int:
+        """Unfinished runs whose lease is free or expired: those waiting for a worker."""
+
     async def get_run(self, run_id: str) -> RunRecord | None: ...
 
     async def list_runs(

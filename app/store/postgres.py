@@ -4,7 +4,8 @@ Leases use the database clock (`now()`), so workers on different machines agree 
 History writes take the run's row lock (`FOR UPDATE`), which orders them against each other
 and against a take-over. Each commit that matters to another process also sends a NOTIFY in
 the same transaction (delivered only if it commits): `lats_events` ("run_id:seq"),
-`lats_cancel` (run id) and `lats_queued`.
+`lats_cancel` (run id) and `lats_queued`; with Redis for the wake-ups (`notify` off) it sends
+none.
 """
 
 from __future__ import annotations
@@ -97,6 +98,8 @@ class PostgresRunStore:
 
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool
+        # False when another channel (Redis) carries the wake-ups: no NOTIFY in transactions.
+        self.notify = True
 
     @classmethod
     async def open(cls, url: str) -> PostgresRunStore:
@@ -127,8 +130,13 @@ class PostgresRunStore:
         if await cur.fetchone() is None:
             raise LeaseLost(f"run {run_id} is not held by {owner}")
 
-    @staticmethod
-    async def _insert_event(conn: AsyncConnection[Any], run_id: str, type_: str, data: str) -> int:
+    async def _notify(self, conn: AsyncConnection[Any], channel: str, payload: str) -> None:
+        if self.notify:
+            await conn.execute("SELECT pg_notify(%s, %s)", (channel, payload))
+
+    async def _insert_event(
+        self, conn: AsyncConnection[Any], run_id: str, type_: str, data: str
+    ) -> int:
         cur = await conn.execute(
             "INSERT INTO lats_events (run_id, seq, type, data)"
             " SELECT %s, COALESCE(MAX(seq), 0) + 1, %s, %s FROM lats_events WHERE run_id = %s"
@@ -138,7 +146,7 @@ class PostgresRunStore:
         row = await cur.fetchone()
         assert row is not None
         seq = int(row[0])
-        await conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, f"{run_id}:{seq}"))
+        await self._notify(conn, EVENTS_CHANNEL, f"{run_id}:{seq}")
         return seq
 
     # -- runs and leases -------------------------------------------------------------------------
@@ -175,7 +183,7 @@ class PostgresRunStore:
                     (record.id, started),
                 )
             if owner is None:
-                await conn.execute("SELECT pg_notify(%s, %s)", (QUEUED_CHANNEL, record.id))
+                await self._notify(conn, QUEUED_CHANNEL, record.id)
 
     async def claim(self, run_id: str, owner: str, ttl_s: float) -> RunRecord | None:
         async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
@@ -221,7 +229,7 @@ class PostgresRunStore:
             )
             if cur.rowcount != 1:
                 raise LeaseLost(f"run {run_id} is not held by {owner}")
-            await conn.execute("SELECT pg_notify(%s, %s)", (QUEUED_CHANNEL, run_id))
+            await self._notify(conn, QUEUED_CHANNEL, run_id)
 
     async def mark_running(self, run_id: str, owner: str) -> bool:
         async with self._pool.connection() as conn:
@@ -251,7 +259,16 @@ class PostgresRunStore:
                 "UPDATE lats_runs SET cancel_requested = true WHERE id = %s AND status = ANY(%s)",
                 (run_id, _OPEN),
             )
-            await conn.execute("SELECT pg_notify(%s, %s)", (CANCEL_CHANNEL, run_id))
+            await self._notify(conn, CANCEL_CHANNEL, run_id)
+
+    async def count_unclaimed(self) -> int:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT count(*) FROM lats_runs WHERE status = ANY(%s) AND lease_until < now()",
+                (_OPEN,),
+            )
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
 
     # -- the event log -------------------------------------------------------------------------
     async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:

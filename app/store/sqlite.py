@@ -358,6 +358,13 @@ class SqliteRunStore:
         async with self._lock:
             return await self._next_seq(run_id) - 1
 
+    async def count_unclaimed(self) -> int:
+        async with self._lock:
+            row = await self._one(
+                f"SELECT count(*) FROM runs WHERE {_OPEN} AND lease_until < ?", (time.time(),)
+            )
+        return int(row[0]) if row else 0
+
     async def data_version(self) -> int:
         """Changes whenever another connection (another process) commits to the file."""
         async with self._lock:

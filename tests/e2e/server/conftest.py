@@ -1,5 +1,62 @@
 """Fixtures of the server-process tests."""
 
-from tests.integration.app.conftest import fresh_postgres_url
+from __future__ import annotations
 
-__all__ = ["fresh_postgres_url"]
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.app.conftest import fresh_postgres_url
+from tests.support.process import ServerProcess
+
+__all__ = ["env", "fresh_postgres_url", "procs", "redis_url"]
+
+REDIS_URL = os.environ.get("LATS_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """The local Redis; skipped without it (failed in CI, where it is always there)."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_timeout=1.0, socket_connect_timeout=1.0)
+    try:
+        client.ping()
+    except (OSError, redis.RedisError) as e:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no Redis at {REDIS_URL} ({type(e).__name__})")
+    finally:
+        client.close()
+    return REDIS_URL
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """The environment of shared-run processes: the Gemini simulator's model, one tool."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "sources.md").write_text("# Sources\n\nThe sources agree on the main result.\n")
+    return {
+        "GOOGLE_API_KEY": "simulated-key",
+        "LATS_MODEL": "google_genai:gemini-2.5-flash",
+        "LATS_TOOLS": "local_docs",
+        "LATS_LOCAL_DOCS_DIR": str(docs),
+        "LATS_DATA_DIR": str(tmp_path / "data"),
+        "LATS_MODEL_RETRY_BASE_DELAY_S": "0",
+        "LATS_MODEL_RPS": "0",
+        "LATS_SSE_HEARTBEAT_S": "1",
+        "LATS_SHUTDOWN_GRACE_S": "1",
+        "LATS_LEASE_TTL_S": "3",
+    }
+
+
+@pytest.fixture
+def procs() -> Iterator[list[ServerProcess]]:
+    """Processes a test starts; killed after it."""
+    started: list[ServerProcess] = []
+    yield started
+    for proc in started:
+        proc.kill()

@@ -8,9 +8,8 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterator
+import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -27,33 +26,6 @@ pytestmark = pytest.mark.timeout(600)
 BODY = {"task": "What do the sources say?", "max_paths": 2}
 TERMINAL = {"done", "error", "cancelled"}
 STATUS_OF = {"done": "done", "error": "failed", "cancelled": "cancelled"}
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "sources.md").write_text("# Sources\n\nThe sources agree on the main result.\n")
-    return {
-        "GOOGLE_API_KEY": "simulated-key",
-        "LATS_MODEL": "google_genai:gemini-2.5-flash",
-        "LATS_TOOLS": "local_docs",
-        "LATS_LOCAL_DOCS_DIR": str(docs),
-        "LATS_DATA_DIR": str(tmp_path / "data"),
-        "LATS_MODEL_RETRY_BASE_DELAY_S": "0",
-        "LATS_MODEL_RPS": "0",
-        "LATS_SSE_HEARTBEAT_S": "1",
-        "LATS_SHUTDOWN_GRACE_S": "1",
-        "LATS_LEASE_TTL_S": "3",
-    }
-
-
-@pytest.fixture
-def procs() -> Iterator[list[ServerProcess]]:
-    started: list[ServerProcess] = []
-    yield started
-    for proc in started:
-        proc.kill()
 
 
 def _start(
@@ -104,14 +76,24 @@ def check_whole(url: str, run_id: str, events: list[tuple[int, str, dict[str, An
     return kinds[-1]
 
 
-def storm(urls: list[str], runs: int, cancels: int, seed: int) -> dict[str, str]:
+def storm(
+    urls: list[str],
+    runs: int,
+    cancels: int,
+    seed: int,
+    *,
+    threads: int = 8,
+    cancel_within_s: float = 0.5,
+    body: dict[str, Any] | None = None,
+) -> dict[str, str]:
     """Start `runs` runs through random processes, cancel `cancels` of them at random moments
-    through random processes, follow each from a random process; run id → terminal type."""
+    (up to `cancel_within_s` after it is picked up) through random processes, follow each from
+    a random process; run id → terminal type."""
     rng = random.Random(seed)
     with httpx.Client(timeout=30) as client:
         ids = []
         for _ in range(runs):
-            response = client.post(f"{rng.choice(urls)}/runs", json=BODY)
+            response = client.post(f"{rng.choice(urls)}/runs", json=body or BODY)
             assert response.status_code == 202, response.text
             ids.append(response.json()["run_id"])
         doomed = set(rng.sample(ids, cancels))
@@ -119,13 +101,14 @@ def storm(urls: list[str], runs: int, cancels: int, seed: int) -> dict[str, str]
     def one(run_id: str) -> str:
         local = random.Random(run_id)
         if run_id in doomed:
-            time.sleep(local.uniform(0, 0.5))  # a random moment: queued, running or done
+            # A random moment: queued, running or done.
+            time.sleep(local.uniform(0, cancel_within_s))
             with httpx.Client(timeout=30) as c:
                 assert c.post(f"{local.choice(urls)}/runs/{run_id}/cancel").status_code == 200
         follow = local.choice(urls)
         return check_whole(follow, run_id, read_events(follow, run_id))
 
-    with ThreadPoolExecutor(8) as pool:
+    with ThreadPoolExecutor(threads) as pool:
         ends = dict(zip(ids, pool.map(one, ids), strict=True))
     return ends
 
@@ -180,18 +163,26 @@ class HeldStep:
         return self._inner(request)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("backend", ["sqlite", "postgres", "postgres+redis"])
 def test_a_stream_and_a_cancel_on_the_process_that_does_not_own_the_run(
     env: dict[str, str], procs: list[ServerProcess], backend: str, request: pytest.FixtureRequest
 ) -> None:
-    if backend == "postgres":
+    if backend.startswith("postgres"):
         env = {**env, "LATS_DATABASE_URL": request.getfixturevalue("fresh_postgres_url")}
+    if backend.endswith("redis"):
+        env = {**env, "LATS_REDIS_URL": request.getfixturevalue("redis_url")}
+    # A task of its own: the Redis model cache outlives the test, and the held call must
+    # reach the model.
+    body = {**BODY, "task": f"{BODY['task']} ({uuid.uuid4().hex})"}
+    # A lease far longer than the cancel's wait: only the signal can stop the run in time
+    # (the lease renewal, which also reports cancel requests, comes every 20 s).
+    env = {**env, "LATS_LEASE_TTL_S": "60"}
     script = HeldStep("Summarise them")
     with GeminiSimulator(script) as sim:
         env = {**env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}
         owner, other = _start(procs, env, ("serve",), ("serve",))
         with httpx.Client(timeout=30) as client:
-            run_id = client.post(f"{owner.url}/runs", json=BODY).json()["run_id"]
+            run_id = client.post(f"{owner.url}/runs", json=body).json()["run_id"]
             with ThreadPoolExecutor(1) as pool:
                 followed = pool.submit(read_events, other.url, run_id)
                 assert script.waiting.wait(30)
@@ -219,7 +210,9 @@ def test_a_killed_owners_run_is_finished_by_another_process_after_its_lease_expi
         }
         owner, other = _start(procs, env, ("serve",), ("serve",))
         with httpx.Client(timeout=30) as client:
-            run_id = client.post(f"{owner.url}/runs", json=BODY).json()["run_id"]
+            # Without the shared model cache, a node run again would reach the simulator.
+            body = {**BODY, "use_cache": False}
+            run_id = client.post(f"{owner.url}/runs", json=body).json()["run_id"]
         assert script.waiting.wait(60)
         before = read_events_until(other.url, run_id, "node_started")
         owner.kill()

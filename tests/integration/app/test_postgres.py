@@ -48,9 +48,9 @@ async def test_solve_rejoin_and_list_on_postgres(
 async def test_cancel_on_postgres(service_for: ServiceMaker, postgres_url: str) -> None:
     gate = Gate()
     async with service_for(gate, database_url=postgres_url) as svc:
-        run_id = (await svc.client.post("/runs", json={"task": "t", "max_paths": 1})).json()[
-            "run_id"
-        ]
+        run_id = (
+            await svc.client.post("/runs", json={"task": "t", "max_paths": 1, "use_cache": False})
+        ).json()["run_id"]
         async with asyncio.timeout(5):
             await gate.waiting.wait()
         cancelled = (await svc.client.post(f"/runs/{run_id}/cancel")).json()

@@ -1,0 +1,290 @@
+"""Benchmark 8, shared runs: throughput with one worker process against two, behind one
+API-only process, on Postgres + Redis.
+
+Per configuration (a fresh database each): `python -m bench.workers --child api` (the app with
+`worker=False`) and 1 or 2 `--child worker` processes (`run_service`, no HTTP), the scripted
+models behind the production call policy (`ThroughPolicy`, default settings) with injected
+latency. `clients` closed-loop clients each call `/solve` on the API process, one run after
+the other, for `duration_s`; throughput counts the runs that ended `done` within that window.
+Every event is created on a worker (its `ts`) and received by the client from the API process,
+so the event latency measured is the cross-process one: store write, Redis signal, the API
+process's read, SSE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypedDict
+
+import httpx
+
+from bench.engine_runs import Latency, bench_settings
+from bench.load import ClientResult, solve
+from bench.process import ServerProcess
+from bench.scenarios import SCENARIOS, TASK, ScenarioName, params_for
+from bench.stats import percentile
+
+logger = logging.getLogger(__name__)
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "LATS_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+REDIS_URL = os.environ.get("LATS_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@dataclass(frozen=True)
+class WorkersConfig:
+    workers: tuple[int, ...] = (1, 2)
+    clients: int = 100
+    duration_s: float = 60.0
+    latency: Latency = field(default_factory=Latency)
+    scenario: ScenarioName = "small"
+    # Slots per worker: enough that a worker is bound by its CPU, not by its slot count.
+    max_active_runs: int = 32
+    max_queued_runs: int = 1000  # every client's run is admitted: errors are failures
+
+
+class Measured(TypedDict):
+    workers: int
+    clients: int
+    duration_s: float
+    completed: int
+    errors: int
+    runs_per_min: float
+    event_latency_p50_ms: float
+    event_latency_p99_ms: float
+    events: int
+    cpu_util: dict[str, float]  # CPU seconds per wall second, per process
+    load_avg: float  # the machine's 1-minute load average at the end of the window
+
+
+# -- the processes -------------------------------------------------------------------------------
+def _child_args(role: str, config: WorkersConfig, database_url: str) -> list[str]:
+    latency = config.latency
+    return [
+        "--child",
+        role,
+        "--database-url",
+        database_url,
+        "--redis-url",
+        REDIS_URL,
+        "--scenario",
+        config.scenario,
+        "--latency-seed",
+        str(latency.seed),
+        "--latency-low-ms",
+        str(latency.low_s * 1000),
+        "--latency-high-ms",
+        str(latency.high_s * 1000),
+        "--max-active-runs",
+        str(config.max_active_runs),
+        "--max-queued-runs",
+        str(config.max_queued_runs),
+    ]
+
+
+async def _child(args: argparse.Namespace) -> None:
+    """One process of the deployment: the API (`worker=False`) or a worker."""
+    import uvicorn
+
+    from app.main import create_app
+    from app.service import run_service
+    from bench.models import CountingModels, Delayed
+    from bench.scenarios import scenario
+    from testkit.policy_models import ThroughPolicy
+
+    data_dir = Path(f"/tmp/bench-workers-{os.getpid()}")
+    settings = bench_settings(
+        data_dir,
+        database_url=args.database_url,
+        redis_url=args.redis_url,
+        max_active_runs=args.max_active_runs,
+        max_queued_runs=args.max_queued_runs,
+    )
+    script = Delayed(
+        scenario(args.scenario),
+        args.latency_seed,
+        args.latency_low_ms / 1000,
+        args.latency_high_ms / 1000,
+    )
+    models = ThroughPolicy(CountingModels(script), settings)
+    if args.child == "worker":
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        async with run_service(settings, models=models, tools=[], worker=True):
+            _ready(0)
+            await stop.wait()
+        return
+    app = create_app(settings, models=models, tools=[], worker=False)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", log_config=None
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+            return
+        await asyncio.sleep(0.02)
+    _ready(server.servers[0].sockets[0].getsockname()[1])
+    await task
+
+
+def _ready(port: int) -> None:
+    sys.stdout.write(json.dumps({"port": port, "pid": os.getpid()}) + "\n")
+    sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def fresh_database() -> Any:
+    import psycopg
+
+    name = f"lats_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield f"{POSTGRES_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextlib.asynccontextmanager
+async def deployment(
+    config: WorkersConfig, workers: int, database_url: str, work_dir: Path
+) -> AsyncIterator[list[ServerProcess]]:
+    """The API process and `workers` worker processes, all ready; the API first."""
+    api = ServerProcess(
+        _child_args("api", config, database_url),
+        work_dir / f"workers-{workers}-api.log",
+        module="bench.workers",
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        started = [await stack.enter_async_context(api)]
+        for i in range(workers):
+            proc = ServerProcess(
+                _child_args("worker", config, database_url),
+                work_dir / f"workers-{workers}-worker{i}.log",
+                module="bench.workers",
+            )
+            started.append(await stack.enter_async_context(proc))
+        yield started
+
+
+# -- the load ------------------------------------------------------------------------------------
+async def _closed_loop(url: str, config: WorkersConfig, tag: str) -> list[ClientResult]:
+    params = params_for(config.scenario).model_dump(exclude_defaults=True)
+    limits = httpx.Limits(
+        max_connections=config.clients + 8, max_keepalive_connections=config.clients + 8
+    )
+    timeout = httpx.Timeout(30.0, read=600.0)
+    deadline = time.monotonic() + config.duration_s
+    results: list[ClientResult] = []
+
+    async def client_loop(client: httpx.AsyncClient, i: int) -> None:
+        n = 0
+        while time.monotonic() < deadline:
+            body = {"task": f"{TASK} [{tag} client {i} run {n}]", **params}
+            result = await solve(client, body)
+            if time.monotonic() <= deadline or result["terminal"] != "done":
+                results.append(result)
+            n += 1
+
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout) as client:
+        await asyncio.gather(*(client_loop(client, i) for i in range(config.clients)))
+    return results
+
+
+async def measure(config: WorkersConfig, workers: int, work_dir: Path) -> Measured:
+    with fresh_database() as database_url:
+        async with deployment(config, workers, database_url, work_dir) as procs:
+            api = procs[0]
+            warm = WorkersConfig(clients=2, duration_s=0.1, scenario=config.scenario)
+            await _closed_loop(api.url, warm, f"warm-up {workers}")
+            cpu_before = [p.cpu_s() for p in procs]
+            started = time.monotonic()
+            results = await _closed_loop(api.url, config, f"workers {workers}")
+            wall = time.monotonic() - started
+            cpu = [p.cpu_s() - before for p, before in zip(procs, cpu_before, strict=True)]
+            load_avg = os.getloadavg()[0]
+    done = [r for r in results if r["terminal"] == "done"]
+    latencies = [x for r in results for x in r["latencies_s"]]
+    names = ["api"] + [f"worker{i}" for i in range(workers)]
+    return {
+        "workers": workers,
+        "clients": config.clients,
+        "duration_s": config.duration_s,
+        "completed": len(done),
+        "errors": len(results) - len(done),
+        "runs_per_min": len(done) / config.duration_s * 60,
+        "event_latency_p50_ms": percentile(latencies, 50) * 1000,
+        "event_latency_p99_ms": percentile(latencies, 99) * 1000,
+        "events": len(latencies),
+        "cpu_util": {n: c / wall for n, c in zip(names, cpu, strict=True)},
+        "load_avg": load_avg,
+    }
+
+
+async def run_workers(config: WorkersConfig, work_dir: Path) -> dict[str, Any]:
+    """Each configuration once; the speed-up of the last over the first."""
+    rows = []
+    for workers in config.workers:
+        logger.info("shared runs: %d worker process(es), %d clients", workers, config.clients)
+        rows.append(await measure(config, workers, work_dir))
+        logger.info("shared runs: %s", rows[-1])
+    base = rows[0]["runs_per_min"]
+    return {
+        "config": {
+            "clients": config.clients,
+            "duration_s": config.duration_s,
+            "latency": config.latency.describe(),
+            "scenario": config.scenario,
+            "max_active_runs": config.max_active_runs,
+        },
+        "rows": rows,
+        "speedup": rows[-1]["runs_per_min"] / base if base else 0.0,
+    }
+
+
+def summary(data: dict[str, Any]) -> list[str]:
+    lines = [
+        f"shared runs, {r['workers']} worker(s): {r['runs_per_min']:.0f} runs/min, "
+        f"errors {r['errors']}, cross-process event latency p50 "
+        f"{r['event_latency_p50_ms']:.0f} ms p99 {r['event_latency_p99_ms']:.0f} ms"
+        for r in data["rows"]
+    ]
+    lines.append(f"shared runs speed-up: {data['speedup']:.2f}x")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.workers", description=__doc__)
+    parser.add_argument("--child", choices=("api", "worker"), required=True)
+    parser.add_argument("--database-url", required=True)
+    parser.add_argument("--redis-url", required=True)
+    parser.add_argument("--scenario", choices=SCENARIOS, default="small")
+    parser.add_argument("--latency-seed", type=int, default=7)
+    parser.add_argument("--latency-low-ms", type=float, default=100.0)
+    parser.add_argument("--latency-high-ms", type=float, default=400.0)
+    parser.add_argument("--max-active-runs", type=int, default=32)
+    parser.add_argument("--max-queued-runs", type=int, default=1000)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    asyncio.run(_child(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The "Shared runs" section of docs/benchmarks.md: benchmark 8 (bench/workers.py) and the
+outcome of the storm test (tests/e2e/server/test_storm.py), recorded in
+bench/results/storm.json from its last run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+TARGET = 1.6  # the speed-up two workers should bring over one
+
+
+def section(data: dict[str, Any], results: Path) -> list[str]:
+    config = data["config"]
+    lines = [
+        "## 8. Shared runs: worker processes",
+        "",
+        f"One API-only process (`serve --no-worker`) and 1 or 2 worker processes (`lats "
+        f"worker`) on one Postgres database and one Redis; {config['clients']} closed-loop "
+        f"`/solve` clients on the API process for {config['duration_s']:g} s each; scripted "
+        f"models ({config['latency']}, scenario `{config['scenario']}`) behind the production "
+        f"call policy with default settings; `max_active_runs={config['max_active_runs']}` "
+        "per worker (with the default 4 the comparison would be one of slots alone). Every "
+        "event is created on a worker and reaches the client through the API process (store "
+        "write, Redis signal, the API process's read, SSE): the latency below is that "
+        "cross-process path, from the event's `ts` to its receipt.",
+        "",
+        "| workers | runs/min | errors | event latency p50 | p99 | CPU (API, workers) |",
+        "|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in data["rows"]:
+        cpu = ", ".join(f"{v:.2f}" for v in row["cpu_util"].values())
+        lines.append(
+            f"| {row['workers']} | {row['runs_per_min']:.0f} | {row['errors']} "
+            f"| {row['event_latency_p50_ms']:.0f} ms | {row['event_latency_p99_ms']:.0f} ms "
+            f"| {cpu} |"
+        )
+    lines += ["", *_reading(data), ""]
+    storm = results / "storm.json"
+    if storm.exists():
+        s = json.loads(storm.read_text())
+        lines += [
+            f"**Storm test** (`{s['test']}`): {s['runs']} runs started and {s['cancels']} "
+            f"cancelled at random moments through random processes of {s['processes']}; "
+            f"every run ended with exactly one terminal event, ids 1..n without a gap, its "
+            f"status equal to its terminal event and each `done` run's answer in "
+            f"`GET /runs/{{id}}`. Outcome: {s['outcome']}, in {s['seconds']:.0f} s.",
+            "",
+        ]
+    return lines
+
+
+def _reading(data: dict[str, Any]) -> list[str]:
+    """The speed-up, and what a run took at full slots (every slot is busy: the clients
+    outnumber them)."""
+    slots = data["config"]["max_active_runs"]
+    per_run = [
+        slots * r["workers"] * r["duration_s"] / r["completed"] if r["completed"] else 0.0
+        for r in data["rows"]
+    ]
+    busiest = max(v for r in data["rows"] for k, v in r["cpu_util"].items() if k != "api")
+    loads = [r["load_avg"] for r in data["rows"] if "load_avg" in r]
+    load = f" (load average {', '.join(f'{x:.1f}' for x in loads)} at the end)" if loads else ""
+    took = (
+        f"A run took {' s, then '.join(f'{x:.1f}' for x in per_run)} s on average (slots x "
+        "duration / runs)."
+    )
+    if data["speedup"] >= TARGET:
+        return [f"Speed-up with 2 workers: **{data['speedup']:.2f}x**. {took}"]
+    return [
+        f"Speed-up with 2 workers: **{data['speedup']:.2f}x**, short of the {TARGET}x aimed "
+        f"at. No worker is bound by its own CPU (at most {busiest:.2f} of a core each): the "
+        "second worker doubles the runs executing at once, but every run gets slower, as the "
+        "machine's 2 cores are shared by Postgres, Redis, the API process, the clients and "
+        f"the workers{load}. {took}",
+    ]

@@ -1,0 +1,157 @@
+"""What the processes of a deployment share through Redis and Postgres: wake-ups and cancel
+signals over Redis pub/sub, the bound on waiting runs counted in the store, and the model-call
+cache. Two instances stand for two processes; real Redis and PostgreSQL, each test with its
+own channel prefix or database."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agents.cache_postgres import PostgresCacheStore
+from agents.cache_redis import RedisCacheStore
+from agents.params import RunParams
+from agents.settings import Settings
+from app.queue import QueueFull
+from app.service import run_service
+from app.signals_redis import RedisSignals
+from testkit.fakes import FakeModels
+from testkit.scenario import Scenario
+
+REDIS_URL = os.environ.get("LATS_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+async def prefix() -> AsyncIterator[str]:
+    """A key and channel prefix of this test's own on a reachable Redis (deleted after)."""
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(REDIS_URL, socket_timeout=1.0)
+    try:
+        await client.ping()
+    except (OSError, aioredis.RedisError):
+        await client.aclose()
+        if os.environ.get("CI"):
+            pytest.fail(f"Redis is not reachable at {REDIS_URL}")
+        pytest.skip(f"no Redis at {REDIS_URL}")
+    name = f"plantree-test-{uuid.uuid4().hex[:10]}"
+    yield name
+    keys = [key async for key in client.scan_iter(f"{name}:*")]
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()
+
+
+@pytest.fixture
+async def pair(prefix: str) -> AsyncIterator[tuple[RedisSignals, RedisSignals]]:
+    a, b = RedisSignals(REDIS_URL, prefix), RedisSignals(REDIS_URL, prefix)
+    await a.start()
+    await b.start()
+    yield a, b
+    await a.close()
+    await b.close()
+
+
+async def _set_within(flag: asyncio.Event, seconds: float = 5.0) -> bool:
+    try:
+        await asyncio.wait_for(flag.wait(), seconds)
+    except TimeoutError:
+        return False
+    return True
+
+
+async def test_an_event_written_in_one_process_wakes_the_followers_of_the_other(
+    pair: tuple[RedisSignals, RedisSignals],
+) -> None:
+    a, b = pair
+    with b.watch("run-1") as news, b.watch("run-2") as other:
+        news.clear()
+        other.clear()
+        a.event_written("run-1")
+        assert await _set_within(news)
+        await asyncio.sleep(0.2)  # time enough for a stray wake-up to arrive
+        assert not other.is_set()
+
+
+async def test_a_cancel_published_anywhere_reaches_the_owner_once(
+    pair: tuple[RedisSignals, RedisSignals],
+) -> None:
+    a, b = pair
+    got_a: list[str] = []
+    got_b: list[str] = []
+    arrived = asyncio.Event()
+    a.on_cancel = got_a.append
+
+    def on_b(run_id: str) -> None:
+        got_b.append(run_id)
+        arrived.set()
+
+    b.on_cancel = on_b
+    await a.publish_cancel("run-9")
+    assert await _set_within(arrived)
+    await asyncio.sleep(0.2)
+    assert got_b == ["run-9"]
+    assert got_a == ["run-9"]  # delivered locally, and its own message skipped
+
+
+async def test_a_run_stored_for_any_worker_wakes_the_idle_workers(
+    pair: tuple[RedisSignals, RedisSignals],
+) -> None:
+    a, b = pair
+    waiting = asyncio.create_task(b.wait_queued(30))
+    await asyncio.sleep(0.05)
+    a.announce_queued()
+    async with asyncio.timeout(5):
+        await waiting
+
+
+async def test_the_waiting_bound_counts_the_runs_every_api_process_stored(
+    settings: Settings, fresh_postgres_url: str
+) -> None:
+    shared = settings.model_copy(update={"database_url": fresh_postgres_url, "max_queued_runs": 2})
+    models = FakeModels(Scenario(plan=["A"]))
+    async with (
+        run_service(shared, models=models, tools=[], worker=False) as first,
+        run_service(shared, models=models, tools=[], worker=False) as second,
+    ):
+        await first.submit("t", RunParams())
+        await second.submit("t", RunParams())
+        with pytest.raises(QueueFull):
+            await first.submit("t", RunParams())
+        with pytest.raises(QueueFull):
+            await second.submit("t", RunParams())
+        assert await first.store.count_unclaimed() == 2
+
+
+def test_the_redis_cache_is_one_cache_for_every_process(prefix: str) -> None:
+    one, two = RedisCacheStore(REDIS_URL, prefix=prefix), RedisCacheStore(REDIS_URL, prefix=prefix)
+    one.put("k", "reply")
+    assert two.get("k") == "reply"
+    assert two.get("other") is None
+    two.clear()
+    assert one.get("k") is None
+    one.close()
+    two.close()
+
+
+def test_an_unreachable_redis_cache_misses_instead_of_failing() -> None:
+    store = RedisCacheStore("redis://127.0.0.1:1/0")
+    store.put("k", "reply")
+    assert store.get("k") is None
+    store.close()
+
+
+def test_the_postgres_cache_is_one_cache_for_every_process(fresh_postgres_url: str) -> None:
+    one, two = PostgresCacheStore(fresh_postgres_url), PostgresCacheStore(fresh_postgres_url)
+    one.put("k", "reply")
+    two.put("k", "newer")
+    assert one.get("k") == "newer"
+    assert one.get("other") is None
+    one.clear()
+    assert two.get("k") is None
+    one.close()
+    two.close()
