@@ -5,8 +5,9 @@ simulator). The engine is stopped and its network rules removed at the end, what
 
 The stack runs two API replicas behind a proxy (`stack.url`) and two workers. A case drives it
 with `stack.compose(...)`, `stack.url`, `start_executing(...)` (a run, once it executes),
-`follow(...)`, `stack.sql(...)` (a query in the `db` container), `stack.containers(service)` and `stack.in_replica(index, code)` (Python run inside
-one API replica, which reaches that replica alone on its loopback).
+`follow(...)`, `stack.sql(...)` (a query in the `db` container), `stack.containers(service)`
+and `stack.in_replica(index, code)` (Python run inside one API replica, which reaches that
+replica alone on its loopback).
 """
 
 from __future__ import annotations
