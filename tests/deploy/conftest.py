@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,6 +212,16 @@ def stack(images: Engine) -> Iterator[Stack]:
         logs = stack.compose("logs", "--no-color", "--tail", "200", check=False)
         (ROOT / ".cache" / "docker" / "stack.log").write_text(logs.stdout + logs.stderr)
         stack.down()
+
+
+def new_task() -> dict[str, object]:
+    """A task that no process has seen: its model calls miss the processes' call caches, so
+    the run takes its full time (long enough to be interrupted)."""
+    return {
+        "task": f"What do the sources say? ({uuid.uuid4().hex[:8]})",
+        "max_paths": 3,
+        "strategy": "dfs",
+    }
 
 
 def start_executing(url: str, task: dict[str, object]) -> str:

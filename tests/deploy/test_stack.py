@@ -7,16 +7,14 @@ import json
 
 import httpx
 
-from tests.deploy.conftest import Stack, follow, start_executing
-
-TASK = {"task": "What do the sources say?", "max_paths": 3, "strategy": "dfs"}
+from tests.deploy.conftest import Stack, follow, new_task, start_executing
 
 
 def test_a_solve_through_the_published_port_streams_to_done(stack: Stack) -> None:
     kinds: list[str] = []
     with (
         httpx.Client(base_url=stack.url, timeout=120) as client,
-        client.stream("POST", "/solve", json=TASK) as reply,
+        client.stream("POST", "/solve", json=new_task()) as reply,
     ):
         status = reply.status_code
         kinds = [line[7:] for line in reply.iter_lines() if line.startswith("event: ")]
@@ -27,7 +25,7 @@ def test_a_solve_through_the_published_port_streams_to_done(stack: Stack) -> Non
 
 
 def test_a_postgres_restart_mid_run_ends_the_run(stack: Stack) -> None:
-    run_id = start_executing(stack.url, TASK)
+    run_id = start_executing(stack.url, new_task())
     stack.compose("restart", "db", timeout=60)
 
     events = follow(stack.url, run_id, timeout=120)

@@ -9,9 +9,16 @@ import re
 import threading
 import time
 
-from tests.deploy.conftest import DOCKER, FIGURES, Stack, follow, run, start_executing
+from tests.deploy.conftest import (
+    DOCKER,
+    FIGURES,
+    Stack,
+    follow,
+    new_task,
+    run,
+    start_executing,
+)
 
-TASK = {"task": "What do the sources say?", "max_paths": 3, "strategy": "dfs"}
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 # Run inside an API replica: each reaches that replica alone, on its own loopback.
@@ -51,7 +58,7 @@ def claimed_in(stack: Stack, container: str, run_id: str) -> bool:
 def test_a_run_stored_by_one_replica_and_followed_through_another_runs_on_a_worker(
     stack: Stack,
 ) -> None:
-    run_id = stack.in_replica(2, CREATE, json.dumps(TASK)).strip()
+    run_id = stack.in_replica(2, CREATE, json.dumps(new_task())).strip()
     followed: list[str] = []
     follower = threading.Thread(
         target=lambda: followed.extend(stack.in_replica(1, FOLLOW, run_id).split()), daemon=True
@@ -77,9 +84,9 @@ def test_a_run_stored_by_one_replica_and_followed_through_another_runs_on_a_work
 
 
 def test_a_killed_workers_run_is_finished_by_the_other_worker(stack: Stack) -> None:
-    run_id = start_executing(stack.url, TASK)
-    owner = owner_of(stack, run_id)
     workers = stack.containers("worker")
+    run_id = start_executing(stack.url, new_task())
+    owner = owner_of(stack, run_id)
     assert host_of(owner) in workers, (owner, workers)
     killed = workers[host_of(owner)]
     try:
