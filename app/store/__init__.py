@@ -17,11 +17,16 @@ from app.store.base import RunStore
 from app.store.sqlite import BUSY_TIMEOUT_MS, SqliteRunStore
 
 logger = logging.getLogger(__name__)
+SETUP_POLL_S = 0.2  # how often a starting process asks for the migrations' lock
 
 
 async def _setup_once(url: str, saver: BaseCheckpointSaver[str]) -> None:
     """The checkpointer's migrations, one process at a time: processes starting together
-    would otherwise race on its CREATE statements."""
+    would otherwise race on its CREATE statements.
+
+    The lock is polled, never waited for inside a statement: the migrations include a
+    CREATE INDEX CONCURRENTLY, which waits for every statement in progress, so a process
+    blocked in pg_advisory_lock() and the lock holder would wait for each other forever."""
     from psycopg import AsyncConnection
 
     async with await AsyncConnection.connect(url, autocommit=True) as conn:
@@ -35,7 +40,7 @@ async def _setup_once(url: str, saver: BaseCheckpointSaver[str]) -> None:
             row = await cur.fetchone()
             if row is not None and row[0]:
                 break
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(SETUP_POLL_S)
         await saver.setup()  # type: ignore[attr-defined]  # the Postgres saver's, not the base's
         await conn.execute("SELECT pg_advisory_unlock(hashtext('lats_checkpoint_setup'))")
 

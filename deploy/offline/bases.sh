@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds, on the private engine, the images that the project's Dockerfile and compose file name
-# (python, postgres, redis) from Debian packages alone, for machines that reach Debian's and
-# PyPI's registries but no container registry. Each image carries a hash of this recipe in a
+# (python, postgres, redis, nginx) from Debian packages alone, for machines that reach Debian's
+# and PyPI's registries but no container registry. Each image carries a hash of this recipe in a
 # label: an unchanged recipe costs nothing, a changed one rebuilds.
 #   usage: DOCKER_HOST=... deploy/offline/bases.sh      (run from the project root)
 set -euo pipefail
@@ -22,13 +22,15 @@ label="org.plantree.recipe"
 PYTHON_IMAGE="python:3.12-slim-bookworm"
 POSTGRES_IMAGE="postgres:15-bookworm"
 REDIS_IMAGE="redis:7.0-bookworm"
+NGINX_IMAGE="nginx:1.27-bookworm"
 
 current() {  # is image $1 built from recipe $2 (default: this one)?
     [ "$(docker image inspect -f "{{index .Config.Labels \"$label\"}}" "$1" 2>/dev/null)" \
         = "${2:-$recipe}" ]
 }
 
-if current "$PYTHON_IMAGE" && current "$POSTGRES_IMAGE" && current "$REDIS_IMAGE"; then
+if current "$PYTHON_IMAGE" && current "$POSTGRES_IMAGE" && current "$REDIS_IMAGE" \
+    && current "$NGINX_IMAGE"; then
     exit 0
 fi
 
@@ -67,4 +69,5 @@ build plantree-offline/debian:bookworm debian.Dockerfile
 build "$PYTHON_IMAGE" python.Dockerfile
 build "$POSTGRES_IMAGE" postgres.Dockerfile
 build "$REDIS_IMAGE" redis.Dockerfile
+build "$NGINX_IMAGE" nginx.Dockerfile
 docker image prune -f >/dev/null  # the images the recipe replaced

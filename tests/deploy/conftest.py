@@ -3,9 +3,11 @@ images (deploy/offline/bases.sh), the project's Dockerfile built through compose
 docker-compose.yml brought up with `--wait` plus tests/deploy/compose.test.yml (the Gemini
 simulator). The engine is stopped and its network rules removed at the end, whatever failed.
 
-Further cases (API replicas and workers) get a `Stack` and drive it with `stack.compose(...)`,
-`stack.url` and `follow(...)`: e.g. `stack.compose("up", "-d", "--scale", "worker=2")`,
-`stack.compose("kill", "worker")`.
+The stack runs two API replicas behind a proxy (`stack.url`) and two workers. A case drives it
+with `stack.compose(...)`, `stack.url`, `start_executing(...)` (a run, once it executes),
+`follow(...)`, `stack.sql(...)` (a query in the `db` container), `stack.containers(service)`
+and `stack.in_replica(index, code)` (Python run inside one API replica, which reaches that
+replica alone on its loopback).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +114,21 @@ class Stack:
         self.compose("up", "-d", "--no-build", "--wait", "--wait-timeout", "180", timeout=240)
         return time.monotonic() - start
 
+    def sql(self, query: str) -> str:
+        """One query's rows, unaligned, from psql in the `db` container."""
+        args = ("exec", "-T", "db", "psql", "-U", "lats", "-d", "lats", "-Atc", query)
+        return self.compose(*args, timeout=60).stdout.strip()
+
+    def containers(self, service: str) -> dict[str, str]:
+        """The service's running containers: host name (its id's first 12 digits) to id."""
+        ids = self.compose("ps", "-q", service).stdout.split()
+        return {cid[:12]: cid for cid in ids}
+
+    def in_replica(self, index: int, code: str, *args: str, timeout: float = 180) -> str:
+        """Run Python `code` inside API replica `index` (1-based); what it printed."""
+        exec_args = ("exec", "-T", "--index", str(index), "api", "python", "-c", code, *args)
+        return self.compose(*exec_args, timeout=timeout).stdout
+
     def down(self) -> float:
         start = time.monotonic()
         self.compose("down", "--volumes", "--remove-orphans", timeout=120)
@@ -194,6 +212,28 @@ def stack(images: Engine) -> Iterator[Stack]:
         logs = stack.compose("logs", "--no-color", "--tail", "200", check=False)
         (ROOT / ".cache" / "docker" / "stack.log").write_text(logs.stdout + logs.stderr)
         stack.down()
+
+
+def new_task() -> dict[str, object]:
+    """A task that no process has seen: its model calls miss the processes' call caches, so
+    the run takes its full time (long enough to be interrupted)."""
+    return {
+        "task": f"What do the sources say? ({uuid.uuid4().hex[:8]})",
+        "max_paths": 3,
+        "strategy": "dfs",
+    }
+
+
+def start_executing(url: str, task: dict[str, object]) -> str:
+    """A run created through the API, returned once it is executing: once it has written an
+    event past the first."""
+    with httpx.Client(base_url=url, timeout=60) as client:
+        run_id: str = client.post("/runs", json=task).json()["run_id"]
+        with client.stream("GET", f"/runs/{run_id}/events") as reply:
+            for line in reply.iter_lines():
+                if line.startswith("id: ") and int(line[4:]) >= 2:
+                    return run_id
+    raise AssertionError(f"run {run_id} ended its stream before executing")
 
 
 def follow(url: str, run_id: str, timeout: float = 120) -> list[tuple[int, str, dict[str, object]]]:

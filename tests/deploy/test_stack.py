@@ -4,20 +4,17 @@ Postgres restart in the middle of a run."""
 from __future__ import annotations
 
 import json
-import threading
 
 import httpx
 
-from tests.deploy.conftest import Stack, follow
-
-TASK = {"task": "What do the sources say?", "max_paths": 3, "strategy": "dfs"}
+from tests.deploy.conftest import Stack, follow, new_task, start_executing
 
 
 def test_a_solve_through_the_published_port_streams_to_done(stack: Stack) -> None:
     kinds: list[str] = []
     with (
         httpx.Client(base_url=stack.url, timeout=120) as client,
-        client.stream("POST", "/solve", json=TASK) as reply,
+        client.stream("POST", "/solve", json=new_task()) as reply,
     ):
         status = reply.status_code
         kinds = [line[7:] for line in reply.iter_lines() if line.startswith("event: ")]
@@ -28,24 +25,7 @@ def test_a_solve_through_the_published_port_streams_to_done(stack: Stack) -> Non
 
 
 def test_a_postgres_restart_mid_run_ends_the_run(stack: Stack) -> None:
-    with httpx.Client(base_url=stack.url, timeout=30) as client:
-        run_id = client.post("/runs", json=TASK).json()["run_id"]
-    first = threading.Event()
-
-    def watch() -> None:
-        # The run has started executing once it has written an event past the first.
-        with (
-            httpx.Client(base_url=stack.url, timeout=60) as client,
-            client.stream("GET", f"/runs/{run_id}/events") as reply,
-        ):
-            for line in reply.iter_lines():
-                if line.startswith("id: ") and int(line[4:]) >= 2:
-                    first.set()
-                    return
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    assert first.wait(60)
+    run_id = start_executing(stack.url, new_task())
     stack.compose("restart", "db", timeout=60)
 
     events = follow(stack.url, run_id, timeout=120)

@@ -43,18 +43,22 @@ def test_the_test_override_is_valid_and_adds_only_the_simulator() -> None:
     override = yaml.safe_load((ROOT / "tests" / "deploy" / "compose.test.yml").read_text())
 
     jsonschema.Draft201909Validator(schema).validate(override)
-    assert sorted(override["services"]) == ["api", "gemini-sim"]
+    assert sorted(override["services"]) == ["api", "gemini-sim", "worker"]
     assert override["services"]["gemini-sim"]["build"]["target"] == "simulator"
     assert "ports" not in override["services"]["gemini-sim"]
 
 
-def test_the_api_waits_for_healthy_postgres_and_redis(compose: dict[str, Any]) -> None:
-    api, db = compose["services"]["api"], compose["services"]["db"]
+def test_the_api_and_the_workers_wait_for_healthy_postgres_and_redis(
+    compose: dict[str, Any],
+) -> None:
+    api, worker, db = (compose["services"][name] for name in ("api", "worker", "db"))
 
-    assert api["depends_on"] == {
-        "db": {"condition": "service_healthy"},
-        "redis": {"condition": "service_healthy"},
-    }
+    for service in (api, worker):
+        assert service["depends_on"] == {
+            "db": {"condition": "service_healthy"},
+            "redis": {"condition": "service_healthy"},
+        }
+        assert service["init"] is True
     assert "healthcheck" in db
     assert "healthcheck" in compose["services"]["redis"]
     assert api["environment"]["LATS_DATABASE_URL"].startswith("postgresql://")
@@ -66,19 +70,32 @@ def test_the_api_waits_for_healthy_postgres_and_redis(compose: dict[str, Any]) -
 def test_keys_pass_through_from_the_environment_and_are_never_written_in(
     compose: dict[str, Any],
 ) -> None:
-    environment = compose["services"]["api"]["environment"]
+    for name in ("api", "worker"):
+        environment = compose["services"][name]["environment"]
 
-    assert environment["GOOGLE_API_KEY"] is None
-    assert environment["LATS_API_KEYS"] is None
+        assert environment["GOOGLE_API_KEY"] is None
+        assert environment["LATS_API_KEYS"] is None
+        assert environment["LATS_MODEL"] is None
 
 
-def test_only_the_api_is_published_and_only_on_loopback(compose: dict[str, Any]) -> None:
+def test_two_api_replicas_and_two_workers_run_one_image(compose: dict[str, Any]) -> None:
+    api, worker = compose["services"]["api"], compose["services"]["worker"]
+
+    assert api["deploy"]["replicas"] == 2
+    assert worker["deploy"]["replicas"] == 2
+    assert api["image"] == worker["image"]
+    assert api["command"][:5] == ["python", "-m", "app", "serve", "--no-worker"]
+    assert worker["command"] == ["python", "-m", "app", "worker"]
+
+
+def test_only_the_proxy_is_published_and_only_on_loopback(compose: dict[str, Any]) -> None:
     published = {name: s.get("ports", []) for name, s in compose["services"].items()}
 
-    assert published["db"] == []
-    assert published["redis"] == []
-    assert all(str(port).startswith("127.0.0.1:") for port in published["api"])
-    assert compose["services"]["api"]["init"] is True
+    assert [name for name, ports in published.items() if ports] == ["proxy"]
+    assert all(str(port).startswith("127.0.0.1:") for port in published["proxy"])
+    # Replicas cannot share a published port: the proxy reaches them on the compose network.
+    assert compose["services"]["proxy"]["depends_on"] == {"api": {"condition": "service_healthy"}}
+    assert (ROOT / "deploy" / "nginx.conf").exists()
 
 
 def test_the_dockerfile_runs_the_install_script_as_a_non_root_user() -> None:
