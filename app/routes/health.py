@@ -18,8 +18,10 @@ async def healthz() -> dict[str, str]:
 @router.get("/readyz", summary="The store answers and a model is configured")
 async def readyz(manager: Manager, settings: AppSettings) -> JSONResponse:
     checks: dict[str, str] = {}
+    waiting: int | None = None
     try:
         await manager.store.ping()
+        waiting = await manager.store.count_unclaimed()
         checks["database"] = "ok"
     except Exception:
         checks["database"] = "unreachable"
@@ -31,6 +33,8 @@ async def readyz(manager: Manager, settings: AppSettings) -> JSONResponse:
             "checks": checks,
             "active_runs": manager.active,
             "queued_runs": manager.queued,
+            # Stored runs no worker holds yet, whichever process stored them (None: no store).
+            "waiting_runs": waiting,
         },
         200 if ready else 503,
     )

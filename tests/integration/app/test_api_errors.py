@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import httpx
 from pydantic import SecretStr
 
+from app.main import create_app
+from app.settings import ServiceSettings
+from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 from tests.integration.app.conftest import ServiceMaker
 
@@ -114,3 +118,18 @@ async def test_openapi_documents_the_run_body_and_errors(service_for: ServiceMak
     body = spec["components"]["schemas"]["SolveRequest"]["properties"]
     assert body["task"]["maxLength"] == 4000
     assert body["max_paths"]["maximum"] == 50
+
+
+async def test_readyz_counts_the_runs_waiting_for_any_worker(settings: ServiceSettings) -> None:
+    app = create_app(settings, models=FakeModels(TREE), tools=[], worker=False)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as c,
+    ):
+        before = (await c.get("/readyz")).json()
+        created = await c.post("/runs", json={"task": "waits for a worker"})
+        after = (await c.get("/readyz")).json()
+
+    assert created.status_code == 202
+    assert (before["waiting_runs"], after["waiting_runs"]) == (0, 1)
+    assert after["queued_runs"] == 0  # this API-only process queues nothing itself
