@@ -36,6 +36,7 @@ from testkit.fakes import FakeModels
 from testkit.planted import PlantedScript, Span, serial_depth
 from testkit.planted_structures import STRUCTURES, build_world
 from testkit.planted_world import World
+from testkit.policy_models import ThroughPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -185,11 +186,12 @@ async def run_one(
     world = build_world(structure, seed)
     params = params_for(structure, strategy, budget, suite=suite)
     script = PlantedScript(world)
-    models = FakeModels(script)
-    models.recorder.calls = CallCounter()  # count, keep nothing (see bench/models.py)
-    engine = Engine(
-        settings=bench_settings(work_dir), models=models, tools=[], checkpointer=InMemorySaver()
-    )
+    fakes = FakeModels(script)
+    fakes.recorder.calls = CallCounter()  # count, keep nothing (see bench/models.py)
+    settings = bench_settings(work_dir)
+    # Every role's model behind the production call policy, as a user's run has them.
+    models = ThroughPolicy(fakes, settings)
+    engine = Engine(settings=settings, models=models, tools=[], checkpointer=InMemorySaver())
     started = time.monotonic()
     with inline_threads():
         result = await engine.run(world.task, params, run_id=f"{structure}-{seed}-{strategy}")
