@@ -76,6 +76,11 @@ class NodeFinished(_Event):
     seconds: float | None = None
     tool_calls: int = Field(ge=0)
     sources: list[Source] = Field(default_factory=list)
+    values: dict[str, float] = Field(
+        default_factory=dict,
+        description="The engine's node value (agents.tree.node_value) after this event of every "
+        "node it can change: this node and its ancestors.",
+    )
     metrics: dict[str, Any] | None = Field(
         default=None, description="The run's model calls, tokens and tool calls so far."
     )
@@ -89,8 +94,19 @@ class CandidatesProposed(_Event):
     dropped: list[str] = Field(
         default_factory=list, description="Proposals dropped as duplicates or over the limits."
     )
+    observed: float | None = Field(
+        default=None,
+        description="The expansion's observation, backed up as one visit through the parent and "
+        "each ancestor: the best score among the candidates not pruned (null: none; a progress "
+        "score comes as `evaluated` instead).",
+    )
+    values: dict[str, float] = Field(
+        default_factory=dict,
+        description="The engine's node value (agents.tree.node_value) after this event of every "
+        "node it can change: the parent, its ancestors and the new nodes.",
+    )
     seconds: float | None = Field(
-        default=None, description="Wall time of the expansion (evaluator and replanner calls)."
+        default=None, description="Wall time of the expansion (replanner and evaluator calls)."
     )
     metrics: dict[str, Any] | None = Field(
         default=None, description="The run's model calls, tokens and tool calls so far."
@@ -107,6 +123,11 @@ class NodeEvaluated(_Event):
         "blended with this score)."
     )
     visits: int = Field(ge=0)
+    values: dict[str, float] = Field(
+        default_factory=dict,
+        description="The engine's node value (agents.tree.node_value) after this event of every "
+        "node it can change: this node and its ancestors.",
+    )
 
 
 class NodePruned(_Event):

@@ -57,8 +57,10 @@ class RunParams(BaseModel):
     )
     evaluate: bool = Field(
         default=True,
-        description="Use the replanner's candidate scores (priors, pruning) and judge each "
-        "path's progress with the evaluator; false: no scores, no pruning, no evaluator calls.",
+        description="Use the replanner's candidate scores (priors, pruning); the evaluator "
+        "judges a path's progress only where that can change the search (a path's end when "
+        "`satisfaction` is set, or unscored proposals); false: no scores, no pruning, no "
+        "evaluator calls.",
     )
     min_score: float = Field(
         default=0.2, ge=0, le=1, description="Candidates scored below this are pruned."

@@ -32,6 +32,9 @@ def tree_from_events(events: Iterable[Event | Mapping[str, Any]]) -> dict[str, N
                 nodes[child["id"]] = child
             parent["expanded"] = True
             parent["complete"] = event.complete
+            if event.observed is not None:  # the expansion's observation, one visit up the path
+                for record in backpropagate(nodes, event.parent_id, event.observed):
+                    nodes[record["id"]] = record
         elif event.type == "pruned":
             nodes[event.node_id] |= {"status": "pruned", "error": event.reason}
             _settle_completion(nodes, nodes[event.node_id]["parent_id"])

@@ -30,12 +30,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agents.engine import Engine, RunResult
 from agents.params import RunParams
+from agents.state import NodeRecord
 from bench.engine_runs import bench_settings
 from bench.models import CallCounter
 from testkit.fakes import FakeModels
 from testkit.planted import PlantedScript, Span, serial_depth
 from testkit.planted_structures import STRUCTURES, build_world
 from testkit.planted_world import World
+from testkit.policy_models import ThroughPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +102,8 @@ class Row(TypedDict):
     chosen: str | None  # the chosen path's world key (which branch the search settled on)
     best_key: str  # where the best answer is
     answered: list[str]  # world keys of every path that got an answer
+    best_fate: str  # what the search did with the best answer's step (`best_fate`)
+    best_rank: int | None  # its candidate score's rank among its siblings' (1: the top)
 
 
 class InlineExecutor(ThreadPoolExecutor):
@@ -152,6 +156,26 @@ def _path_keys(key: str) -> list[str]:
     return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
+def best_fate(world: World, nodes: Sequence[NodeRecord], best_key: str) -> tuple[str, int | None]:
+    """From the run's tree: what became of the best answer's step (`answered`, `run` without an
+    answer, `pending`: proposed and never run, `pruned`, `unproposed`), and the rank of its
+    candidate score among its siblings' (1: the replanner's favourite; None: unscored)."""
+    record = next((n for n in nodes if world.by_step(n["step"]).key == best_key), None)
+    if record is None:
+        return "unproposed", None
+    if record["answer"] is not None:
+        fate = "answered"
+    elif record["status"] in ("done", "failed", "running", "cancelled"):
+        fate = "run"
+    else:
+        fate = str(record["status"])  # pending or pruned
+    prior = record["prior"]
+    if prior is None:
+        return fate, None
+    siblings = [n["prior"] for n in nodes if n["parent_id"] == record["parent_id"]]
+    return fate, 1 + sum(1 for p in siblings if p is not None and p > prior)
+
+
 def serial_calls(world: World, spans: Sequence[Span], result: RunResult) -> int:
     """Critical path in model calls: the plan, then along the longest answered path each
     node's step and expansion (calls in flight together count once), its answer, the vote."""
@@ -185,17 +209,19 @@ async def run_one(
     world = build_world(structure, seed)
     params = params_for(structure, strategy, budget, suite=suite)
     script = PlantedScript(world)
-    models = FakeModels(script)
-    models.recorder.calls = CallCounter()  # count, keep nothing (see bench/models.py)
-    engine = Engine(
-        settings=bench_settings(work_dir), models=models, tools=[], checkpointer=InMemorySaver()
-    )
+    fakes = FakeModels(script)
+    fakes.recorder.calls = CallCounter()  # count, keep nothing (see bench/models.py)
+    settings = bench_settings(work_dir)
+    # Every role's model behind the production call policy, as a user's run has them.
+    models = ThroughPolicy(fakes, settings)
+    engine = Engine(settings=settings, models=models, tools=[], checkpointer=InMemorySaver())
     started = time.monotonic()
     with inline_threads():
         result = await engine.run(world.task, params, run_id=f"{structure}-{seed}-{strategy}")
     wall = time.monotonic() - started
     best_node = world.best(params.max_depth)
     best = best_node.quality
+    fate, rank = best_fate(world, result.nodes, best_node.key)
     chosen = next((n for n in result.nodes if n["id"] == result.chosen_id), None)
     truth = world.by_step(chosen["step"]) if chosen is not None and result.answer else None
     quality = truth.quality if truth is not None else 0.0
@@ -222,6 +248,8 @@ async def run_one(
         "chosen": truth.key if truth is not None else None,
         "best_key": best_node.key,
         "answered": sorted(world.by_step(n["step"]).key for n in result.nodes if n["answer"]),
+        "best_fate": fate,
+        "best_rank": rank,
     }
 
 

@@ -9,8 +9,9 @@ from typing import Any
 
 # What each strategy row means, for the reader of the tables.
 MEANING = {
-    "mcts": "the default: `mcts`, evaluator on",
-    "mcts-noeval": "`mcts` with `evaluate=false`",
+    "mcts": "the default: `mcts`, `evaluate=true` (candidate scores as priors, pruning; the "
+    "progress call only where it can change the search)",
+    "mcts-noeval": "`mcts` with `evaluate=false` (no scores, no pruning, no evaluator)",
     "beam": "`strategy=beam` (width 2)",
     "dfs": "`strategy=dfs`",
     "chain": "single chain: `max_candidates=1`, so it never branches (the seed notebook's default)",
@@ -81,6 +82,42 @@ def diagnosis(q: dict[str, Any], structure: str, strategy: str) -> str:
     return text
 
 
+FATES = {
+    "answered": "answered, and the vote took another",
+    "run": "run, but its path got no answer before the budget ran out",
+    "pending": "proposed, and still waiting to run when the budget ran out",
+    "pruned": "proposed, and pruned on its candidate score",
+    "unproposed": "never proposed: the search did not expand its parent",
+}
+
+
+def _misses(q: dict[str, Any], structure: str, strategy: str) -> str:
+    """From the failed searches' trees: what became of the best answer's step, and how the
+    replanner's candidate score ranked it among its siblings."""
+    rows = [
+        r
+        for r in q["rows"]
+        if r["structure"] == structure and r["strategy"] == strategy and not r["success"]
+    ]
+    if not rows or "best_fate" not in rows[0]:
+        return ""
+    fates = Counter(r["best_fate"] for r in rows).most_common()
+    ranks = Counter(r["best_rank"] for r in rows if r["best_rank"] is not None)
+    searches = f"{len(rows)} failed search{'es' if len(rows) > 1 else ''}"
+    text = f" In its {searches}, the best answer's step was " + "; ".join(
+        f"{FATES.get(f, f)} ({n})" for f, n in fates
+    )
+    if ranks:
+        text += "; the replanner's score had ranked it " + ", ".join(
+            f"{_ordinal(rank)} of its siblings ({n})" for rank, n in sorted(ranks.items())
+        )
+    return text + "."
+
+
+def _ordinal(n: int) -> str:
+    return {1: "first", 2: "second", 3: "third"}.get(n, f"{n}th")
+
+
 def section(q: dict[str, Any], doc: Path, results: Path) -> list[str]:
     """Benchmark 6's markdown lines."""
     cfg = q["config"]
@@ -100,9 +137,10 @@ def section(q: dict[str, Any], doc: Path, results: Path) -> list[str]:
         "answer quality (a leaf's value). The responder and the voter read only their prompts "
         "(the voter picks the candidate whose evidence quotes the highest answer confidence), "
         "never the hidden numbers. Everything is seeded and clock-free: the same seed gives "
-        "the same table. The model-call policy (rate limit, timeouts, retries) is not in the "
-        "path: it cannot wrap the scripted models, and with instant replies it would only add "
-        "waiting.",
+        "the same table. Every model call goes through the production call policy at the "
+        "default settings (`testkit/policy_models.py` `ThroughPolicy`: run budgets per "
+        "attempt, the shared adaptive limiter, timeouts, retries), so calls are counted and "
+        "refused as in a user's run.",
         "",
         f"**Structures** (each with one budget for every strategy; {seeds} seeds each, so "
         f"{seeds} different worlds of the same shape):",
@@ -212,6 +250,7 @@ def _reading(q: dict[str, Any], default: str, strategies: list[str]) -> list[str
             f"- {structure}: `{default}` succeeds in {_pct(by[default]['success'])} against "
             f"{_pct(by[best]['success'])} for `{best}`. `{default}`: "
             f"{diagnosis(q, structure, default)}; `{best}`: {diagnosis(q, structure, best)}."
+            + _misses(q, structure, default)
         )
     lines += [""]
     return lines

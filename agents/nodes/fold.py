@@ -28,7 +28,7 @@ from agents.events import (
 from agents.jobs import ExecOutcome, ExpandOutcome, Job, Judged, Outcome, RespondOutcome
 from agents.params import RunParams
 from agents.state import NodeRecord, NodeStatus, StopReason, new_node
-from agents.tree import backpropagate, children_of, node_value, path_to, trim
+from agents.tree import backpropagate, children_of, node_value, node_values, path_to, trim
 
 logger = logging.getLogger(__name__)
 
@@ -162,15 +162,26 @@ class TreeFold:
                 seconds=node["seconds"],
                 tool_calls=len(node["tool_calls"]),
                 sources=node["sources"],
+                values=self.lineage_values(node_id),
                 metrics=metrics,
             )
         )
 
+    def lineage_values(self, node_id: str, *also: str) -> dict[str, float]:
+        """`node_value` of the node, of each ancestor (what a change at the node can move) and
+        of the nodes `also` names, rounded for the stream."""
+        values = node_values(self.nodes, self.params.prior_weight)
+        ids = [n["id"] for n in path_to(self.nodes, node_id)] + list(also)
+        return {key: round(values[key], 6) for key in ids}
+
+    def _backup(self, node_id: str, value: float) -> None:
+        for record in backpropagate(self.nodes, node_id, value):
+            self.put(record)
+
     def _progress(self, node_id: str, judged: Judged) -> None:
         """Store the path's progress score and back it up to the root."""
         self.update(node_id, score=judged.score)
-        for record in backpropagate(self.nodes, node_id, judged.score):
-            self.put(record)
+        self._backup(node_id, judged.score)
         node = self.nodes[node_id]
         self._events.append(
             NodeEvaluated(
@@ -180,6 +191,7 @@ class TreeFold:
                 reason=judged.reason or None,
                 value=round(self.value(node), 6),
                 visits=node["visits"],
+                values=self.lineage_values(node_id),
             )
         )
 
@@ -202,6 +214,20 @@ class TreeFold:
                 child["prior"] = judged.score
             self.put(child)
             created.append((child, judged))
+        pruned: list[tuple[NodeRecord, str]] = []
+        alive: list[Judged | None] = []
+        for child, judged in created:
+            reason = prune_reason(judged, self.params.min_score)
+            if reason is None:
+                alive.append(judged)
+            else:
+                pruned.append((child, reason))
+                self.update(child["id"], status="pruned", error=reason)
+        observed = expansion_observation(outcome.progress, alive)
+        # A path whose every continuation was pruned ends here, with what it found.
+        self.update(node_id, expanded=True, complete=not alive)
+        if observed is not None:
+            self._backup(node_id, observed)
         self._events.append(
             CandidatesProposed(
                 run_id=self.run_id,
@@ -219,20 +245,14 @@ class TreeFold:
                     for c, j in created
                 ],
                 dropped=dropped,
+                observed=observed,
+                values=self.lineage_values(node_id, *(c["id"] for c, _ in created)),
                 seconds=outcome.seconds,
                 metrics=metrics,
             )
         )
-        alive = 0
-        for child, judged in created:
-            reason = prune_reason(judged, self.params.min_score)
-            if reason is None:
-                alive += 1
-                continue
-            self.update(child["id"], status="pruned", error=reason)
+        for child, reason in pruned:
             self._events.append(NodePruned(run_id=self.run_id, node_id=child["id"], reason=reason))
-        # A path whose every continuation was pruned ends here, with what it found.
-        self.update(node_id, expanded=True, complete=alive == 0)
 
     def _answered(self, node_id: str, outcome: RespondOutcome, metrics: Metrics) -> None:
         self.update(node_id, answer=outcome.answer, answer_error=outcome.error)
@@ -259,6 +279,17 @@ def prune_reason(judged: Judged | None, min_score: float) -> str | None:
             f": {judged.reason}" if judged.reason else ""
         )
     return None
+
+
+def expansion_observation(progress: Judged | None, live: list[Judged | None]) -> float | None:
+    """What an expansion backs up through its node and ancestors (one visit each): the
+    evaluator's progress score when it judged the path, else the best score among the live
+    continuations the replanner proposed (the value the node now has through them), else
+    nothing."""
+    if progress is not None:
+        return None  # backed up by `_progress`
+    scores = [judged.score for judged in live if judged is not None]
+    return max(scores) if scores else None
 
 
 def fold_of(run_id: str, params: RunParams, state: Mapping[str, Any]) -> TreeFold:

@@ -1,29 +1,27 @@
-"""Expansion job: in ONE round of concurrent calls, the replanner ends the path or proposes
-distinct next steps each with its own judgement (score, viable, reason), while the evaluator
-judges the path's progress so far."""
+"""Expansion job: the replanner ends the path or proposes distinct next steps, each with its own
+judgement (score, viable, reason), in one call; the evaluator judges the path's progress after
+it only where that judgement can change the search (`agents.nodes.evaluator.progress_wanted`)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from agents.context import RunContext
 from agents.errors import BudgetExhausted, ModelError
 from agents.jobs import ExpandOutcome, Judged
-from agents.nodes.evaluator import Progress, score_progress
+from agents.nodes.evaluator import progress_wanted, score_progress
+from agents.nodes.fold import prune_reason
 from agents.prompts import replanner_messages
 from agents.state import NodeRecord
 from agents.structured import call_structured
 from agents.tree import children_of, path_to, pick_candidates
 
 logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 
 class Candidate(BaseModel):
@@ -121,10 +119,6 @@ async def _replan(
         return not follow, [(step, None) for step in follow]
 
 
-async def _maybe(call: Awaitable[T] | None) -> T | None:
-    return await call if call is not None else None
-
-
 async def expand(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str) -> ExpandOutcome:
     """What follows `node_id`. A path at `max_depth` is complete without asking the replanner.
     Proposals that repeat a step of the path or of an existing sibling are dropped; none are
@@ -138,47 +132,44 @@ async def expand(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str)
 async def _expand(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str) -> ExpandOutcome:
     path = path_to(nodes, node_id)
     params = ctx.params
-    at_limit = len(path) >= params.max_depth
-    # Independent calls go out together: the expansion costs one call's latency, not two.
-    judged_progress, replanned = await asyncio.gather(
-        _maybe(score_progress(ctx, path, node_id) if params.evaluate else None),
-        _maybe(None if at_limit else _replan(ctx, path, node_id)),
-        return_exceptions=True,
-    )
-    if isinstance(replanned, BaseException):
-        raise replanned
-    progress = _progress(ctx, node_id, judged_progress)
-    if replanned is None:
-        return ExpandOutcome(complete=True, steps=[], dropped=[], progress=progress)
-    complete, proposals = replanned
+    if len(path) >= params.max_depth:
+        outcome = ExpandOutcome(complete=True, steps=[], dropped=[])
+    else:
+        outcome = await _proposals(ctx, nodes, path, node_id)
+    # The evaluator is asked after the replanner, and only where its judgement can change
+    # what the search does (agents/nodes/evaluator.py).
+    scores = outcome.scores or [None] * len(outcome.steps)
+    live = [j for j in scores if prune_reason(j, params.min_score) is None]
+    if progress_wanted(params, live):
+        outcome.progress = await _judge_progress(ctx, path, node_id)
+    return outcome
+
+
+async def _proposals(
+    ctx: RunContext, nodes: Mapping[str, NodeRecord], path: list[NodeRecord], node_id: str
+) -> ExpandOutcome:
+    params = ctx.params
+    complete, proposals = await _replan(ctx, path, node_id)
     if complete:
-        return ExpandOutcome(
-            complete=True, steps=[], dropped=[s for s, _ in proposals], progress=progress
-        )
+        return ExpandOutcome(complete=True, steps=[], dropped=[s for s, _ in proposals])
     taken = [n["step"] for n in path] + [c["step"] for c in children_of(nodes, node_id)]
     kept, dropped = pick_candidates(proposals, taken=taken, limit=params.max_candidates)
     # With evaluate=false the replanner's judgements are not used at all (no priors, no pruning).
     scores = [judged if params.evaluate else None for _, judged in kept]
     ctx.accountant.candidates_scored += sum(1 for s in scores if s is not None)
     return ExpandOutcome(
-        complete=not kept,
-        steps=[step for step, _ in kept],
-        dropped=dropped,
-        progress=progress,
-        scores=scores,
+        complete=not kept, steps=[step for step, _ in kept], dropped=dropped, scores=scores
     )
 
 
-def _progress(
-    ctx: RunContext, node_id: str, judged: Progress | BaseException | None
-) -> Judged | None:
+async def _judge_progress(ctx: RunContext, path: list[NodeRecord], node_id: str) -> Judged | None:
     """The progress judgement, or None. A budget refusal of the evaluator only costs the
     judgement (the replanner's proposal is still used); other failures propagate."""
-    if isinstance(judged, BudgetExhausted):
-        logger.info("run=%s node=%s progress not judged: %s", ctx.run_id, node_id, judged)
+    try:
+        judged = await score_progress(ctx, path, node_id)
+    except BudgetExhausted as e:
+        logger.info("run=%s node=%s progress not judged: %s", ctx.run_id, node_id, e)
         return None
-    if isinstance(judged, BaseException):
-        raise judged
     if judged is None:
         return None
     return Judged(score=judged.score, viable=True, reason=judged.reason)

@@ -12,15 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from agents.jobs import Job
+from agents.nodes.evaluator import judges_ends
 from agents.params import RunParams
 from agents.state import NodeRecord
 
 
 def expand_calls(node: NodeRecord, params: RunParams) -> int:
-    """Model calls of expanding `node`: the progress judgement (with evaluate) and, below
-    `max_depth`, the replanner."""
+    """Model calls of expanding `node` when its path ends there: below `max_depth`, the
+    replanner; the progress judgement when ends are judged (`judges_ends`)."""
     at_limit = node["depth"] + 1 >= params.max_depth
-    return (1 if params.evaluate else 0) + (0 if at_limit else 1)
+    return (1 if judges_ends(params) else 0) + (0 if at_limit else 1)
 
 
 def to_answer(job: Job, node: NodeRecord, params: RunParams) -> int:

@@ -1,9 +1,8 @@
-"""One expansion: the replanner proposes and judges in one call, the evaluator judges the path's
-progress at the same time, and evaluate=false drops both the judgements and the evaluator."""
+"""One expansion: the replanner proposes and judges in one call; the evaluator judges the path's
+progress only where that can change the search (a path end under early stop, unscored
+proposals); evaluate=false drops both the judgements and the evaluator."""
 
 from __future__ import annotations
-
-import asyncio
 
 from agents.params import RunParams
 from testkit.fakes import FakeCall, Reply, step_to_execute
@@ -18,28 +17,7 @@ TREE = Scenario(
 )
 
 
-async def test_progress_is_judged_while_the_replanner_proposes(make_engine: EngineMaker) -> None:
-    # Each call of the first expansion waits until the other one has started: done one after
-    # the other, neither would ever return.
-    started = {"evaluator": asyncio.Event(), "replanner": asyncio.Event()}
-    other = {"evaluator": "replanner", "replanner": "evaluator"}
-
-    async def script(call: FakeCall) -> Reply:
-        if call.role in started and "Step 2:" not in call.prompt:
-            started[call.role].set()
-            async with asyncio.timeout(5):
-                await started[other[call.role]].wait()
-        return TREE.reply(call)
-
-    engine, models = make_engine(script)
-
-    result = await engine.run("t", RunParams(max_concurrency=1))
-
-    assert result.status == "done"
-    assert models.recorder.max_in_flight == 2
-
-
-async def test_each_expansion_costs_one_replanner_and_one_evaluator_call(
+async def test_an_expansion_with_scored_candidates_costs_one_replanner_call_and_no_evaluator_call(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
     engine, models = make_engine(TREE)
@@ -47,15 +25,51 @@ async def test_each_expansion_costs_one_replanner_and_one_evaluator_call(
     result = await engine.run("t", RunParams(min_score=0.2), sink=events)
 
     expansions = len(events.of("candidates"))
-    assert len(models.recorder.by_role("replanner")) == expansions
-    assert len(models.recorder.by_role("evaluator")) == expansions
+    replanned = models.recorder.by_role("replanner")
+    assert expansions == len(replanned) > 1
+    assert models.recorder.by_role("evaluator") == []
     (proposal,) = [e for e in events.of("candidates") if e.parent_id == "n1"]
     assert [(b.step, b.score, b.reason) for b in proposal.nodes] == [
         ("good", 0.8, "judged good"),
         ("weak", 0.1, "judged weak"),
         ("off topic", 0.9, "judged off topic"),
     ]
+    # The expansion is observed through its best live candidate ("off topic" is not viable).
+    assert proposal.observed == 0.8
+    assert proposal.values == {"n1": 0.8, "n1.1": 0.8, "n1.2": 0.1, "n1.3": 0.9}
+    root = next(n for n in result.nodes if n["id"] == "n1")
+    assert (root["visits"], root["value_sum"]) == (1, 0.8)
     assert result.metrics["candidates_scored"] == 3
+
+
+async def test_with_early_stop_on_the_path_ends_are_judged_and_nothing_else(
+    make_engine: EngineMaker, events: EventLog
+) -> None:
+    engine, models = make_engine(TREE)
+
+    result = await engine.run("t", RunParams(min_score=0.2, satisfaction=0.99), sink=events)
+
+    judged = sorted(e.node_id for e in events.of("evaluated"))
+    ends = sorted(n["id"] for n in result.nodes if n["complete"])
+    assert judged == ends == ["n1.1"]
+    assert len(models.recorder.by_role("evaluator")) == 1
+
+
+async def test_unscored_proposals_are_observed_through_the_evaluator(
+    make_engine: EngineMaker, events: EventLog
+) -> None:
+    def script(call: FakeCall) -> Reply:
+        if call.role == "replanner" and "Step 2:" not in call.prompt:
+            return {"complete": False, "next_steps": ["x", "y"]}
+        return TREE.reply(call)
+
+    engine, models = make_engine(script)
+
+    await engine.run("t", RunParams(max_paths=10), sink=events)
+
+    (evaluated,) = events.of("evaluated")
+    assert evaluated.node_id == "n1"
+    assert len(models.recorder.by_role("evaluator")) == 1
 
 
 async def test_without_evaluation_there_are_no_priors_no_pruning_and_no_evaluator_calls(
@@ -106,7 +120,8 @@ async def test_the_voter_sees_each_judged_candidates_value_and_the_vote_event_li
     )
     engine, models = make_engine(scenario)
 
-    await engine.run("t", RunParams(min_score=0.0), sink=events)
+    # With early stop on, every path end is judged (and 0.99 is never reached).
+    await engine.run("t", RunParams(min_score=0.0, satisfaction=0.99), sink=events)
 
     (vote,) = events.of("vote")
     assert vote.values == {"n1.1": 0.7, "n1.2": 0.3}  # (prior + progress) / 2

@@ -35,8 +35,7 @@ async def test_three_path_run_votes_once_and_returns_the_chosen_answer(
     executed = sorted(step_to_execute(c) for c in models.recorder.by_role("executor"))
     assert executed == ["A", "B", "B2", "B3"]
     assert result.metrics["llm_calls_by_role"] == {
-        "evaluator": 4,  # four progress scores; the replanner judged the candidates
-        "executor": 4,
+        "executor": 4,  # no evaluator call: the replanner judged the candidates
         "planner": 1,
         "replanner": 4,
         "responder": 3,

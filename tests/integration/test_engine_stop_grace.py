@@ -15,14 +15,14 @@ from testkit.fakes import FakeCall, Reply, last_done_step
 from testkit.scenario import Scenario
 from tests.conftest import EngineMaker, EventLog
 
-# After A, two leaves. C's progress judgement is slow: when B's path completes (max_paths=1),
-# the expansion of C still has that evaluator call in flight.
+# After A, two leaves. C's replanner call is slow: when B's path completes (max_paths=1), the
+# expansion of C still has that call in flight.
 TWO_LEAVES = Scenario(plan=["A"], replans={"A": ["B", "C"]})
 SLOW_S = 0.3
 
 
 async def _script(call: FakeCall) -> Reply:
-    if call.role == "evaluator" and last_done_step(call) == "C":
+    if call.role == "replanner" and last_done_step(call) == "C":
         await asyncio.sleep(SLOW_S)
     return TWO_LEAVES.reply(call)
 
@@ -35,7 +35,7 @@ async def test_an_identical_rerun_after_a_max_paths_stop_makes_no_model_call(
 
     first = await engine.run("t", params, sink=events)
     assert first.stop_reason == "max_paths"
-    assert first.metrics["jobs_after_stop"] == 1  # expand C, its evaluator call in flight
+    assert first.metrics["jobs_after_stop"] == 1  # expand C, its replanner call in flight
     after_run = len(events)
     with caplog.at_level(logging.INFO, logger="agents.jobs"):
         await settle_background()
@@ -65,21 +65,21 @@ async def test_without_the_grace_the_rerun_pays_for_the_call_the_stop_cut_off(
 
     assert first.metrics["jobs_after_stop"] == 0
     assert second.metrics["llm_calls"] >= 1
-    cut_off = [c for c in models.recorder.by_role("evaluator") if last_done_step(c) == "C"]
+    cut_off = [c for c in models.recorder.by_role("replanner") if last_done_step(c) == "C"]
     assert len(cut_off) == 2  # asked again: the first reply never reached the cache
 
 
 async def test_cancelling_the_run_also_cancels_calls_left_to_finish_after_the_stop(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
-    # Three leaves, two paths wanted: D's slow judgement is left to finish while the vote runs;
+    # Three leaves, two paths wanted: D's slow expansion is left to finish while the vote runs;
     # cancelling the run during the vote ends both at once.
     scenario = Scenario(plan=["A"], replans={"A": ["B", "C", "D"]})
     voting = asyncio.Event()
     interrupted: list[str] = []
 
     async def script(call: FakeCall) -> Reply:
-        slow = call.role == "voter" or (call.role == "evaluator" and last_done_step(call) == "D")
+        slow = call.role == "voter" or (call.role == "replanner" and last_done_step(call) == "D")
         if slow:
             if call.role == "voter":
                 voting.set()
@@ -98,7 +98,7 @@ async def test_cancelling_the_run_also_cancels_calls_left_to_finish_after_the_st
     with pytest.raises(asyncio.CancelledError):
         await run
 
-    assert sorted(interrupted) == ["evaluator", "voter"]
+    assert sorted(interrupted) == ["replanner", "voter"]
     assert models.recorder.in_flight == 0
     assert events.types()[-1] == "cancelled"
 

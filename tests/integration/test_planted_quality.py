@@ -49,9 +49,9 @@ async def test_a_single_chain_falls_into_the_deceptive_trap(tmp_path: Path) -> N
     assert row["paths"] == 1
     assert not row["success"]
     assert row["regret"] > 0.4  # the trap's answers are at most 0.4, the best 0.9
-    # One branch: every call waits for the one before, except each step's progress judgement,
-    # which runs beside the replanner's call.
-    assert row["nodes_run"] + 2 <= row["serial_calls"] < row["llm_calls"]
+    # One branch: every call waits for the one before (the replanner's scores stand for the
+    # path's progress, so no judgement runs beside it).
+    assert row["nodes_run"] + 2 <= row["serial_calls"] == row["llm_calls"]
 
 
 async def test_the_responder_and_voter_never_see_a_hidden_number(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import asyncio
 
 from agents.errors import BudgetExhausted
 from agents.jobs import ExecOutcome, ExpandOutcome, Job, Judged, RespondOutcome
-from agents.nodes.fold import TreeFold, prune_reason
+from agents.nodes.fold import TreeFold, expansion_observation, prune_reason
 from agents.params import RunParams
 from agents.state import NodeRecord, new_node
 
@@ -169,3 +169,49 @@ def test_prune_reasons_name_the_rule_and_the_judges_reason() -> None:
     assert prune_reason(Judged(0.9, False, ""), 0.5) == "not viable"
     assert prune_reason(Judged(0.1, True, "weak"), 0.5) == "score 0.10 below 0.50: weak"
     assert prune_reason(Judged(0.5, True, ""), 0.5) is None
+
+
+def test_an_expansion_without_a_progress_score_is_observed_through_its_best_live_candidate() -> (
+    None
+):
+    fold = _fold(min_score=0.3)
+    _executed(fold)
+    outcome = ExpandOutcome(
+        complete=False,
+        steps=["weak", "good", "off"],
+        dropped=[],
+        scores=[Judged(0.1, True, ""), Judged(0.7, True, ""), Judged(0.9, False, "off topic")],
+    )
+
+    fold.apply(Job("expand", "n1"), outcome, METRICS)
+
+    # 0.9 is not viable and 0.1 is pruned: the best live score, 0.7, is one visit of n1.
+    assert (fold.nodes["n1"]["score"], fold.nodes["n1"]["value_sum"]) == (None, 0.7)
+    assert fold.nodes["n1"]["visits"] == 1
+    events = fold.take_events()
+    assert [e.type for e in events] == ["candidates", "pruned", "pruned"]
+    assert events[0].observed == 0.7
+    assert events[0].values == {"n1": 0.7, "n1.1": 0.1, "n1.2": 0.7, "n1.3": 0.9}
+
+
+def test_an_expansion_with_only_unscored_or_no_live_candidates_backs_nothing_up() -> None:
+    assert expansion_observation(None, [None, None]) is None
+    assert expansion_observation(None, []) is None
+    assert expansion_observation(Judged(0.4, True, ""), [Judged(0.8, True, "")]) is None
+    assert expansion_observation(None, [None, Judged(0.3, True, ""), Judged(0.6, True, "")]) == 0.6
+
+
+def test_events_that_move_values_carry_the_engines_node_value_up_the_path() -> None:
+    fold = _fold()
+    _executed(fold)
+    judged = [Judged(0.8, True, ""), Judged(0.4, True, "")]
+    fold.apply(Job("expand", "n1"), ExpandOutcome(False, ["B", "C"], [], scores=judged), METRICS)
+    fold.take_events()
+
+    fold.started(Job("execute", "n1.1"))
+    fold.apply(Job("execute", "n1.1"), ExecOutcome(False, None, "boom", 0.1), METRICS)
+
+    # B failed: the root is worth its best live child now, C.
+    finished = fold.take_events()[-1]
+    assert finished.type == "node_finished"
+    assert finished.values == {"n1": 0.4, "n1.1": 0.8}

@@ -8,7 +8,7 @@ from agents.nodes.reserve import affordable, to_answer
 from agents.params import RunParams
 from agents.state import NodeRecord, new_node
 
-PARAMS = RunParams(max_depth=3)
+PARAMS = RunParams(max_depth=3, satisfaction=0.9)  # early stop on: path ends are judged
 
 
 def _nodes() -> dict[str, NodeRecord]:
@@ -21,6 +21,7 @@ def _nodes() -> dict[str, NodeRecord]:
 
 def test_the_calls_to_an_answer_follow_the_job_and_the_depth() -> None:
     nodes = _nodes()
+    plain = RunParams(max_depth=3)
 
     # Below max_depth: execute 1 + (progress 1 + replanner 1) + respond 1.
     assert to_answer(Job("execute", "n1.1"), nodes["n1.1"], PARAMS) == 4
@@ -28,8 +29,11 @@ def test_the_calls_to_an_answer_follow_the_job_and_the_depth() -> None:
     assert to_answer(Job("execute", "n1.1.1"), nodes["n1.1.1"], PARAMS) == 3
     assert to_answer(Job("expand", "n1.1.1"), nodes["n1.1.1"], PARAMS) == 2
     assert to_answer(Job("respond", "n1.1.1"), nodes["n1.1.1"], PARAMS) == 1
-    # Without evaluation there is no progress call.
-    quick = RunParams(max_depth=3, evaluate=False)
+    # By default a path's end is not judged: no progress call.
+    assert to_answer(Job("execute", "n1.1"), nodes["n1.1"], plain) == 3
+    assert to_answer(Job("execute", "n1.1.1"), nodes["n1.1.1"], plain) == 2
+    # Nor without evaluation, early stop or not.
+    quick = RunParams(max_depth=3, evaluate=False, satisfaction=0.9)
     assert to_answer(Job("execute", "n1.1.1"), nodes["n1.1.1"], quick) == 2
 
 

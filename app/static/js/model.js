@@ -38,7 +38,8 @@ function addNode(run, brief) {
     reason: brief.reason ?? null,
     score: null, // the evaluator's score of the path's progress after this step
     progress: null, // and its reason
-    valueSum: 0, // scores backed up from this node and its descendants
+    value: null, // the engine's node value (agents/tree.py node_value), from the events' `values`
+    valueSum: 0, // observations backed up from this node and its descendants
     visits: 0,
     result: null,
     error: null,
@@ -50,6 +51,22 @@ function addNode(run, brief) {
     answer: null,
     prunedReason: null,
   });
+}
+
+/** The engine's node values an event carries (`values`: node id → value). */
+function takeValues(run, values) {
+  for (const [id, value] of Object.entries(values ?? {})) {
+    const n = run.nodes.get(id);
+    if (n) n.value = value;
+  }
+}
+
+/** An observation backed up to the node and every ancestor, as the engine does. */
+function backUp(run, node, observed) {
+  for (let n = node; n; n = run.nodes.get(n.parentId)) {
+    n.valueSum += observed;
+    n.visits += 1;
+  }
 }
 
 /** Fold one event into the run. Unknown types and unknown node ids are ignored. */
@@ -85,21 +102,22 @@ export function apply(run, event) {
           sources: event.sources ?? [],
         });
       }
+      takeValues(run, event.values);
       break;
     case "candidates": {
       const parent = run.nodes.get(event.parent_id);
       if (parent) parent.complete = event.complete;
       for (const brief of event.nodes) addNode(run, brief);
+      // The expansion's observation (its best live candidate's score) counts as one visit.
+      if (parent && event.observed != null) backUp(run, parent, event.observed);
+      takeValues(run, event.values);
       break;
     }
     case "evaluated":
       if (!node) break;
       Object.assign(node, { score: event.score, progress: event.reason ?? null });
-      // A score is backed up to the node and every ancestor, as the engine does.
-      for (let n = node; n; n = run.nodes.get(n.parentId)) {
-        n.valueSum += event.score;
-        n.visits += 1;
-      }
+      backUp(run, node, event.score);
+      takeValues(run, event.values);
       break;
     case "pruned":
       if (node) Object.assign(node, { status: "pruned", prunedReason: event.reason });

@@ -22,8 +22,12 @@ const NODE_HTML =
 export const MEANING = {
   score: "the evaluator's score of the path's progress after this step",
   prior: "the score the proposal got before it ran (its prior in the search)",
-  value: "the mean of the scores backed up through this node (the bar under it)",
-  visits: "how many scores were backed up through this node",
+  value:
+    "the engine's value of this node (the bar under it): its best live child's, or its prior " +
+    "blended with its progress score",
+  visits:
+    "how many observations were backed up through this node (progress scores, and each " +
+    "expansion's best candidate score)",
 };
 
 // Below this scale a node's texts are too small to read: it shows its value alone, in large type.
@@ -166,23 +170,26 @@ export class TreeView {
     button.querySelector(".node-prior").textContent = prior;
     button.querySelector(".node-value").textContent = value;
     button.querySelector(".node-visits").textContent = visits;
-    // The bar is the backed-up value (or, before any visit, the prior, drawn paler).
+    // The bar is the node's value, drawn paler while it is only the prior (nothing observed).
     const bar = button.querySelector(".node-bar");
-    const mean = nodeValue(node);
+    const worth = nodeValue(node) ?? node.prior;
+    const onlyPrior = node.visits === 0 && node.score === null;
     const far = button.querySelector(".node-far");
-    far.textContent = (mean ?? node.prior)?.toFixed(2) ?? "·";
-    far.classList.toggle("prior", mean === null);
-    bar.classList.toggle("prior", mean === null && node.prior !== null);
-    bar.firstElementChild.style.width = `${Math.round(100 * (mean ?? node.prior ?? 0))}%`;
+    far.textContent = worth?.toFixed(2) ?? "·";
+    far.classList.toggle("prior", onlyPrior);
+    bar.classList.toggle("prior", onlyPrior && node.prior !== null);
+    bar.firstElementChild.style.width = `${Math.round(100 * (worth ?? 0))}%`;
   }
 }
 
-/** The mean backed-up value, or null before the node's first visit. */
+/** The engine's node value; for a run recorded before events carried it, the mean of the
+ * observations backed up through the node (null before its first visit). */
 export function nodeValue(node) {
+  if (node.value != null) return node.value;
   return node.visits ? node.valueSum / node.visits : null;
 }
 
-/** A node's search statistics as short texts: prior, mean value, visits. */
+/** A node's search statistics as short texts: prior, value, visits. */
 export function stats(node) {
   const value = nodeValue(node);
   return {

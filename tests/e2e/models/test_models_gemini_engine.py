@@ -61,7 +61,9 @@ async def _run(
     settings: Settings, tools: list[BaseTool], events: EventLog | None = None
 ) -> RunResult:
     engine = Engine(settings=settings, models=SettingsModelFactory(settings), tools=tools)
-    params = RunParams(max_paths=2, max_concurrency=3)
+    # Early stop on (never reached): every path's end is judged, so the evaluator's structured
+    # call goes through the client too.
+    params = RunParams(max_paths=2, max_concurrency=3, satisfaction=0.99)
     if events is None:
         return await engine.run("What do the sources say?", params)
     return await engine.run("What do the sources say?", params, sink=events)

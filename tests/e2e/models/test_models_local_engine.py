@@ -103,7 +103,8 @@ async def test_a_full_run_plans_uses_tools_replans_and_answers_offline(
 async def test_a_run_with_the_evaluator_completes_offline(
     no_keys: None, tmp_path: Any, events: EventLog
 ) -> None:
-    result = await _run(tmp_path, events, max_depth=2)
+    # Early stop on: every path's end is judged by the evaluator.
+    result = await _run(tmp_path, events, max_depth=2, satisfaction=0.99)
 
     assert result.status == "done", result.error
     assert result.answer

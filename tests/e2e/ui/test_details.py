@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.tools import tool
 from playwright.async_api import Page, expect
 
+from agents.tree import node_value
 from testkit.fakes import FakeCall, Reply
 from testkit.scenario import Scenario
 from tests.e2e.ui.conftest import BROWSER_TESTS, ServiceMaker, node, open_page, run_id_of
@@ -115,6 +116,8 @@ async def test_scores_values_and_pruned_candidates_are_drawn(
     async with service_for(scored) as svc:
         await open_page(page, svc.url)
         await page.fill("#task", "scored")
+        await page.click("#more-params summary")
+        await page.fill("#param-satisfaction", "0.99")  # early stop on: path ends are judged
         await page.click("#start")
         await expect(page.locator("#run-status")).to_have_text("done")
         run_id = run_id_of(page)
@@ -136,10 +139,9 @@ async def test_scores_values_and_pruned_candidates_are_drawn(
         await expect(page.locator("#cost-cache")).to_have_text(str(run["metrics"]["cache_hits"]))
         await node(page, "A").click()
         root = by_step["A"]
-        await expect(page.locator("#detail-score")).to_have_text("0.60")
-        await expect(page.locator("#detail-value")).to_have_text(
-            f"{root['value_sum'] / root['visits']:.2f}"
-        )
+        value = node_value({n["id"]: n for n in run["nodes"]}, root["id"])
+        await expect(page.locator("#detail-score")).to_have_text("—")  # judged through B
+        await expect(page.locator("#detail-value")).to_have_text(f"{value:.2f}")
         await expect(page.locator("#detail-visits")).to_have_text(str(root["visits"]))
         await expect(node(page, "A").locator(".node-visits")).to_have_text("2 visits")
         await node(page, "B").click()
@@ -147,4 +149,6 @@ async def test_scores_values_and_pruned_candidates_are_drawn(
         await expect(page.locator("#node-details")).to_contain_text("progress: progress of B")
 
     assert pruned["node_id"] == by_step["C"]["id"]
-    assert root["visits"] == 2  # A's own score and B's, backed up
+    # A's expansion (observed through B's prior) and B's progress score, backed up.
+    assert (root["visits"], root["value_sum"]) == (2, 0.8 + 0.9)
+    assert value == (0.8 + 0.9) / 2  # A is worth its best child, B: prior and score blended

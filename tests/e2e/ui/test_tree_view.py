@@ -10,6 +10,7 @@ from typing import Any
 
 from playwright.async_api import Page, expect
 
+from agents.tree import node_values
 from tests.e2e.ui.conftest import (
     BROWSER_TESTS,
     Gate,
@@ -195,16 +196,14 @@ async def test_a_pinch_zooms_about_the_fingers(page: Page, service_for: ServiceM
     assert details_hidden  # the fingers opened nothing
 
 
-def search_numbers(record: dict[str, Any]) -> dict[str, str]:
-    """What a node's box should show for the engine's node record."""
+def search_numbers(record: dict[str, Any], value: float) -> dict[str, str]:
+    """What a node's box should show for the engine's node record and node value."""
     visits, prior = record["visits"], record["prior"]
-    value = record["value_sum"] / visits if visits else None
     return {
         "prior": f"prior {prior:.2f}" if prior is not None else "",
-        "value": f"value {value:.2f}" if value is not None else "",
+        "value": f"value {value:.2f}",
         "visits": f"{visits} visit{'' if visits == 1 else 's'}" if visits else "",
-        # zoomed far out: the value alone, or the prior before any visit
-        "far": f"{value if value is not None else prior:.2f}",
+        "far": f"{value:.2f}",  # zoomed far out: the value alone
     }
 
 
@@ -225,14 +224,14 @@ async def test_every_node_shows_its_prior_value_and_visits_as_the_engine_counts_
         await node(page, "explore 2").click()
         details = page.locator("#node-details")
         await expect(details.locator("#detail-prior")).to_have_text(f"{middle['prior']:.2f}")
-        await expect(details.locator("#detail-score")).to_have_text(f"{middle['score']:.2f}")
-        await expect(details.locator("#detail-value")).to_have_text(
-            f"{middle['value_sum'] / middle['visits']:.2f}"
-        )
+        values = node_values({n["id"]: n for n in run["nodes"]})
+        await expect(details.locator("#detail-score")).to_have_text("—")  # judged by its children
+        await expect(details.locator("#detail-value")).to_have_text(f"{values[middle['id']]:.2f}")
         await expect(details.locator("#detail-visits")).to_have_text(str(middle["visits"]))
 
-    assert drawn == {n["id"]: search_numbers(n) for n in run["nodes"]}
-    assert middle["visits"] == 1 + FANOUT + FANOUT**2  # its own score and its subtree's
+    assert drawn == {n["id"]: search_numbers(n, values[n["id"]]) for n in run["nodes"]}
+    # Its own expansion, its children's, and its leaves' progress scores (path ends are judged).
+    assert middle["visits"] == 1 + FANOUT + FANOUT**2
     assert drawn[middle["id"]]["prior"] == "prior 0.70"
 
 

@@ -26,6 +26,7 @@ PARAMS = {
     "max_llm_calls": 1000,
     "max_candidates": FANOUT,
     "strategy": "dfs",
+    "satisfaction": 0.99,  # never reached; with early stop on, every path end is judged
 }
 
 
