@@ -135,8 +135,7 @@ def path_evidence(path: Sequence[NodeRecord], result_chars: int, value: float | 
     best-effort answer shows it to the user), headed by the path's value in the search when it
     has one."""
     head = (
-        f"Search value of this path (0 to 1, from the judged progress of its steps): "
-        f"{value:.2f}\n\n"
+        f"Search value of this path (0 to 1, from the scores of its steps): {value:.2f}\n\n"
         if value is not None
         else ""
     )

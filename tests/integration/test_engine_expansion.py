@@ -126,6 +126,6 @@ async def test_the_voter_sees_each_judged_candidates_value_and_the_vote_event_li
     (vote,) = events.of("vote")
     assert vote.values == {"n1.1": 0.7, "n1.2": 0.3}  # (prior + progress) / 2
     (ballot,) = models.recorder.by_role("voter")
-    assert "Search value of this path (0 to 1, from the judged progress of its steps): 0.70" in (
+    assert "Search value of this path (0 to 1, from the scores of its steps): 0.70" in (
         ballot.prompt
     )
