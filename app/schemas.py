@@ -17,9 +17,11 @@ MAX_TASK_CHARS = 4000
 class SolveRequest(RunParams):
     """A task plus optional run parameters; every parameter has a default and bounds."""
 
+    # strict: a JSON body's types are the schema's ("3" is not an integer, "true" not a boolean)
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
+        strict=True,
         json_schema_extra={
             "examples": [
                 {

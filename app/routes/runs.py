@@ -22,6 +22,7 @@ router = APIRouter(tags=["runs"])
 
 MAX_EVENT_ID = 10_000_000  # no run has more events; a larger resume point is a client error
 ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "The body is not JSON, or the Host is not served."},
     401: {"model": ErrorBody, "description": "An API key is required."},
     404: {"model": ErrorBody, "description": "No such run (or another key's)."},
     413: {"model": ErrorBody, "description": "The body is too large."},

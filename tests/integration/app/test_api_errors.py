@@ -133,3 +133,16 @@ async def test_readyz_counts_the_runs_waiting_for_any_worker(settings: ServiceSe
     assert created.status_code == 202
     assert (before["waiting_runs"], after["waiting_runs"]) == (0, 1)
     assert after["queued_runs"] == 0  # this API-only process queues nothing itself
+
+
+async def test_run_parameters_take_the_json_types_of_the_schema(
+    service_for: ServiceMaker,
+) -> None:
+    async with service_for(TREE) as svc:
+        quoted_int = await svc.client.post("/runs", json={"task": "x", "max_paths": "3"})
+        quoted_bool = await svc.client.post("/runs", json={"task": "x", "use_cache": "true"})
+        int_for_float = await svc.client.post("/runs", json={"task": "x", "deadline_s": 30})
+
+    assert (quoted_int.status_code, quoted_bool.status_code) == (422, 422)
+    assert quoted_int.json()["code"] == "invalid_request"
+    assert int_for_float.status_code == 202
