@@ -12,6 +12,7 @@ from langchain_core.tools import BaseTool
 from agents.engine import Engine
 from agents.models import ModelFactory
 from agents.settings import Settings
+from app.heap import freeze_startup_heap
 from app.manager import RunManager
 from app.queue import RunQueue
 from app.signals import LocalSignals, PostgresSignals, SqliteSignals
@@ -59,6 +60,7 @@ async def run_service(
         if isinstance(signals, SqliteSignals):
             signals.check_cancels = manager.check_cancels
         await manager.start()
+        freeze_startup_heap()  # everything built so far lives as long as the process
         try:
             yield manager
         finally:

@@ -1,8 +1,9 @@
 """CPU-seconds per small run: `runs` in-process runs of the real engine (graph, scheduler,
 in-memory checkpointing off, the model cache off) with scripted models that answer at once,
 behind the production call policy (`testkit.policy_models.ThroughPolicy`), `concurrent` at a
-time. `resource.getrusage` around them gives user + system CPU of the process; divided by the
-runs, that is what one run costs the event loop's core.
+time. The process's heap is frozen after the warm-up runs, as the service does once started
+(`app/heap.py`). `resource.getrusage` around the runs gives user + system CPU of the process;
+divided by the runs, that is what one run costs the event loop's core.
 
     .venv/bin/python -m bench.cpu --runs 200
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 from agents.engine import Engine
 from agents.params import RunParams
+from app.heap import freeze_startup_heap
 from bench.engine_runs import bench_settings
 from bench.scenarios import TASK, ScenarioName, params_for, scenario
 from testkit.fakes import FakeModels
@@ -51,6 +53,7 @@ async def measure(
 
     for i in range(warmup):  # imports, first compilations
         await one(-1 - i)
+    freeze_startup_heap()
     cpu0, wall0 = _cpu_s(), time.monotonic()
     statuses = await asyncio.gather(*(one(i) for i in range(runs)))
     cpu, wall = _cpu_s() - cpu0, time.monotonic() - wall0
