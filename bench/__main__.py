@@ -12,10 +12,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bench import machine, plots, report
+from bench.cpu import CpuConfig, run_cpu
 from bench.engine_runs import Latency
 from bench.load import LoadConfig, run_load
 from bench.memory import MemoryConfig, run_memory
@@ -27,7 +29,7 @@ from bench.search import SearchConfig, run_search
 
 logger = logging.getLogger("bench")
 
-BENCHMARKS = ("search", "load", "memory", "quality", "quota")
+BENCHMARKS = ("search", "load", "memory", "quality", "quota", "cpu")
 FAST = Latency(seed=7, low_s=0.002, high_s=0.008)
 # `--smoke`: every benchmark end to end at tiny sizes (the tests' variant; ~20 s).
 SMOKE: dict[str, Any] = {
@@ -45,6 +47,7 @@ SMOKE: dict[str, Any] = {
         defaults_seeds=(),
     ),
     "quota": QuotaConfig(quotas_rps=(20.0,), runs=2, low_s=0.01, high_s=0.02, max_paths=2),
+    "cpu": CpuConfig(runs=10, pairs=1),
 }
 FULL: dict[str, Any] = {
     "search": SearchConfig(),
@@ -52,6 +55,12 @@ FULL: dict[str, Any] = {
     "memory": MemoryConfig(),
     "quality": QualityConfig(),
     "quota": QuotaConfig(),
+    "cpu": CpuConfig(),
+}
+# `--quick`: the speed benchmarks at one repetition and three load levels (a few minutes).
+QUICK_SPEED: dict[str, Any] = {
+    "search": SearchConfig(repetitions=1),
+    "load": LoadConfig(clients=(10, 50, 200), repetitions=1),
 }
 
 
@@ -82,6 +91,9 @@ async def _run(
     if "quota" in only:
         logger.info("benchmark 7: quota sweep")
         out["quota"] = await run_quota(configs["quota"], work / "quota")
+    if "cpu" in only:
+        logger.info("benchmark 8: CPU per run")
+        out["cpu"] = await asyncio.to_thread(run_cpu, configs["cpu"])
     return out
 
 
@@ -141,7 +153,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="the quality suite at quick sizes (3 seeds, a 3-point curve; under 3 minutes)",
+        help="quick sizes: the quality suite (3 seeds, a 3-point curve; under 3 minutes), "
+        "one repetition of the search benchmarks, three load levels",
+    )
+    parser.add_argument(
+        "--cpu-against",
+        type=Path,
+        default=None,
+        help="another checkout whose CPU per run is measured side by side with this one",
     )
     parser.add_argument(
         "--report", action="store_true", help="run nothing; redraw plots and docs from --results"
@@ -161,7 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         configs = SMOKE if args.smoke else FULL
         if args.quick and not args.smoke:
-            configs = {**configs, "quality": QUICK}
+            configs = {**configs, **QUICK_SPEED, "quality": QUICK}
+        if args.cpu_against is not None:
+            configs = {**configs, "cpu": replace(configs["cpu"], against=args.cpu_against)}
         fresh = asyncio.run(_run(only, configs, results, work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -180,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     load = _load_json(results / "load.json")
     memory = _load_json(results / "memory.json")
     quality = _load_json(results / "quality.json")
+    quota_data = _load_json(results / "quota.json")
+    cpu = _load_json(results / "cpu.json")
     if search:
         plots.critical_path(search, results / "critical_path.png")
         plots.sequential(search, results / "sequential.png")
@@ -192,7 +215,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         plots.quality(quality, results / "quality.png")
         plots.quality_curve(quality, results / "quality_curve.png")
     report.write(
-        args.docs, results, info, search, load, memory, run_info.get("all_seconds"), quality
+        args.docs,
+        results,
+        info,
+        search,
+        load,
+        memory,
+        run_info.get("all_seconds"),
+        quality,
+        quota=quota_data,
+        cpu=cpu,
     )
     quota = fresh.get("quota")
     extra = "".join(f"\n{line}" for line in quota_summary(quota)) if quota else ""

@@ -23,6 +23,7 @@ from typing import Any, TypedDict
 
 import httpx
 
+from agents.settings import Settings
 from bench.engine_runs import Latency, server_args
 from bench.process import ServerProcess
 from bench.profile import Profiler, ProfileSummary, summarize
@@ -199,6 +200,15 @@ async def _tmpfs_wave(config: LoadConfig, n: int, work_dir: Path) -> Wave | None
         shutil.rmtree(data, ignore_errors=True)
 
 
+def policy_defaults() -> dict[str, float]:
+    """The call policy's default limits, which the server runs with."""
+    defaults = Settings.model_fields
+    return {
+        name: float(defaults[name].default)
+        for name in ("model_max_in_flight", "model_rps", "model_burst", "max_active_runs")
+    }
+
+
 async def run_load(config: LoadConfig, work_dir: Path, results_dir: Path) -> dict[str, Any]:
     """Every level, then the profile and the tmpfs wave; returns the benchmark's JSON."""
     waves: list[Wave] = []
@@ -245,6 +255,7 @@ async def run_load(config: LoadConfig, work_dir: Path, results_dir: Path) -> dic
             "latency": config.latency.describe(),
             "scenario": config.scenario,
             "params": params_for(config.scenario).model_dump(exclude_defaults=True),
+            "policy": policy_defaults(),
         },
         "waves": waves,
         "levels": levels,

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench import quality_report
+from bench import quality_report, speed_report
 from bench.stats import Spread, fmt
 
 
@@ -576,6 +576,9 @@ def write(
     memory: dict[str, Any] | None,
     seconds: float | None,
     quality: dict[str, Any] | None = None,
+    *,
+    quota: dict[str, Any] | None = None,
+    cpu: dict[str, Any] | None = None,
 ) -> None:
     """Render docs/benchmarks.md from whichever results exist."""
     lines = [
@@ -623,6 +626,10 @@ def write(
         lines += _memory(memory, doc, results)
     if quality is not None:
         lines += quality_report.section(quality, doc, results)
+    if quota is not None:
+        lines += speed_report.quota_section(quota)
+    if cpu is not None:
+        lines += speed_report.cpu_section(cpu)
     closing = _closing(search, load, memory)
     if quality is not None:
         closing[-1:-1] = quality_report.closing(quality)
