@@ -221,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         search,
         load,
         memory,
-        run_info.get("all_seconds"),
+        seconds if set(only) == set(BENCHMARKS) else None,
         quality,
         quota=quota_data,
         cpu=cpu,

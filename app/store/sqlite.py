@@ -122,9 +122,10 @@ class SqliteRunStore:
             await self._conn.execute("COMMIT")
 
     async def _one(self, sql: str, args: tuple[Any, ...]) -> aiosqlite.Row | None:
-        async with self._conn.execute(sql, args) as cur:
-            row: aiosqlite.Row | None = await cur.fetchone()
-        return row
+        # One trip to the connection's thread (a cursor would take three: execute, fetch,
+        # close), and the callers hold the store's lock meanwhile.
+        rows = await self._conn.execute_fetchall(sql, args)
+        return next(iter(rows), None)
 
     async def _fence(self, run_id: str, owner: str) -> None:
         row = await self._one(
