@@ -69,6 +69,9 @@ def cpu_section(cpu: dict[str, Any]) -> list[str]:
             f"| `{against['tree']}` | {fmt(against['cpu_s_per_run'], 4)} |",
             f"| this checkout | {fmt(cpu['cpu_s_per_run'], 4)} |",
             f"| **ratio within each pair** | **{fmt(against['ratio'], 2)}** |",
+            "",
+            "What changed between them, and the earlier round before it: `docs/models.md` "
+            "(CPU per run).",
         ]
     lines += [
         "",
