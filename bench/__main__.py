@@ -188,7 +188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     seconds = time.monotonic() - started
 
-    info = machine.describe()
+    # A redraw keeps the machine as it was when the numbers were measured (its load too).
+    measured = (_load_json(results / "run.json") or {}).get("machine")
+    info = measured if args.report and measured else machine.describe()
     for name, data in fresh.items():
         _save(results / f"{name}.json", data)
     run_info = _load_json(results / "run.json") or {}
