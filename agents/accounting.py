@@ -9,7 +9,6 @@ from collections import Counter
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, LLMResult
@@ -17,6 +16,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from agents.cache import CACHE_HIT
 from agents.errors import BudgetExhausted, BudgetReason
 from agents.events import EventSink, ToolCalled
+from agents.observers import CallHandler
 from agents.params import RunParams
 from agents.policy import AttemptHook
 from agents.ratelimit import LimiterStats
@@ -129,7 +129,7 @@ class Accountant:
         }
 
 
-class CallTracker(AsyncCallbackHandler, AttemptHook):
+class CallTracker(CallHandler, AttemptHook):
     """Callback for the calls of one job: budget check and count before each model attempt,
     usage after it, and a record plus a `tool_call` event for every tool call.
 

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
@@ -15,10 +16,22 @@ from agents import observers
 from agents.accounting import Accountant, CallTracker
 from agents.cache import CacheStore, RoleCache
 from agents.events import Event, EventSink
-from agents.jobs import JobPool
+from agents.jobs import JobPool, current_gate
+from agents.memo import IdentityMemo
 from agents.models import ModelFactory
 from agents.params import RunParams
 from agents.settings import Role, Settings
+
+# Role models with the run's cache setting, shared by every run of the process with the same
+# base model and cache store: LangChain's per-model work (structured-output set-up, the
+# executor agent) is then done once per process, not once per run. A copy holds no run state
+# (callbacks come with each call's config).
+_ROLE_MODELS: IdentityMemo[BaseChatModel] = IdentityMemo(64)
+
+
+def _role_model(base: BaseChatModel, cache: CacheStore | None, role: Role) -> BaseChatModel:
+    use: RoleCache | bool = RoleCache(cache, role) if cache is not None else False
+    return base.model_copy(update={"cache": use})
 
 
 @dataclass
@@ -46,9 +59,10 @@ class RunContext:
         """The role's model for this run: with the cache, or with caching switched off."""
         if role not in self._models:
             base = self.models.for_role(role)
-            use = self.cache is not None and self.params.use_cache
-            cache = RoleCache(self.cache, role) if use and self.cache is not None else False
-            self._models[role] = base.model_copy(update={"cache": cache})
+            cache = self.cache if self.params.use_cache else None
+            self._models[role] = _ROLE_MODELS.get(
+                (base, cache), role, lambda: _role_model(base, cache, role)
+            )
         return self._models[role]
 
     async def emit(self, event: Event) -> None:
@@ -74,7 +88,12 @@ class RunContext:
         """Config for one model/agent call: our tracker plus ids in the metadata for tracing."""
         observers.bind_ids(self.run_id, node_id)  # log records of this call carry the ids
         extra = observers.handlers(self.run_id, node_id, tracker.role)
+        # Inline handlers run in this order. The job's stop gate (which LangChain would add
+        # anyway) goes first, so a step it refuses is never counted or announced; the tracker
+        # last, so the observers see a call's start even when the budget refuses it.
+        gate = current_gate()
+        first: list[BaseCallbackHandler] = [gate] if gate is not None else []
         return RunnableConfig(
-            callbacks=[tracker, *extra],
+            callbacks=[*first, *extra, tracker],
             metadata={"run_id": self.run_id, "node_id": node_id, "role": tracker.role},
         )

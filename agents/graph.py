@@ -1,4 +1,8 @@
-"""Wires the engine's graph: plan -> search (one round per step) -> finish. Nothing else."""
+"""Wires the engine's graph: plan -> search (one round per step) -> finish. Nothing else.
+
+The routers are coroutines: LangGraph runs a plain function in the default thread pool, and a
+thread hand-off per round costs more than the routing itself.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from agents.nodes.vote import finish
 from agents.state import RunState
 
 
-def route_after_plan(state: RunState) -> Literal["search", "__end__"]:
+async def route_after_plan(state: RunState) -> Literal["search", "__end__"]:
     phase = state.get("phase")
     if phase == "search":
         return "search"
@@ -24,7 +28,7 @@ def route_after_plan(state: RunState) -> Literal["search", "__end__"]:
     raise RuntimeError(f"impossible phase after planning: {phase!r}")
 
 
-def route_after_search(state: RunState) -> Literal["search", "finish"]:
+async def route_after_search(state: RunState) -> Literal["search", "finish"]:
     phase = state.get("phase")
     if phase == "search":
         return "search"

@@ -137,6 +137,12 @@ _GATE: contextvars.ContextVar[StopGate | None] = contextvars.ContextVar(
 )
 register_configure_hook(_GATE, inheritable=True)
 
+
+def current_gate() -> StopGate | None:
+    """The stop gate of the job the current task runs, if any."""
+    return _GATE.get()
+
+
 # Every grace period still running in this process, held so the tasks are not collected.
 _GRACE: set[asyncio.Task[None]] = set()
 

@@ -15,7 +15,7 @@ import time
 from contextvars import ContextVar
 from typing import Protocol
 
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 
 from agents.events import Event, EventSink
 from agents.settings import Role
@@ -35,6 +35,31 @@ class RunObserver(Protocol):
 
     def on_retry(self, role: Role, model: str, reason: str) -> None:
         """A model call is retried; `reason` is e.g. "429", "5xx", "timeout"."""
+
+
+class CallHandler(AsyncCallbackHandler):
+    """Base of the handlers that ride along a run's model and tool calls (the run's call
+    tracker, the observers' watchers): they run inline, in order, in the caller's task (else
+    LangChain wraps every event for every handler in a task of its own), and the chain,
+    retriever, retry and custom events they have no use for are not even dispatched to them."""
+
+    run_inline = True
+
+    @property
+    def ignore_chain(self) -> bool:
+        return True
+
+    @property
+    def ignore_retriever(self) -> bool:
+        return True
+
+    @property
+    def ignore_retry(self) -> bool:
+        return True
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        return True
 
 
 _observers: list[RunObserver] = []

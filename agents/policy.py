@@ -124,6 +124,11 @@ class ResilientChatModel(BaseChatModel):
         # the provider model inside cost more CPU than the rest of a call.
         return [("role", self.role), ("inner", type(self.inner).__name__)]
 
+    def _dict_for_compat(self) -> dict[str, Any]:
+        # Asked on every call (callbacks' invocation params, the cache key). The default goes
+        # through the deprecated `dict()` under a warnings filter, which costs more than this.
+        return self.asdict()
+
     @property
     def _llm_type(self) -> str:
         return self.inner._llm_type

@@ -2,20 +2,44 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
 from agents.errors import BudgetExhausted, ModelError
+from agents.memo import IdentityMemo
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# Structured-output runnables per (model, schema): providers build the schema's JSON, a bound
+# copy of the model and a parser on every `with_structured_output`, and none of it depends on
+# the call. Role models are shared by the process's runs (agents/context.py), so each is
+# built once per process.
+_RUNNABLES: IdentityMemo[Runnable[Any, Any]] = IdentityMemo(64)
+
+
+def _schema_key(schema: type[BaseModel] | dict[str, Any]) -> object:
+    return schema if isinstance(schema, type) else json.dumps(schema, sort_keys=True)
+
+
+def structured(
+    model: BaseChatModel, schema: type[BaseModel] | dict[str, Any]
+) -> Runnable[Any, Any]:
+    """`model.with_structured_output(schema, method="json_schema", include_raw=True)`, made
+    once per model and schema."""
+    return _RUNNABLES.get(
+        (model,),
+        _schema_key(schema),
+        lambda: model.with_structured_output(schema, method="json_schema", include_raw=True),
+    )
 
 
 def _describe(error: BaseException) -> str:
@@ -41,7 +65,7 @@ async def call_structured(
     or a model call that fails (the model layer has already retried what was worth it), raises
     `ModelError`.
     """
-    runnable = model.with_structured_output(schema, method="json_schema", include_raw=True)
+    runnable = structured(model, schema)
     history: list[BaseMessage] = list(messages)
     problem = "no reply"
     for attempt in (1, 2):

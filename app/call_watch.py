@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
-from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from agents.cache import CACHE_HIT
+from agents.observers import CallHandler
 from agents.settings import Role
 
 
@@ -69,10 +69,9 @@ def is_rate_limit(error: BaseException) -> bool:
     return "RESOURCE_EXHAUSTED" in str(error) or (cause is not None and is_rate_limit(cause))
 
 
-class CallWatcher(AsyncCallbackHandler):
-    """Rides along one model/agent call of a run and reports its model and tool calls."""
-
-    run_inline = True  # in order, in the caller's task: a call's start precedes its end
+class CallWatcher(CallHandler):
+    """Rides along one model/agent call of a run and reports its model and tool calls (inline,
+    in order, in the caller's task: a call's start precedes its end)."""
 
     def __init__(
         self, listener: CallListener, run_id: str, node_id: str | None, role: Role

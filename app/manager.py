@@ -226,7 +226,8 @@ class RunManager:
     ) -> AsyncIterator[StoredEvent | None]:
         """Events after `after`, live until the terminal one. Yields None when `heartbeat_s`
         passes without an event (time for a heartbeat)."""
-        await self.get(run_id)
+        if run_id not in self._live:  # a run executing here exists: no store read (and wait)
+            await self.get(run_id)
         async for event in self.follower.follow(run_id, after, heartbeat_s):
             yield event
 

@@ -17,6 +17,7 @@ from langchain_core.tools import BaseTool
 from agents.cache import CacheStore
 from agents.engine import Engine
 from agents.models import ModelFactory
+from app.heap import freeze_startup_heap
 from app.manager import RunManager
 from app.queue import RunQueue
 from app.settings import ServiceSettings
@@ -101,6 +102,7 @@ async def run_service(
             if isinstance(signals, SqliteSignals):
                 signals.check_cancels = manager.check_cancels
             await manager.start()
+            freeze_startup_heap()  # everything built so far lives as long as the process
             try:
                 yield manager
             finally:

@@ -12,10 +12,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bench import machine, plots, report
+from bench.cpu import CpuConfig, run_cpu
 from bench.engine_runs import Latency
 from bench.load import LoadConfig, run_load
 from bench.memory import MemoryConfig, run_memory
@@ -29,7 +31,7 @@ from bench.workers import summary as workers_summary
 
 logger = logging.getLogger("bench")
 
-BENCHMARKS = ("search", "load", "memory", "quality", "quota", "workers")
+BENCHMARKS = ("search", "load", "memory", "quality", "quota", "cpu", "workers")
 # `--smoke` without `--only`: all but the one that needs Postgres and Redis (its smoke test is
 # tests/e2e/bench/test_bench_workers.py).
 SMOKE_DEFAULT = tuple(b for b in BENCHMARKS if b != "workers")
@@ -50,6 +52,7 @@ SMOKE: dict[str, Any] = {
         defaults_seeds=(),
     ),
     "quota": QuotaConfig(quotas_rps=(20.0,), runs=2, low_s=0.01, high_s=0.02, max_paths=2),
+    "cpu": CpuConfig(runs=10, pairs=1),
     "workers": WorkersConfig(clients=4, duration_s=3.0, latency=FAST, max_active_runs=4),
 }
 FULL: dict[str, Any] = {
@@ -58,7 +61,13 @@ FULL: dict[str, Any] = {
     "memory": MemoryConfig(),
     "quality": QualityConfig(),
     "quota": QuotaConfig(),
+    "cpu": CpuConfig(),
     "workers": WorkersConfig(),
+}
+# `--quick`: the speed benchmarks at one repetition and three load levels (a few minutes).
+QUICK_SPEED: dict[str, Any] = {
+    "search": SearchConfig(repetitions=1),
+    "load": LoadConfig(clients=(10, 50, 200), repetitions=1),
 }
 
 
@@ -89,8 +98,11 @@ async def _run(
     if "quota" in only:
         logger.info("benchmark 7: quota sweep")
         out["quota"] = await run_quota(configs["quota"], work / "quota")
+    if "cpu" in only:
+        logger.info("benchmark 8: CPU per run")
+        out["cpu"] = await asyncio.to_thread(run_cpu, configs["cpu"])
     if "workers" in only:
-        logger.info("benchmark 8: shared runs, 1 and 2 worker processes (Postgres + Redis)")
+        logger.info("benchmark 9: shared runs, 1 and 2 worker processes (Postgres + Redis)")
         out["workers"] = await run_workers(configs["workers"], work)
     return out
 
@@ -151,7 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="the quality suite at quick sizes (3 seeds, a 3-point curve; under 3 minutes)",
+        help="quick sizes: the quality suite (3 seeds, a 3-point curve; under 3 minutes), "
+        "one repetition of the search benchmarks, three load levels",
+    )
+    parser.add_argument(
+        "--cpu-against",
+        type=Path,
+        default=None,
+        help="another checkout whose CPU per run is measured side by side with this one",
     )
     parser.add_argument(
         "--report", action="store_true", help="run nothing; redraw plots and docs from --results"
@@ -172,13 +191,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         configs = SMOKE if args.smoke else FULL
         if args.quick and not args.smoke:
-            configs = {**configs, "quality": QUICK}
+            configs = {**configs, **QUICK_SPEED, "quality": QUICK}
+        if args.cpu_against is not None:
+            configs = {**configs, "cpu": replace(configs["cpu"], against=args.cpu_against)}
         fresh = asyncio.run(_run(only, configs, results, work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     seconds = time.monotonic() - started
 
-    info = machine.describe()
+    # A redraw keeps the machine as it was when the numbers were measured (its load too).
+    measured = (_load_json(results / "run.json") or {}).get("machine")
+    info = measured if args.report and measured else machine.describe()
     for name, data in fresh.items():
         _save(results / f"{name}.json", data)
     run_info = _load_json(results / "run.json") or {}
@@ -192,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     memory = _load_json(results / "memory.json")
     quality = _load_json(results / "quality.json")
     workers = _load_json(results / "workers.json")
+    quota_data = _load_json(results / "quota.json")
+    cpu = _load_json(results / "cpu.json")
     if search:
         plots.critical_path(search, results / "critical_path.png")
         plots.sequential(search, results / "sequential.png")
@@ -213,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_info.get("all_seconds"),
         quality,
         workers,
+        quota=quota_data,
+        cpu=cpu,
     )
     quota = fresh.get("quota")
     extra = "".join(f"\n{line}" for line in quota_summary(quota)) if quota else ""

@@ -1,5 +1,6 @@
 """In-process runs of the real engine (LangGraph graph, scheduler, SQLite checkpointer, cache)
-with scripted models that sleep for their injected latency."""
+with scripted models that sleep for their injected latency, behind the production call policy
+at its default settings (`testkit.policy_models.ThroughPolicy`)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from app.settings import ServiceSettings
 from bench.critical import CriticalPath, critical_path
 from bench.models import CountingModels, Delayed
 from bench.scenarios import TASK, ScenarioName, scenario
+from testkit.policy_models import ThroughPolicy
 
 
 @dataclass(frozen=True)
@@ -36,10 +38,9 @@ class Latency:
 
 
 def bench_settings(data_dir: Path, **overrides: Any) -> ServiceSettings:
-    """Settings for a benchmark: no .env, no tools, no real back-off sleeps."""
+    """Settings for a benchmark: the defaults, without a .env file or tools."""
     values: dict[str, Any] = {
         "model": "google_genai:gemini-2.5-flash",  # never built: scripted models replace it
-        "model_retry_base_delay_s": 0.0,
         "data_dir": data_dir,
         "tools": [],
         **overrides,
@@ -82,7 +83,8 @@ class Bench:
     ) -> None:
         script = Delayed(scenario(name), latency.seed, latency.low_s, latency.high_s)
         self.models = CountingModels(script)
-        self.engine = Engine(settings=settings, models=self.models, tools=[], checkpointer=saver)
+        policy = ThroughPolicy(self.models, settings)
+        self.engine = Engine(settings=settings, models=policy, tools=[], checkpointer=saver)
 
     async def run(self, params: RunParams, task: str = TASK) -> Measured:
         """Run `task` to its end; the model calls it made are those recorded since the start."""

@@ -23,11 +23,15 @@ from typing import Any, TypedDict
 
 import httpx
 
-from bench.engine_runs import Latency, server_args
+from agents.engine import Engine
+from agents.settings import Settings
+from bench.engine_runs import Latency, bench_settings, server_args
 from bench.process import ServerProcess
 from bench.profile import Profiler, ProfileSummary, summarize
-from bench.scenarios import TASK, ScenarioName, params_for
+from bench.scenarios import TASK, ScenarioName, params_for, scenario
 from bench.stats import Spread, percentile, spread
+from testkit.fakes import FakeModels
+from testkit.policy_models import ThroughPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -199,6 +203,27 @@ async def _tmpfs_wave(config: LoadConfig, n: int, work_dir: Path) -> Wave | None
         shutil.rmtree(data, ignore_errors=True)
 
 
+async def calls_per_run(scenario_name: ScenarioName) -> int:
+    """Model calls one run of the scenario makes (an in-process run with instant replies)."""
+    settings = bench_settings(Path(tempfile.mkdtemp(prefix="bench-calls-")))
+    models = ThroughPolicy(FakeModels(scenario(scenario_name)), settings)
+    engine = Engine(settings=settings, models=models, tools=[])
+    try:
+        result = await engine.run(TASK, params_for(scenario_name, use_cache=False))
+    finally:
+        shutil.rmtree(settings.data_dir, ignore_errors=True)
+    return int(result.metrics.get("llm_calls", 0))
+
+
+def policy_defaults() -> dict[str, float]:
+    """The call policy's default limits, which the server runs with."""
+    defaults = Settings.model_fields
+    return {
+        name: float(defaults[name].default)
+        for name in ("model_max_in_flight", "model_rps", "model_burst", "max_active_runs")
+    }
+
+
 async def run_load(config: LoadConfig, work_dir: Path, results_dir: Path) -> dict[str, Any]:
     """Every level, then the profile and the tmpfs wave; returns the benchmark's JSON."""
     waves: list[Wave] = []
@@ -245,6 +270,8 @@ async def run_load(config: LoadConfig, work_dir: Path, results_dir: Path) -> dic
             "latency": config.latency.describe(),
             "scenario": config.scenario,
             "params": params_for(config.scenario).model_dump(exclude_defaults=True),
+            "policy": policy_defaults(),
+            "calls_per_run": await calls_per_run(config.scenario),
         },
         "waves": waves,
         "levels": levels,

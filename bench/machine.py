@@ -32,7 +32,8 @@ def _mem_total_gib() -> float:
 
 
 def describe() -> dict[str, Any]:
-    """CPU, cores, memory, OS, Python and the versions of the packages that matter here."""
+    """CPU, cores, memory, OS, Python, the load average and the versions of the packages that
+    matter here."""
     versions = {}
     for name in PACKAGES:
         try:
@@ -45,5 +46,7 @@ def describe() -> dict[str, Any]:
         "memory_gib": round(_mem_total_gib(), 1),
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
+        # Other work shares the cores: the 1-minute load average when the benchmarks ended.
+        "load_average": round(os.getloadavg()[0], 1),
         "packages": versions,
     }

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench import quality_report, workers_report
+from bench import load_report, quality_report, speed_report, workers_report
 from bench.stats import Spread, fmt
 
 
@@ -28,13 +28,19 @@ def _machine(m: dict[str, Any], seconds: float | None) -> list[str]:
         f"| OS, Python | {m['os']}, Python {m['python']} |",
         f"| packages | {pkgs} |",
     ]
+    if "load_average" in m:
+        lines.append(
+            f"| load average | {m['load_average']} (1 minute, as the benchmarks ended; the "
+            f"{m['cores']} cores are shared with other work) |"
+        )
     if seconds is not None:
-        lines.append(f"| `make bench` took | {seconds / 60:.1f} min (all six, this run) |")
+        lines.append(f"| `make bench` took | {seconds / 60:.1f} min (all of them, this run) |")
     lines += [
         "",
-        "The machine is shared and noisy (other work runs beside the benchmarks), which is why "
-        "every number is a median of repetitions with its min-max, and why configurations that "
-        "are compared run side by side in each repetition.",
+        "The machine is a busy 2-core box: other work runs beside the benchmarks, which is why "
+        "every number is a median of repetitions with its min-max, why configurations that "
+        "are compared run side by side in each repetition, and why comparisons are given as "
+        "ratios measured side by side rather than as absolute figures from different days.",
         "",
     ]
     return lines
@@ -87,8 +93,10 @@ def _headline(search: dict[str, Any] | None, load: dict[str, Any] | None) -> lis
         lines.append(
             f"- One server process on this 2-core machine completes at most about "
             f"**{peak['throughput_per_min']['median']:.0f} small runs per minute** (at "
-            f"{peak['clients']} concurrent clients); events reach clients in "
-            f"{peak['event_latency_p50_ms']['median']:.0f} ms at the median."
+            f"{peak['clients']} concurrent clients, the call policy's defaults: "
+            f"{load_report.in_flight(load)} model calls in flight); events reach clients in "
+            f"{peak['event_latency_p50_ms']['median']:.0f} ms at the median, "
+            f"{peak['event_latency_p99_ms']['median']:.0f} ms at the 99th percentile."
         )
     lines.append("")
     return lines
@@ -230,185 +238,6 @@ def _calls(search: dict[str, Any], doc: Path, results: Path) -> list[str]:
     return lines
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.0f} %"
-
-
-def _load(load: dict[str, Any], doc: Path, results: Path) -> list[str]:
-    cfg = load["config"]
-    lines = [
-        "## 4. Load",
-        "",
-        "**What it measures.** The service as a process (`python -m bench.serve`: the real "
-        "app, run manager, SQLite run store and checkpointer on disk; scripted models, per-call "
-        f"latency {cfg['latency']}), N clients each `POST /solve` at once and read the SSE "
-        "stream to its end. Each run is the `small` tree (root → 2 candidates, 2 paths, 14 "
-        "model calls, ~18 events) with its own task, so the model cache never answers. The "
-        "server runs with `LATS_MAX_ACTIVE_RUNS=256` so that every client's run executes at "
-        "once: with the default 4, throughput would be capped by the setting "
-        "(≈ 4 runs per run-duration), not by the machine. A fresh server per level, warmed by "
-        f"one run; {cfg['repetitions']} waves per level. Event latency is from an event's `ts` "
-        "(set when the engine creates it) to the client reading its `data:` line; errors count "
-        "non-200 answers, transport errors and runs that did not end in `done`.",
-        "",
-        "| clients | runs/min | event latency p50 ms | p99 ms | run duration p50 s | errors | "
-        "peak RSS MiB | server CPU |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for lv in load["levels"]:
-        lines.append(
-            f"| {lv['clients']} | {fmt(lv['throughput_per_min'], 0)} | "
-            f"{fmt(lv['event_latency_p50_ms'], 1)} | {fmt(lv['event_latency_p99_ms'], 0)} | "
-            f"{fmt(lv['run_p50_s'], 1)} | {fmt(lv['errors'], 0)} | "
-            f"{fmt(lv['peak_rss_mib'], 0)} | {fmt(lv['cpu_util'], 2)} |"
-        )
-    knee = load.get("knee_clients")
-    lines += [
-        "",
-        "(server CPU: CPU seconds of the server process per wall second; 1.0 is one core.)",
-        "",
-    ]
-    if knee:
-        lines.append(
-            f"**The knee is at about {knee} concurrent clients**: from there on, more clients "
-            "stop buying proportionally more runs (throughput below 80 % of linear scaling "
-            "from the lightest level) and each run takes longer; throughput peaks at "
-            f"{load['peak_clients']} clients."
-        )
-    else:
-        lines.append("No knee within these levels: throughput still scales.")
-    prof = load.get("profile")
-    if prof:
-        threads = {t["thread"]: t for t in prof["threads"]}
-        sqlite = sorted((t for t in threads if t.startswith("SQLite")), key=str)
-        lines += [
-            "",
-            f"**What limits it (py-spy, {load['config']['clients'][-1]} clients, every thread "
-            "sampled at 100 Hz, idle ones included):**",
-            "",
-            "| thread | busy |",
-            "| --- | --- |",
-            f"| event loop (MainThread: HTTP, SSE, the engine, LangGraph) | "
-            f"{_pct(prof['loop_busy'])} |",
-        ]
-        for name in sqlite:
-            lines.append(f"| {name} (aiosqlite worker) | {_pct(threads[name]['busy'])} |")
-        for name in ("default executor threads", "AnyIO worker threads"):
-            if name in threads:
-                lines.append(f"| {name} | {_pct(threads[name]['busy'])} |")
-        lines += [
-            "",
-            "Where the event loop's busy time goes (inclusive shares of its busy samples; "
-            "the parts overlap):",
-            "",
-            "| part | share |",
-            "| --- | --- |",
-        ]
-        for hot in prof.get("loop_hotspots", []):
-            lines.append(f"| {hot['name']} | {_pct(hot['share'])} |")
-        lines += [
-            "",
-            "By package (inclusive) and by function (self):",
-            "",
-            "| package | share of busy loop samples | | function | share |",
-            "| --- | --- | --- | --- | --- |",
-        ]
-        for pkg, fn in zip(
-            prof["loop_by_package"][:10], prof["loop_by_function"][:10], strict=False
-        ):
-            lines.append(
-                f"| {pkg['name']} | {_pct(pkg['share'])} | | `{fn['name']}` | {_pct(fn['share'])} |"
-            )
-    tmpfs = load.get("tmpfs")
-    if tmpfs:
-        w = tmpfs["wave"]
-        lines += [
-            "",
-            f"**Diagnosis wave** (one wave, {tmpfs['clients']} clients, the server's data "
-            "directory on tmpfs, so SQLite commits never wait for the disk): "
-            f"{w['throughput_per_min']:.0f} runs/min against "
-            f"{tmpfs['disk_throughput_per_min']:.0f} on disk (the median above), server CPU "
-            f"{w['cpu_util']:.2f}.",
-        ]
-    lines += ["", _reading(load), ""]
-    lines += [
-        f"![load]({_rel(results / 'load.png', doc)})",
-        "",
-        f"Raw profile: `{_rel(results / 'load_profile.txt', doc)}` (py-spy collapsed stacks).",
-        "",
-    ]
-    return lines
-
-
-def tmpfs_gain(load: dict[str, Any]) -> float | None:
-    """How much faster the tmpfs wave ran than the same level on disk (0.15: 15 % faster)."""
-    tmpfs = load.get("tmpfs")
-    if not tmpfs or not tmpfs["disk_throughput_per_min"]:
-        return None
-    return float(tmpfs["wave"]["throughput_per_min"] / tmpfs["disk_throughput_per_min"] - 1)
-
-
-def cpu_bound(load: dict[str, Any]) -> bool:
-    """The server process used (nearly) a whole core at its busiest level."""
-    return bool(max(lv["cpu_util"]["median"] for lv in load["levels"]) >= 0.85)
-
-
-def _hotspots(load: dict[str, Any]) -> dict[str, float]:
-    prof = load.get("profile") or {}
-    return {h["name"]: h["share"] for h in prof.get("loop_hotspots", [])}
-
-
-def _reading(load: dict[str, Any]) -> str:
-    levels = load["levels"]
-    top, low = levels[-1], levels[0]
-    gain = tmpfs_gain(load)
-    if gain is None:
-        disk = ""
-    elif gain < 0.05:
-        disk = (
-            " Durable writes are not the limit: with the data directory on tmpfs the same "
-            f"wave's throughput was within {max(5.0, abs(gain) * 100):.0f} % of the disk's."
-        )
-    else:
-        disk = f" Durable writes are a {gain * 100:.0f} % part of it (the tmpfs wave)."
-    hot = _hotspots(load)
-    double = hot.get("scripted models (the benchmark's double)")
-    double_note = (
-        f" About {double * 100:.0f} % of the loop's busy samples are the scripted models' own "
-        "cost (their repr, which LangChain computes for every model copy, and the script); a "
-        "real provider client spends that time on HTTP and JSON instead."
-        if double
-        else ""
-    )
-    if cpu_bound(load):
-        return (
-            "**Reading.** Past the knee the server process is CPU-bound: it uses "
-            f"{top['cpu_util']['median']:.2f} of a core at {top['clients']} clients, and one "
-            "Python process cannot use more. The event loop runs HTTP, the SSE streams, the "
-            "engine and LangGraph on one thread, and the SQLite worker threads take the same "
-            "GIL for their Python side. More clients then only queue: a run takes "
-            f"{top['run_p50_s']['median']:.1f} s at the median instead of "
-            f"{low['run_p50_s']['median']:.1f} s, and event latency's p99 grows to "
-            f"{top['event_latency_p99_ms']['median']:.0f} ms, while the median event still "
-            f"arrives in {top['event_latency_p50_ms']['median']:.0f} ms. The loop's CPU goes "
-            "to the frameworks' per-call and per-superstep machinery (the tables: LangGraph's "
-            "supersteps, LangChain's callback and config plumbing, pydantic), not to one hot "
-            "spot of ours." + disk + double_note
-        )
-    return (
-        "**Reading.** No thread is saturated (server CPU "
-        f"{top['cpu_util']['median']:.2f} at {top['clients']} clients), yet throughput stops "
-        "growing: the runs queue behind one resource. Every LangGraph superstep of every run "
-        "checkpoints through the one SQLite connection of `AsyncSqliteSaver` (an asyncio lock "
-        "around each write, each statement a round trip to aiosqlite's worker thread, each "
-        "commit a disk sync: the checkpoint file uses SQLite's default rollback journal with "
-        "`synchronous=FULL`); the checkpointer's connection thread (Thread-2; "
-        "`app/store/__init__.py` opens the run store's first) is the busiest thread."
-        + disk
-        + double_note
-    )
-
-
 def _memory(mem: dict[str, Any], doc: Path, results: Path) -> list[str]:
     cfg = mem["config"]
     marks = [str(k) for k in cfg["checkpoints"]]
@@ -527,36 +356,7 @@ def _closing(
             else "- Cached rerun: **missed**."
         )
     if load is not None:
-        gain = tmpfs_gain(load)
-        agent = _hotspots(load).get("executor agent compiled per run (create_agent)", 0.0)
-        fixes = [
-            "more server processes: one process is one core here, so run several workers or "
-            "replicas over Postgres (`LATS_DATABASE_URL`); SQLite files are single-writer and "
-            "do not share well across processes"
-            if cpu_bound(load)
-            else "take the checkpointer off its single locked connection (a pool, or Postgres)",
-            "less CPU per run: LangGraph's superstep machinery is the largest part of the "
-            "loop's time and every scheduling round is one superstep with its checkpoint, so "
-            "fewer rounds per run pay directly; compiling the executor agent once per engine "
-            f"instead of once per run saves {agent * 100:.0f} % more",
-            "cheaper durable writes: WAL with `synchronous=NORMAL` on the checkpoint file (the "
-            'run store has it already), LangGraph\'s `durability="async"` for rounds whose '
-            "loss only repeats work, one commit per round for events instead of one per event"
-            + (
-                ""
-                if gain is None
-                else " (the tmpfs wave shows little to gain while the disk is idle)"
-                if gain < 0.05
-                else f" (the tmpfs wave bounds the gain at ~{gain * 100:.0f} %)"
-            ),
-        ]
-        if not cpu_bound(load):
-            fixes[0], fixes[2] = fixes[2], fixes[0]
-        lines.append(
-            f"- Load: no target was set. The knee is at ~{load.get('knee_clients')} clients; "
-            f"throughput peaks at {load['peak_clients']} clients. What would raise it, in "
-            "order of effect: " + "; ".join(f"({i}) {f}" for i, f in enumerate(fixes, 1)) + "."
-        )
+        lines.append(load_report.closing(load))
     if mem is not None:
         lines.append(
             "- Memory: **met** (growth " + _growth(mem["growth"]) + ")."
@@ -577,6 +377,9 @@ def write(
     seconds: float | None,
     quality: dict[str, Any] | None = None,
     workers: dict[str, Any] | None = None,
+    *,
+    quota: dict[str, Any] | None = None,
+    cpu: dict[str, Any] | None = None,
 ) -> None:
     """Render docs/benchmarks.md from whichever results exist."""
     lines = [
@@ -591,9 +394,12 @@ def write(
         "## How to reproduce",
         "",
         "```sh",
-        "make bench                              # all six: bench/results/ and this file",
-        ".venv/bin/python -m bench --only search # benchmarks 1-3 (also: load, memory, quality)",
+        "make bench                              # all of them: bench/results/ and this file",
+        ".venv/bin/python -m bench --only search # benchmarks 1-3 (also: load, memory, quality,"
+        " quota, cpu)",
         ".venv/bin/python -m bench --only quality --quick  # benchmark 6 in under 3 minutes",
+        ".venv/bin/python -m bench --only search,load,quota,cpu --quick \\",
+        "    --cpu-against ../older-checkout     # the speed figures at quick sizes",
         ".venv/bin/python -m bench --smoke --results /tmp/r --docs /tmp/b.md  # tiny sizes",
         ".venv/bin/python -m bench.serve --port 8000  # the load test's server, by hand",
         ".venv/bin/pytest -q tests/e2e/bench     # the smoke tests",
@@ -602,7 +408,10 @@ def write(
         "**Latency injection.** Scripted chat models (`testkit/fakes.py`, through "
         "`bench/models.py`) with an `asyncio.sleep` before each reply: uniform in the range "
         "given per benchmark, drawn from a hash of (seed, role, prompt), so a call sleeps the "
-        "same in every run and every strategy. Everything else is the real code: the "
+        "same in every run and every strategy. They sit behind the production call policy at "
+        "its default settings (`testkit/policy_models.py` `ThroughPolicy`: per-attempt "
+        "timeouts, retries, the adaptive rate limiter with its cap of 16 model calls in "
+        "flight per model), as a provider's model does. Everything else is the real code: the "
         "LangGraph graph, the scheduler, the evaluator batching, the cache, the SQLite "
         "checkpointer, and for 4-5 the HTTP service as its own process. No tools (the "
         "executor answers in one call), so the numbers are orchestration, not a provider or "
@@ -619,11 +428,15 @@ def write(
         lines += _sequential(search, doc, results)
         lines += _calls(search, doc, results)
     if load is not None:
-        lines += _load(load, doc, results)
+        lines += load_report.section(load, doc, results)
     if memory is not None:
         lines += _memory(memory, doc, results)
     if quality is not None:
         lines += quality_report.section(quality, doc, results)
+    if quota is not None:
+        lines += speed_report.quota_section(quota)
+    if cpu is not None:
+        lines += speed_report.cpu_section(cpu)
     if workers is not None:
         lines += workers_report.section(workers, results)
     closing = _closing(search, load, memory)

@@ -1,8 +1,10 @@
 """`python -m bench.serve`: the real app as a process, with scripted models and injected latency.
 
 For the load and memory benchmarks: the service (FastAPI, run manager, SQLite run store and
-checkpointer) runs exactly as deployed; only the model factory is scripted (testkit), and
-each model call sleeps its injected latency. Once it listens, it writes one JSON line
+checkpointer) runs exactly as deployed; only the models are scripted (testkit), each call
+sleeping its injected latency behind the production call policy at its default settings
+(`testkit.policy_models.ThroughPolicy`: timeouts, retries, the adaptive rate limiter and its
+in-flight cap). Once it listens, it writes one JSON line
 `{"port": …, "pid": …}` to stdout. SIGTERM/SIGINT stop it (uvicorn's graceful shutdown).
 """
 
@@ -25,6 +27,7 @@ from app.main import create_app
 from bench.engine_runs import bench_settings
 from bench.models import CountingModels, Delayed
 from bench.scenarios import SCENARIOS, scenario
+from testkit.policy_models import ThroughPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +63,8 @@ async def _serve(args: argparse.Namespace, data_dir: Path) -> None:
         args.latency_low_ms / 1000,
         args.latency_high_ms / 1000,
     )
-    app = create_app(settings, models=CountingModels(script), tools=[], host=args.host)
+    models = ThroughPolicy(CountingModels(script), settings)
+    app = create_app(settings, models=models, tools=[], host=args.host)
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level="warning", lifespan="on", log_config=None
     )

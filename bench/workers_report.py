@@ -1,4 +1,4 @@
-"""The "Shared runs" section of docs/benchmarks.md: benchmark 8 (bench/workers.py) and the
+"""The "Shared runs" section of docs/benchmarks.md: benchmark 9 (bench/workers.py) and the
 outcome of the storm test (tests/e2e/server/test_storm.py), recorded in
 bench/results/storm.json from its last run."""
 
@@ -14,7 +14,7 @@ TARGET = 1.6  # the speed-up two workers should bring over one
 def section(data: dict[str, Any], results: Path) -> list[str]:
     config = data["config"]
     lines = [
-        "## 8. Shared runs: worker processes",
+        "## 9. Shared runs: worker processes",
         "",
         f"One API-only process (`serve --no-worker`) and 1 or 2 worker processes (`lats "
         f"worker`) on one Postgres database and one Redis; {config['clients']} closed-loop "

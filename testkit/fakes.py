@@ -107,7 +107,12 @@ class ScriptedChatModel(BaseChatModel):
                 raise error
             return parsed
 
-        return bound | RunnableLambda(parse)
+        async def aparse(message: AIMessage) -> Any:
+            return parse(message)
+
+        # With an async twin, LangChain parses inline (a plain function goes to a thread),
+        # as a provider's output parser does.
+        return bound | RunnableLambda(parse, afunc=aparse)
 
     def _generate(
         self,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -23,6 +22,7 @@ from agents.context import RunContext
 from agents.errors import BudgetExhausted
 from agents.fencing import fence
 from agents.jobs import ExecOutcome
+from agents.memo import IdentityMemo
 from agents.prompts import EXECUTOR_SYSTEM, executor_messages
 from agents.state import NodeRecord
 from agents.tree import path_to, trim
@@ -66,11 +66,10 @@ def fenced_message(message: ToolMessage) -> ToolMessage:
     return message.model_copy(update={"content": blocks})
 
 
-# Compiled executor agents of the process, most recently used last. Compiling one costs more
-# CPU than a small run's model calls, and a compiled graph keeps no state between invocations,
-# so runs with the same model, cache, tools and tool-call limit share one.
-_COMPILED: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = OrderedDict()
-_COMPILED_MAX = 16
+# Compiled executor agents of the process. Compiling one costs more CPU than a small run's
+# model calls, and a compiled graph keeps no state between invocations, so runs with the same
+# model, cache, tools and tool-call limit share one.
+_COMPILED: IdentityMemo[Any] = IdentityMemo(16)
 
 
 def _compile(ctx: RunContext) -> Any:
@@ -93,21 +92,13 @@ def _agent(ctx: RunContext) -> Any:
     """The executor agent: compiled once per process for each (executor model, cache, tools,
     tool-call limit), and shared by every node of every run that matches."""
     if ctx.executor_agent is None:
-        # The entry keeps the objects themselves, so their ids cannot be reused while cached.
         owners = (
             ctx.models.for_role("executor"),
             ctx.cache if ctx.params.use_cache else None,
             *ctx.tools,
         )
-        key = (*(id(o) for o in owners), ctx.params.max_tool_calls_per_step)
-        entry = _COMPILED.get(key)
-        if entry is None or any(a is not b for a, b in zip(entry[0], owners, strict=True)):
-            entry = (owners, _compile(ctx))
-            _COMPILED[key] = entry
-            while len(_COMPILED) > _COMPILED_MAX:
-                _COMPILED.popitem(last=False)
-        _COMPILED.move_to_end(key)
-        ctx.executor_agent = entry[1]
+        limit = ctx.params.max_tool_calls_per_step
+        ctx.executor_agent = _COMPILED.get(owners, limit, lambda: _compile(ctx))
     return ctx.executor_agent
 
 

@@ -4,6 +4,7 @@ it only where that judgement can change the search (`agents.nodes.evaluator.prog
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Mapping
@@ -48,10 +49,11 @@ class Replan(BaseModel):
 Proposal = tuple[str, Judged | None]
 
 
+@functools.cache
 def replan_schema() -> dict[str, Any]:
     """The reply's JSON Schema, written out flat (no `$ref`: not every provider or grammar
     builder resolves one). The reply comes back as a plain object, so `read_replan` also
-    accepts the older `next_steps` shape."""
+    accepts the older `next_steps` shape. Built once (shared: never modify it)."""
     fields = Candidate.model_json_schema()["properties"]
     properties = {
         name: {k: v for k, v in spec.items() if k not in ("title", "default")}

@@ -106,12 +106,29 @@ def test_memory_reads_rss_at_every_checkpoint(smoke: Path) -> None:
     assert set(control["rss_mib"]) == {"0", "5", "10"}
 
 
+def test_cpu_per_run_is_measured_in_fresh_processes(smoke: Path) -> None:
+    cpu = _json(smoke, "cpu")
+
+    assert cpu["cpu_s_per_run"]["n"] == 1
+    assert cpu["cpu_s_per_run"]["median"] > 0
+    assert "against" not in cpu  # no other checkout was given
+
+
+def test_the_load_benchmark_records_the_policy_it_ran_under(smoke: Path) -> None:
+    config = _json(smoke, "load")["config"]
+
+    assert config["policy"]["model_max_in_flight"] >= 1
+    assert config["calls_per_run"] > 0
+
+
 def test_the_report_and_plots_are_written(smoke: Path) -> None:
     doc = (smoke / "benchmarks.md").read_text()
 
     for heading in ("1. Critical path", "2. Sequential baseline", "3. Model calls", "4. Load"):
         assert f"## {heading}" in doc
     assert "## 5. Memory" in doc
+    assert "## 7. Quota sweep" in doc
+    assert "## 8. CPU per run" in doc
     for png in ("critical_path", "sequential", "calls", "load", "memory"):
         assert (smoke / f"{png}.png").read_bytes()[:4] == b"\x89PNG"
         assert f"{png}.png" in doc

@@ -30,4 +30,4 @@ def test_one_and_two_workers_are_measured_without_errors(tmp_path: Path) -> None
         assert row["errors"] == 0
         assert row["events"] > 0
         assert set(row["cpu_util"]) == {"api", *(f"worker{i}" for i in range(row["workers"]))}
-    assert "## 8. Shared runs" in (out / "b.md").read_text()
+    assert "## 9. Shared runs" in (out / "b.md").read_text()
