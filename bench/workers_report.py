@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 TARGET = 1.6  # the speed-up two workers should bring over one
+P99_TARGET_MS = 100.0  # the cross-process event latency aimed at
 
 
 def section(data: dict[str, Any], results: Path) -> list[str]:
@@ -37,6 +38,15 @@ def section(data: dict[str, Any], results: Path) -> list[str]:
             f"| {cpu} |"
         )
     lines += ["", *_reading(data), ""]
+    worst = max(row["event_latency_p99_ms"] for row in data["rows"])
+    if worst > P99_TARGET_MS:
+        lines += [
+            f"The cross-process p99 ({worst:.0f} ms) is above the {P99_TARGET_MS:.0f} ms aimed "
+            f"at. With every slot busy ({config['max_active_runs']} runs per worker) the API "
+            "process, the workers, Postgres, Redis and the clients share the machine's 2 "
+            "cores; the median shows the path itself is short. Not reached here.",
+            "",
+        ]
     storm = results / "storm.json"
     if storm.exists():
         s = json.loads(storm.read_text())
