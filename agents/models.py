@@ -85,14 +85,15 @@ def with_policy(
     )
 
 
-def limiter_for(settings: Settings, model: str) -> ModelLimiter:
-    """The process's shared limiter for `model` under `settings`."""
+def limiter_for(settings: Settings, model: str, redis_url: str | None = None) -> ModelLimiter:
+    """The process's shared limiter for `model` under `settings`; with `redis_url` (given by
+    the service, which owns that setting), shared by every process of the deployment."""
     return model_limiter(
         model,
         ceiling=settings.model_rps or None,
         burst=settings.model_burst,
         max_in_flight=settings.model_max_in_flight,
-        redis_url=settings.redis_url,
+        redis_url=redis_url,
     )
 
 
@@ -108,8 +109,9 @@ class SettingsModelFactory:
     factory says so once.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, redis_url: str | None = None) -> None:
         self._settings = settings
+        self._redis_url = redis_url
         self._cache: dict[Role, BaseChatModel] = {}
         self._said_local = False
 
@@ -151,7 +153,7 @@ class SettingsModelFactory:
         inner = self._local(role) if spec == LOCAL_MODEL else self._provider(role, spec)
         logger.info("model for role=%s: %s", role, spec)
         # One llama.cpp instance serves the process in turn; a request rate means nothing.
-        limiter = None if spec == LOCAL_MODEL else limiter_for(settings, spec)
+        limiter = None if spec == LOCAL_MODEL else limiter_for(settings, spec, self._redis_url)
         return with_policy(inner, role, settings, limiter)
 
     def _local(self, role: Role) -> BaseChatModel:

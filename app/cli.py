@@ -72,7 +72,7 @@ def _startable_settings() -> ServiceSettings:
 
     settings = _settings()
     try:
-        SettingsModelFactory(settings).check()
+        SettingsModelFactory(settings, redis_url=settings.redis_url).check()
         build_tools(settings)
     except ConfigError as e:
         raise CliError(f"cannot start: {e}") from e
@@ -89,7 +89,7 @@ def serve(args: argparse.Namespace) -> int:
 
     settings = _settings()
     try:
-        SettingsModelFactory(settings).check()
+        SettingsModelFactory(settings, redis_url=settings.redis_url).check()
         build_tools(settings)
     except ConfigError as e:
         raise CliError(f"cannot start: {e}") from e
@@ -132,7 +132,7 @@ async def _solve_local(task: str, params: RunParams, printer: TreePrinter) -> in
 
     settings = _settings()
     try:
-        models = SettingsModelFactory(settings)
+        models = SettingsModelFactory(settings, redis_url=settings.redis_url)
         models.check()
         engine = Engine(settings=settings, models=models, tools=build_tools(settings))
     except ConfigError as e:

@@ -39,7 +39,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         factory = models
         if factory is None:
-            settings_factory = SettingsModelFactory(settings)
+            settings_factory = SettingsModelFactory(settings, redis_url=settings.redis_url)
             settings_factory.check()  # misconfiguration fails here, with a clear message
             factory = settings_factory
         toolset = list(tools) if tools is not None else await build_service_tools(settings)

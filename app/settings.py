@@ -29,6 +29,11 @@ class ServiceSettings(Settings):
         default=None,
         description="postgresql://… to keep runs, events and checkpoints in Postgres.",
     )
+    redis_url: str | None = Field(
+        default=None,
+        description="redis://… shares the adaptive model rate, the model-call cache and the "
+        "wake-ups between processes.",
+    )
     max_active_runs: int = Field(default=4, ge=1, le=256, description="Runs executing at once.")
     max_queued_runs: int = Field(
         default=64, ge=0, le=10_000, description="Runs waiting; beyond this /solve answers 429."
@@ -85,6 +90,13 @@ class ServiceSettings(Settings):
     def _named_keys(cls, value: list[SecretStr]) -> list[SecretStr]:
         KeyRing.parse([key.get_secret_value() for key in value])  # names and keys are sound
         return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_only(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("redis_url must be a redis:// URL")
+        return value or None
 
     @field_validator("database_url")
     @classmethod

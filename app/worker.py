@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 async def run_worker(settings: ServiceSettings) -> None:
     """Work until SIGTERM or SIGINT, then drain."""
-    models = SettingsModelFactory(settings)
+    models = SettingsModelFactory(settings, redis_url=settings.redis_url)
     models.check()
     tools = build_tools(settings)
     stop = asyncio.Event()

@@ -63,7 +63,7 @@ async def _serve(args: argparse.Namespace, data_dir: Path) -> None:
         args.latency_low_ms / 1000,
         args.latency_high_ms / 1000,
     )
-    models = ThroughPolicy(CountingModels(script), settings)
+    models = ThroughPolicy(CountingModels(script), settings, redis_url=settings.redis_url)
     app = create_app(settings, models=models, tools=[], host=args.host)
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level="warning", lifespan="on", log_config=None

@@ -119,7 +119,7 @@ async def _child(args: argparse.Namespace) -> None:
         args.latency_low_ms / 1000,
         args.latency_high_ms / 1000,
     )
-    models = ThroughPolicy(CountingModels(script), settings)
+    models = ThroughPolicy(CountingModels(script), settings, redis_url=settings.redis_url)
     if args.child == "worker":
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

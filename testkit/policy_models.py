@@ -15,10 +15,17 @@ class ThroughPolicy:
     """A model factory: `models`' role models, each behind the call policy, built once per
     role and reused (as `SettingsModelFactory` does)."""
 
-    def __init__(self, models: ModelFactory, settings: Settings, name: str = "scripted") -> None:
+    def __init__(
+        self,
+        models: ModelFactory,
+        settings: Settings,
+        name: str = "scripted",
+        *,
+        redis_url: str | None = None,
+    ) -> None:
         self.models = models
         self.settings = settings
-        self.limiter = limiter_for(settings, name)
+        self.limiter = limiter_for(settings, name, redis_url)
         self._built: dict[Role, BaseChatModel] = {}
 
     def for_role(self, role: Role) -> BaseChatModel:

@@ -168,3 +168,22 @@ def test_every_factory_of_the_process_shares_one_rate_limiter(
     # With no ceiling the rate still adapts to the provider's 429s.
     assert adaptive.limiter is not None
     assert adaptive.limiter.stats().rate is None
+
+
+def test_the_service_s_redis_url_shares_the_model_limiter_between_processes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agents.ratelimit import LocalLimiter, reset_model_limiters
+    from agents.ratelimit_redis import RedisLimiter
+
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+    reset_model_limiters()
+    shared = SettingsModelFactory(_settings(), redis_url="redis://127.0.0.1:1/0").for_role("voter")
+    alone = SettingsModelFactory(_settings()).for_role("voter")
+    reset_model_limiters()
+
+    assert isinstance(shared, ResilientChatModel)
+    assert isinstance(alone, ResilientChatModel)
+    assert isinstance(shared.limiter, RedisLimiter)
+    assert isinstance(alone.limiter, LocalLimiter)
+    assert not hasattr(_settings(), "redis_url")  # a deployment URL is the service's setting
