@@ -103,14 +103,20 @@ def observed(sink: EventSink, run_id: str) -> EventSink:
         try:
             await sink(event)
         finally:
-            seconds = time.perf_counter() - started
-            for observer in list(_observers):
-                try:
-                    observer.on_event(event, seconds)
-                except Exception:  # an observer never breaks a run
-                    logger.exception("run=%s observer failed on %s", run_id, event.type)
+            written(event, run_id, time.perf_counter() - started)
 
     return observing
+
+
+def written(event: Event, run_id: str, seconds: float) -> None:
+    """Tell the observers about an event that took `seconds` to store. The engine's sink does
+    it for every event it emits; the service calls it for those it writes itself (a run's
+    `run_started`, the end of a run stopped before its engine ended it)."""
+    for observer in list(_observers):
+        try:
+            observer.on_event(event, seconds)
+        except Exception:  # an observer never breaks a run
+            logger.exception("run=%s observer failed on %s", run_id, event.type)
 
 
 def rate_limit_changed(model: str, value: float) -> None:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from agents import observers
 from agents.engine import Engine, RunResult
 from agents.errors import RunNotFound
 from agents.events import Event, RunCancelled, RunError
@@ -92,10 +94,12 @@ class RunWriter:
         """Store the terminal event, the status and the result at once; False if the lease
         was gone (nothing written). Callers shield it."""
         live = self.live
+        from_engine = terminal is live.terminal  # the engine's sink already reported it
         async with live.lock:
             if live.lost or live.ended:
                 return False
             data = terminal.model_dump_json()
+            started = time.perf_counter()
             try:
                 seq = await self.store.finish(
                     live.run_id, self.owner, terminal.type, data, status, result
@@ -106,6 +110,8 @@ class RunWriter:
                 return False
             live.ended = True
             await live.push(StoredEvent(seq=seq, type=terminal.type, data=data))
+        if not from_engine:
+            observers.written(terminal, live.run_id, time.perf_counter() - started)
         self._wake(live.run_id)
         return True
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from agents import observers
 from agents.engine import Engine
 from agents.errors import RunNotFound
 from agents.events import RunStarted
@@ -159,14 +161,13 @@ class RunManager:
             owner=owner,
             tenant=tenant,
         )
-        started = StoredEvent(
-            seq=1,
-            type="run_started",
-            data=RunStarted(run_id=record.id, task=task, params=record.params).model_dump_json(),
-        )
+        event = RunStarted(run_id=record.id, task=task, params=record.params)
+        started = StoredEvent(seq=1, type="run_started", data=event.model_dump_json())
+        began = time.perf_counter()
         await self.store.create_run(
             record, started=started.data, owner=owner, ttl_s=self.settings.lease_ttl_s
         )
+        observers.written(event, record.id, time.perf_counter() - began)
         if owner is None:
             self.signals.announce_queued()
         logger.info("run=%s queued (owner=%s, caller=%s)", record.id, owner, tenant or "local")

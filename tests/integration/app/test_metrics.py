@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import Any
 
@@ -140,3 +141,24 @@ async def test_the_call_policy_reports_rate_limits_and_retries(settings: Service
     assert _delta(before, after, "plantree_model_retries_total", role="planner", reason="429") == 1
     assert _delta(before, after, "plantree_model_rate_limited_total", role="planner") == 1
     assert _sum(after, "plantree_model_rate_limit") > 0  # the adaptive limit now in force
+
+
+async def test_events_the_service_writes_itself_are_counted(settings: ServiceSettings) -> None:
+    gate = asyncio.Event()  # never set: the run is cancelled while its first step waits
+    stuck = Scenario(plan=["A"], gate=gate)
+    async with serve(settings, stuck) as svc:
+        before = await _scrape(svc.client)
+        run_id = (await svc.client.post("/runs", json={"task": "never ends"})).json()["run_id"]
+        assert (await svc.client.post(f"/runs/{run_id}/cancel")).status_code in (200, 202)
+        async with (
+            asyncio.timeout(10),
+            svc.client.stream("GET", f"/runs/{run_id}/events") as stream,
+        ):
+            async for line in stream.aiter_lines():  # the stream closes after the terminal event
+                if line == "event: cancelled":
+                    break
+        after = await _scrape(svc.client)
+
+    assert _delta(before, after, "plantree_events_total", type="run_started") == 1
+    assert _delta(before, after, "plantree_events_total", type="cancelled") == 1
+    assert _delta(before, after, "plantree_runs_total", status="cancelled") == 1
