@@ -69,10 +69,16 @@ class BatchWriter:
         """Run `write` inside the next batch's transaction; its result or its exception."""
         if self._closed:
             raise RuntimeError("the SQLite writer is closed")
-        if self._task is None or self._queue is None:
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._queue is None or self._task.done():
             self._queue = asyncio.Queue()
-            self._task = asyncio.create_task(self._run(self._queue), name="sqlite-writer")
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+            self._task = loop.create_task(self._run(self._queue), name="sqlite-writer")
+        elif self._task.get_loop() is not loop:
+            # A caller on another loop (a callback run by `asyncio.run` in a worker thread)
+            # queues through the writer's own loop.
+            handed = asyncio.run_coroutine_threadsafe(self.write(write), self._task.get_loop())
+            return await asyncio.wrap_future(handed)
+        future: asyncio.Future[T] = loop.create_future()
         self._queue.put_nowait(_Item(write, future))
         return await asyncio.shield(future)
 

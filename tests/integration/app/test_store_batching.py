@@ -150,3 +150,18 @@ async def test_a_cancelled_callers_write_still_commits(store: SqliteRunStore) ->
     assert after == 3
     events = await store.events_after(record.id, 0)
     assert [(e.seq, e.data) for e in events] == [(1, "{}"), (2, "cancelled"), (3, "next")]
+
+
+async def test_a_write_from_another_threads_loop_goes_through(store: SqliteRunStore) -> None:
+    # What a synchronous tool's async callbacks do: `asyncio.run` in an executor thread.
+    record = _record()
+    await store.create_run(record, started="{}", owner="me", ttl_s=60)
+    await store.append_event(record.id, "me", "e", "here")
+
+    def elsewhere() -> int:
+        return asyncio.run(store.append_event(record.id, "me", "e", "there"))
+
+    seq = await asyncio.get_running_loop().run_in_executor(None, elsewhere)
+
+    assert seq == 3
+    assert [e.data for e in await store.events_after(record.id, 1)] == ["here", "there"]
