@@ -88,9 +88,13 @@ class BatchWriter:
 
     async def close(self) -> None:
         self._closed = True
-        if self._task is not None and self._queue is not None:
-            self._queue.put_nowait(_Stop())
-            await self._task
+        task, queue = self._task, self._queue
+        if task is not None and queue is not None and not task.done():
+            if task.get_loop() is asyncio.get_running_loop():
+                queue.put_nowait(_Stop())
+                await task  # what is queued is written first
+            else:
+                task.get_loop().call_soon_threadsafe(queue.put_nowait, _Stop())
         await asyncio.get_running_loop().run_in_executor(self._thread, self._conn.close)
         self._thread.shutdown(wait=True)
 
