@@ -81,6 +81,10 @@ def section(load: dict[str, Any], doc: Path, results: Path) -> list[str]:
         ]
         for name in sqlite:
             lines.append(f"| {name} (aiosqlite worker) | {pct(threads[name]['busy'])} |")
+        for name in sorted(t for t in threads if t.startswith("sqlite-writer")):
+            lines.append(
+                f"| run store writer {name} (group commit) | {pct(threads[name]['busy'])} |"
+            )
         for name in ("default executor threads", "AnyIO worker threads"):
             if name in threads:
                 lines.append(f"| {name} | {pct(threads[name]['busy'])} |")
@@ -177,10 +181,11 @@ def _reading(load: dict[str, Any]) -> str:
             f" Event latency's p99 at {top['clients']} clients "
             f"({top['event_latency_p99_ms']['median']:.0f} ms, against "
             f"{top['event_latency_p50_ms']['median']:.0f} ms at the median) comes from the "
-            "start of the wave, when every client posts at once: each `/solve` writes its run "
-            "and its first event through the run store's one SQLite connection, so the "
-            "`run_started` and `plan` events of the last clients wait for the writes of the "
-            "first ones."
+            "start of the wave, when every client posts at once and the first events of the "
+            "last clients wait for the requests of the first ones; the run store's writes "
+            "of that burst are group-committed (a few transactions for the 200 run "
+            "creations, `app/store/sqlite_writer.py`) instead of queueing one by one on its "
+            "SQLite connection."
         )
         return (
             "**Reading.** Past the knee the runs wait for the call policy, not for the "
@@ -249,9 +254,7 @@ def closing(load: dict[str, Any]) -> str:
             "here), and the server has CPU to spare. What would raise it: (1) "
             "`LATS_MODEL_MAX_IN_FLIGHT` as high as the provider allows; (2) then, once the "
             "process is CPU-bound, more server processes over Postgres "
-            "(`LATS_DATABASE_URL`), one per core; (3) fewer trips to the SQLite connection "
-            "per run (each one a hand-off to its thread under a lock), which is what the "
-            "start-of-wave event latency is made of."
+            "(`LATS_DATABASE_URL`), one per core."
         )
     gain = tmpfs_gain(load)
     fixes = [

@@ -1,0 +1,167 @@
+"""Group commit in the SQLite store: writes queued together commit in one transaction, and each
+keeps its own outcome (event ids, fencing, rollback, cancellation) as if it had been alone."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from app.store.base import LeaseLost, RunRecord
+from app.store.sqlite import SqliteRunStore
+from app.store.sqlite_writer import BatchWriter
+
+T = TypeVar("T")
+Write = Callable[[sqlite3.Connection], T]
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqliteRunStore]:
+    opened = await SqliteRunStore.open(tmp_path / "runs.sqlite")
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+async def writer(tmp_path: Path) -> AsyncIterator[BatchWriter]:
+    opened = await BatchWriter.open(tmp_path / "plain.sqlite", 1_000)
+    await opened.write(lambda conn: conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY)"))
+    yield opened
+    await opened.close()
+
+
+def _record() -> RunRecord:
+    now = datetime.now(UTC)
+    return RunRecord(
+        id=uuid.uuid4().hex, task="t", params={}, status="queued", created_at=now, updated_at=now
+    )
+
+
+def _keys(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT k FROM t ORDER BY k").fetchall()]
+
+
+async def test_writes_queued_together_commit_once(writer: BatchWriter) -> None:
+    before = writer.commits
+
+    def insert(key: str) -> Write[int]:
+        return lambda conn: conn.execute("INSERT INTO t VALUES (?)", (key,)).rowcount
+
+    counts = await asyncio.gather(*(writer.write(insert(f"k{i:02}")) for i in range(50)))
+
+    assert counts == [1] * 50
+    assert writer.commits == before + 1
+    assert await writer.read(_keys) == [f"k{i:02}" for i in range(50)]
+
+
+async def test_a_failing_write_rolls_back_whole_and_alone(writer: BatchWriter) -> None:
+    def half_then_fail(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO t VALUES ('half')")
+        raise ValueError("no")
+
+    def insert(key: str) -> Write[int]:
+        return lambda conn: conn.execute("INSERT INTO t VALUES (?)", (key,)).rowcount
+
+    before = writer.commits
+    outcomes = await asyncio.gather(
+        writer.write(insert("a")),
+        writer.write(half_then_fail),
+        writer.write(insert("a")),  # a duplicate key: fails alone too
+        writer.write(insert("b")),
+        return_exceptions=True,
+    )
+
+    assert isinstance(outcomes[1], ValueError)
+    assert isinstance(outcomes[2], sqlite3.IntegrityError)
+    assert not isinstance(outcomes[0], BaseException)
+    assert not isinstance(outcomes[3], BaseException)
+    assert writer.commits == before + 1
+    assert await writer.read(_keys) == ["a", "b"]
+
+
+async def test_concurrent_appends_across_runs_number_each_run_1_to_n(
+    store: SqliteRunStore,
+) -> None:
+    records = [_record() for _ in range(10)]
+    await asyncio.gather(
+        *(store.create_run(r, started="{}", owner="me", ttl_s=60) for r in records)
+    )
+
+    seqs = await asyncio.gather(
+        *(store.append_event(r.id, "me", "e", str(i)) for i in range(20) for r in records)
+    )
+
+    for n, record in enumerate(records):
+        mine = seqs[n::10]
+        assert sorted(mine) == list(range(2, 22))
+        events = await store.events_after(record.id, 0)
+        assert [e.seq for e in events] == list(range(1, 22))
+        # appended in the order they were asked for
+        assert [e.data for e in events[1:]] == [str(i) for i in range(20)]
+
+
+async def test_a_fencing_failure_fails_only_its_caller(store: SqliteRunStore) -> None:
+    held, other = _record(), _record()
+    await store.create_run(held, started="{}", owner="me", ttl_s=60)
+    await store.create_run(other, started="{}", owner="them", ttl_s=60)
+
+    outcomes = await asyncio.gather(
+        store.append_event(held.id, "me", "e", "1"),
+        store.append_event(other.id, "me", "e", "x"),
+        store.finish(other.id, "me", "run_done", "x", "done", {}),
+        store.append_event(held.id, "me", "e", "2"),
+        store.finish(held.id, "me", "run_done", "3", "done", {"ok": True}),
+        return_exceptions=True,
+    )
+
+    assert outcomes[0] == 2
+    assert outcomes[3] == 3
+    assert outcomes[4] == 4
+    assert isinstance(outcomes[1], LeaseLost)
+    assert isinstance(outcomes[2], LeaseLost)
+    assert [e.seq for e in await store.events_after(other.id, 0)] == [1]
+    finished = await store.get_run(held.id)
+    assert finished is not None
+    assert finished.status == "done"
+    assert finished.result == {"ok": True}
+    still = await store.get_run(other.id)
+    assert still is not None
+    assert still.status == "queued"
+    assert still.owner == "them"
+
+
+async def test_a_cancelled_callers_write_still_commits(store: SqliteRunStore) -> None:
+    record = _record()
+    await store.create_run(record, started="{}", owner="me", ttl_s=60)
+
+    task = asyncio.create_task(store.append_event(record.id, "me", "e", "cancelled"))
+    await asyncio.sleep(0)  # queued
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    after = await store.append_event(record.id, "me", "e", "next")
+
+    assert after == 3
+    events = await store.events_after(record.id, 0)
+    assert [(e.seq, e.data) for e in events] == [(1, "{}"), (2, "cancelled"), (3, "next")]
+
+
+async def test_a_write_from_another_threads_loop_goes_through(store: SqliteRunStore) -> None:
+    # What a synchronous tool's async callbacks do: `asyncio.run` in an executor thread.
+    record = _record()
+    await store.create_run(record, started="{}", owner="me", ttl_s=60)
+    await store.append_event(record.id, "me", "e", "here")
+
+    def elsewhere() -> int:
+        return asyncio.run(store.append_event(record.id, "me", "e", "there"))
+
+    seq = await asyncio.get_running_loop().run_in_executor(None, elsewhere)
+
+    assert seq == 3
+    assert [e.data for e in await store.events_after(record.id, 1)] == ["here", "there"]
