@@ -70,7 +70,8 @@ async def test_three_runs_share_a_quota_finish_and_use_most_of_it(
     quota = Quota(rps=QUOTA_RPS, burst=int(QUOTA_RPS))
     sim = gemini_sim(from_scenario(wide_scenario()), latency_s=0.2, quota=quota)
     engine = _engine(_settings(tmp_path))
-    params = RunParams(max_paths=4, max_nodes=24)
+    # Long enough runs that the share measures the steady state, not the first cuts alone.
+    params = RunParams(max_paths=8, max_nodes=48)
 
     results: list[RunResult] = await asyncio.gather(
         *(engine.run(f"Question {i}", params) for i in range(3))
