@@ -12,11 +12,15 @@ benchmark of thousands of calls, and a leak in the memory soak.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import hashlib
 from dataclasses import dataclass
 
+from app.settings import ServiceSettings
+from bench.scenarios import scenario
 from testkit.fakes import FakeCall, FakeModels, Reply
+from testkit.policy_models import ThroughPolicy
 from testkit.scenario import Scenario
 
 
@@ -67,3 +71,16 @@ class CountingModels(FakeModels):
     def calls(self) -> int:
         """Model calls made so far (cache hits never reach the model)."""
         return self.counter.made
+
+
+def served_models(args: argparse.Namespace, settings: ServiceSettings) -> ThroughPolicy:
+    """The scripted models a benchmark's server process answers with: the scenario and latency
+    of its command line, counted, behind the production call policy (its rate shared through
+    Redis when the settings name one)."""
+    script = Delayed(
+        scenario(args.scenario),
+        args.latency_seed,
+        args.latency_low_ms / 1000,
+        args.latency_high_ms / 1000,
+    )
+    return ThroughPolicy(CountingModels(script), settings, redis_url=settings.redis_url)

@@ -25,9 +25,8 @@ import uvicorn
 
 from app.main import create_app
 from bench.engine_runs import bench_settings
-from bench.models import CountingModels, Delayed
-from bench.scenarios import SCENARIOS, scenario
-from testkit.policy_models import ThroughPolicy
+from bench.models import served_models
+from bench.scenarios import SCENARIOS
 
 logger = logging.getLogger(__name__)
 
@@ -57,13 +56,7 @@ async def _serve(args: argparse.Namespace, data_dir: Path) -> None:
         max_active_runs=args.max_active_runs,
         max_queued_runs=args.max_queued_runs,
     )
-    script = Delayed(
-        scenario(args.scenario),
-        args.latency_seed,
-        args.latency_low_ms / 1000,
-        args.latency_high_ms / 1000,
-    )
-    models = ThroughPolicy(CountingModels(script), settings, redis_url=settings.redis_url)
+    models = served_models(args, settings)
     app = create_app(settings, models=models, tools=[], host=args.host)
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level="warning", lifespan="on", log_config=None

@@ -101,9 +101,7 @@ async def _child(args: argparse.Namespace) -> None:
 
     from app.main import create_app
     from app.service import run_service
-    from bench.models import CountingModels, Delayed
-    from bench.scenarios import scenario
-    from testkit.policy_models import ThroughPolicy
+    from bench.models import served_models
 
     data_dir = Path(f"/tmp/bench-workers-{os.getpid()}")
     settings = bench_settings(
@@ -113,13 +111,7 @@ async def _child(args: argparse.Namespace) -> None:
         max_active_runs=args.max_active_runs,
         max_queued_runs=args.max_queued_runs,
     )
-    script = Delayed(
-        scenario(args.scenario),
-        args.latency_seed,
-        args.latency_low_ms / 1000,
-        args.latency_high_ms / 1000,
-    )
-    models = ThroughPolicy(CountingModels(script), settings, redis_url=settings.redis_url)
+    models = served_models(args, settings)
     if args.child == "worker":
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
