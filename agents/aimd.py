@@ -9,10 +9,14 @@ Rules (times in seconds, rates in requests per second):
 - A grant reserves the next slot of the effective rate `min(rate, ceiling)`, never before
   `cooldown_until`. Bursts of up to `burst` are allowed only while the ceiling is what holds;
   an adaptive rate, being the provider's limit, is paced strictly.
-- A 429 (rate limited) pauses everyone until `now + retry_after` and, unless the request was
-  granted before the last cut (one cut per round, as TCP does per window), cuts the rate to
+- Every cut starts a new epoch. A 429 (rate limited) pauses everyone until `now + retry_after`
+  and, if the request's slot was reserved in the current epoch, cuts the rate to
   `max(floor, beta * current)`, where `current` is the rate in force or, before any cut, the
-  rate actually observed.
+  rate actually observed. A 429 of a request reserved before the last cut says nothing new
+  (its rate is already cut): one cut per round, as TCP does per window.
+- A cut also gives up the slots reserved at the old rate: the schedule restarts after the
+  pause, and a request still waiting for an old-epoch slot reserves again at the new rate
+  (the limiters do so when they wake), so a cut takes effect at once, not a queue later.
 - Each success adds `growth * base / rate`, where `base` is the rate after the last cut: the
   rate climbs back linearly at `growth * base` requests/s per second, whatever the quota's
   scale (a free tier of 10 a minute and a paid one of 1000 a minute recover in the same time).
@@ -43,7 +47,7 @@ class AimdState:
     base: float = 0.0
     tat: float = -math.inf  # theoretical arrival time of the next request (GCRA)
     cooldown_until: float = -math.inf
-    last_cut_at: float = -math.inf
+    epoch: int = 0  # bumped by every cut; a slot belongs to the epoch it was reserved in
     window_start: float = -math.inf
     window_count: int = 0
     observed_prev: float = 0.0
@@ -61,8 +65,9 @@ class AimdState:
         current = self.window_count / max(now - self.window_start, WINDOW_S)
         return max(self.observed_prev, current)
 
-    def reserve(self, now: float) -> float:
-        """Reserve the next slot; returns when (>= now) the request may go out."""
+    def reserve(self, now: float, *, again: bool = False) -> float:
+        """Reserve the next slot; returns when (>= now) the request may go out. `again`: the
+        request's earlier slot was given up by a cut (it is not counted twice)."""
         start = max(now, self.cooldown_until)
         rate = self.effective_rate()
         if rate is not None:
@@ -71,6 +76,8 @@ class AimdState:
             burst = 1 if adaptive else max(1, self.burst)
             start = max(start, self.tat - (burst - 1) * interval)
             self.tat = max(self.tat, start) + interval
+        if again:
+            return start
         if start - self.window_start >= WINDOW_S:
             if start - self.window_start < 2 * WINDOW_S and self.window_count:
                 self.observed_prev = self.window_count / (start - self.window_start)
@@ -82,14 +89,14 @@ class AimdState:
         self.grants += 1
         return start
 
-    def on_rate_limited(self, now: float, granted_at: float, retry_after_s: float | None) -> bool:
-        """A request granted at `granted_at` got a 429: pause, and cut once per round.
-        Returns True when the rate was cut."""
+    def on_rate_limited(self, now: float, epoch: int, retry_after_s: float | None) -> bool:
+        """A request whose slot was reserved in `epoch` got a 429: pause, and cut once per
+        round. Returns True when the rate was cut."""
         self.rate_limited += 1
         pause = DEFAULT_RETRY_AFTER_S if retry_after_s is None else max(0.0, retry_after_s)
         self.cooldown_until = max(self.cooldown_until, now + pause)
-        if granted_at < self.last_cut_at:
-            return False  # sent at the old rate; that rate is already cut
+        if epoch != self.epoch:
+            return False  # reserved at the old rate; that rate is already cut
         current = self.effective_rate()
         if current is None:
             current = self.observed(now)
@@ -97,8 +104,8 @@ class AimdState:
         if self.ceiling is not None:
             self.rate = min(self.rate, self.ceiling)
         self.base = self.rate
-        self.last_cut_at = now
-        self.tat = max(self.tat, self.cooldown_until)
+        self.epoch += 1
+        self.tat = max(now, self.cooldown_until)
         self.cuts += 1
         return True
 

@@ -30,6 +30,7 @@ class Permit:
     """One granted request: when it went out, on the limiter's clock."""
 
     granted_at: float
+    epoch: int = 0  # the rate epoch its slot was reserved in (see `agents.aimd`)
     fallback: bool = False  # granted by a shared limiter's in-process stand-in
 
 
@@ -109,15 +110,22 @@ class LocalLimiter:
     async def acquire(self) -> Permit:
         await self.gate.enter()
         try:
-            with self._lock:
-                now = self._clock()
-                start = self.state.reserve(now)
-            if start > now:
-                await self._sleep(start - now)
+            again = False
+            while True:
+                with self._lock:
+                    now = self._clock()
+                    epoch = self.state.epoch
+                    start = self.state.reserve(now, again=again)
+                if start > now:
+                    await self._sleep(start - now)
+                with self._lock:
+                    if self.state.epoch == epoch:
+                        break
+                again = True  # the rate was cut while this slot waited: reserve at the new one
         except BaseException:
             self.gate.leave()
             raise
-        return Permit(granted_at=start)
+        return Permit(granted_at=start, epoch=epoch)
 
     async def release(
         self, permit: Permit, outcome: Outcome, retry_after_s: float | None = None
@@ -127,7 +135,7 @@ class LocalLimiter:
             if outcome == "ok":
                 self.state.on_success()
             elif outcome == "rate_limited":
-                cut = self.state.on_rate_limited(self._clock(), permit.granted_at, retry_after_s)
+                cut = self.state.on_rate_limited(self._clock(), permit.epoch, retry_after_s)
                 if cut:
                     logger.warning(
                         "%s: rate limited; allowed rate now %.2f/s (retry after %s)",

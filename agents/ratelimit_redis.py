@@ -49,11 +49,17 @@ local function effective()
 end
 """
 
-# ARGV: ceiling (0: none), burst. Returns {start, now} as strings (Lua numbers would be cut to
-# integers on the way out).
+# ARGV: ceiling (0: none), burst, ttl, epoch of the slot the caller waited for (-1: none yet).
+# Returns {start, now, epoch} as strings (Lua numbers would be cut to integers on the way out);
+# start is 'go' when the caller's slot is still of the current epoch.
 _RESERVE = (
     _LUA_COMMON
     + """
+local epoch = num('epoch', 0)
+local held = tonumber(ARGV[4])
+if held >= 0 and held == epoch then
+  return {'go', string.format('%.6f', now), tostring(epoch)}
+end
 local burst = math.max(1, tonumber(ARGV[2]))
 local start = math.max(now, num('cooldown', NEVER))
 local eff = effective()
@@ -64,27 +70,31 @@ if eff then
   start = math.max(start, tat - (burst - 1) * interval)
   put('tat', math.max(tat, start) + interval)
 end
-local ws = num('win_start', NEVER)
-local wc = num('win_count', 0)
-if start - ws >= 1.0 then
-  if start - ws < 2.0 and wc > 0 then put('obs_prev', wc / (start - ws)) else put('obs_prev', 0) end
-  put('win_start', start)
-  wc = 0
+if held < 0 then
+  local ws = num('win_start', NEVER)
+  local wc = num('win_count', 0)
+  if start - ws >= 1.0 then
+    local prev = 0
+    if start - ws < 2.0 and wc > 0 then prev = wc / (start - ws) end
+    put('obs_prev', prev)
+    put('win_start', start)
+    wc = 0
+  end
+  put('win_count', wc + 1)
+  redis.call('HINCRBY', h, 'grants', 1)
 end
-put('win_count', wc + 1)
-redis.call('HINCRBY', h, 'grants', 1)
 redis.call('EXPIRE', h, tonumber(ARGV[3]))
-return {string.format('%.6f', start), string.format('%.6f', now)}
+return {string.format('%.6f', start), string.format('%.6f', now), tostring(epoch)}
 """
 )
 
-# ARGV: ceiling, kind ('ok' | 'rate_limited'), granted_at, retry_after (< 0: unknown), beta,
+# ARGV: ceiling, kind ('ok' | 'rate_limited'), the slot's epoch, retry_after (< 0: unknown), beta,
 # growth, floor, default retry. Returns {rate (0: none), cut (0/1)}.
 _FEEDBACK = (
     _LUA_COMMON
     + """
 local kind = ARGV[2]
-local granted_at = tonumber(ARGV[3])
+local epoch = tonumber(ARGV[3])
 local retry_after = tonumber(ARGV[4])
 local beta, growth, floor = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local rate = num('rate', 0)
@@ -100,7 +110,7 @@ redis.call('HINCRBY', h, 'rate_limited', 1)
 local pause = tonumber(ARGV[8])
 if retry_after >= 0 then pause = retry_after end
 put('cooldown', math.max(num('cooldown', NEVER), now + pause))
-if granted_at < num('last_cut', NEVER) then return {string.format('%.6f', rate), '0'} end
+if epoch ~= num('epoch', 0) then return {string.format('%.6f', rate), '0'} end
 local current = effective()
 if current == nil then
   local ws = num('win_start', NEVER)
@@ -110,8 +120,8 @@ rate = math.max(floor, beta * current)
 if ceiling > 0 and rate > ceiling then rate = ceiling end
 put('rate', rate)
 put('base', rate)
-put('last_cut', now)
-put('tat', math.max(num('tat', NEVER), num('cooldown', NEVER)))
+redis.call('HINCRBY', h, 'epoch', 1)
+put('tat', math.max(now, num('cooldown', NEVER)))
 redis.call('HINCRBY', h, 'cuts', 1)
 return {string.format('%.6f', rate), '1'}
 """
@@ -177,24 +187,31 @@ class RedisLimiter:
 
         await self.gate.enter()
         try:
-            try:
-                _, reserve, _ = self._scripts()
-                start_s, now_s = await reserve(
-                    keys=[self.key], args=[self.ceiling, self.burst, STATE_TTL_S]
-                )
-            except (RedisError, OSError) as e:
-                self._redis_failed(e)
-                self.gate.leave()
-                permit = await self._fallback.acquire()
-                return Permit(granted_at=permit.granted_at, fallback=True)
-            start, now = float(start_s), float(now_s)
-            self._grants += 1
-            if start > now:
+            held = -1  # the epoch of the slot waited for: a cut meanwhile means reserve again
+            start = 0.0
+            while True:
+                try:
+                    _, reserve, _ = self._scripts()
+                    start_s, now_s, epoch_s = await reserve(
+                        keys=[self.key], args=[self.ceiling, self.burst, STATE_TTL_S, held]
+                    )
+                except (RedisError, OSError) as e:
+                    self._redis_failed(e)
+                    self.gate.leave()
+                    permit = await self._fallback.acquire()
+                    return Permit(granted_at=permit.granted_at, epoch=permit.epoch, fallback=True)
+                if start_s == b"go":
+                    break
+                if held < 0:
+                    self._grants += 1
+                start, now, held = float(start_s), float(now_s), int(epoch_s)
+                if start <= now:
+                    break
                 await asyncio.sleep(start - now)
         except BaseException:
             self.gate.leave()
             raise
-        return Permit(granted_at=start)
+        return Permit(granted_at=start, epoch=held)
 
     async def release(
         self, permit: Permit, outcome: Outcome, retry_after_s: float | None = None
@@ -214,7 +231,7 @@ class RedisLimiter:
                 args=[
                     self.ceiling,
                     outcome,
-                    permit.granted_at,
+                    permit.epoch,
                     -1.0 if retry_after_s is None else retry_after_s,
                     DEFAULT_BETA,
                     DEFAULT_GROWTH,

@@ -86,6 +86,29 @@ async def test_requests_sent_before_a_cut_do_not_cut_again(prefix: str) -> None:
         await limiter.aclose()
 
 
+async def test_a_slot_waiting_when_another_process_cuts_waits_for_the_pause(prefix: str) -> None:
+    one, other = _pair(prefix, ceiling=2.0, burst=2)
+    early, stale = await one.acquire(), await one.acquire()  # the burst: both at once
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    waiting = asyncio.create_task(other.acquire())  # its slot is 0.5 s away
+    await asyncio.sleep(0.1)
+
+    await one.release(early, "rate_limited", 1.0)  # the other process hears of a 429
+    second = await waiting
+
+    # The old slot (0.5 s) was given up: the request waited for the pause, in the new epoch,
+    # and a 429 of a request reserved before the cut does not cut again.
+    assert loop.time() - started >= 0.9
+    assert second.epoch == 1
+    await one.release(stale, "rate_limited", 0.0)
+    await other.release(second, "ok")
+    state = await one.shared_state()
+    assert (int(state["cuts"]), int(state["epoch"]), int(state["grants"])) == (1, 1, 3)
+    for limiter in (one, other):
+        await limiter.aclose()
+
+
 async def test_successes_grow_the_shared_rate_up_to_the_ceiling(prefix: str) -> None:
     one, other = _pair(prefix, ceiling=50.0)
     permit = await one.acquire()

@@ -48,7 +48,7 @@ def test_the_first_429_cuts_to_beta_times_the_observed_rate() -> None:
     for i in range(20):  # 20 requests over one second: 20/s
         state.reserve(10.0 + i * 0.05)
 
-    cut = state.on_rate_limited(11.0, granted_at=10.95, retry_after_s=None)
+    cut = state.on_rate_limited(11.0, epoch=state.epoch, retry_after_s=None)
 
     assert cut is True
     assert state.rate == pytest.approx(10.0)
@@ -59,24 +59,39 @@ def test_a_429_pauses_everyone_for_the_retry_delay() -> None:
     state = AimdState(ceiling=100.0)
     state.reserve(10.0)
 
-    state.on_rate_limited(10.1, granted_at=10.0, retry_after_s=27.0)
+    state.on_rate_limited(10.1, epoch=0, retry_after_s=27.0)
 
     assert state.reserve(10.2) == pytest.approx(37.1)
 
 
-def test_only_one_cut_per_round_of_requests_sent_at_the_old_rate() -> None:
+def test_only_one_cut_per_round_of_requests_reserved_at_the_old_rate() -> None:
     state = AimdState(ceiling=10.0, beta=0.5)
-    first = state.reserve(10.0)
-    second = state.reserve(10.0)
+    for _ in range(3):
+        late = state.reserve(10.0)  # the last slot lies after the cut below, at the old rate
+    assert late > 10.15
 
-    assert state.on_rate_limited(10.2, granted_at=first, retry_after_s=0.1) is True
-    assert state.on_rate_limited(10.3, granted_at=second, retry_after_s=0.1) is False
+    assert state.on_rate_limited(10.2, epoch=0, retry_after_s=0.1) is True
+    assert state.on_rate_limited(10.3, epoch=0, retry_after_s=0.1) is False
     assert state.rate == pytest.approx(5.0)
-    assert (state.cuts, state.rate_limited) == (1, 2)
-    # A request granted after the cut that fails again cuts again.
-    third = state.reserve(10.4)
-    assert state.on_rate_limited(10.6, granted_at=third, retry_after_s=0.1) is True
+    assert (state.cuts, state.rate_limited, state.epoch) == (1, 2, 1)
+    # A request reserved after the cut that fails again cuts again.
+    state.reserve(10.4)
+    assert state.on_rate_limited(10.6, epoch=1, retry_after_s=0.1) is True
     assert state.rate == pytest.approx(2.5)
+
+
+def test_a_cut_restarts_the_schedule_after_the_pause() -> None:
+    state = AimdState(ceiling=10.0, beta=0.5)
+    slots = [state.reserve(10.0) for _ in range(10)]  # a second of slots at 10/s
+    assert slots[-1] == pytest.approx(10.9)
+
+    state.on_rate_limited(10.05, epoch=0, retry_after_s=0.2)
+
+    # The next slot follows the pause at the new rate, not the queue reserved at the old one;
+    # a re-reservation is not counted as a second grant.
+    assert state.reserve(10.1, again=True) == pytest.approx(10.25)
+    assert state.reserve(10.1) == pytest.approx(10.45)
+    assert state.grants == 11
 
 
 def test_successes_grow_the_rate_by_growth_times_base_per_second() -> None:
@@ -97,7 +112,7 @@ def test_growth_stops_at_the_ceiling_and_cuts_stop_at_the_floor() -> None:
         state.on_success()
     assert state.rate == 5.0
 
-    state.on_rate_limited(1.0, granted_at=1.0, retry_after_s=0.0)
+    state.on_rate_limited(1.0, epoch=0, retry_after_s=0.0)
     assert state.rate == 0.5
 
 
@@ -133,6 +148,30 @@ async def test_a_rate_limited_release_cuts_the_rate_the_next_acquire_waits_for()
     assert clock.sleeps == [pytest.approx(2.0)]
 
 
+async def test_a_request_waiting_for_its_slot_when_the_rate_is_cut_waits_for_the_new_one() -> None:
+    clock = Clock()
+    limiter = LocalLimiter(AimdState(ceiling=2.0), 4, clock=clock, sleep=clock.sleep)
+    first = await limiter.acquire()  # at once; the next slot is 0.5 s away
+    cut_while_waiting = False
+
+    async def sleep(seconds: float) -> None:
+        nonlocal cut_while_waiting
+        clock.sleeps.append(seconds)
+        if not cut_while_waiting:  # another request's 429 arrives while this one waits
+            cut_while_waiting = True
+            await limiter.release(first, "rate_limited", 3.0)
+        clock.now += seconds
+
+    limiter._sleep = sleep
+    second = await limiter.acquire()
+
+    # It did not go at its old slot (100.5) but after the pause, in the new epoch.
+    assert second.granted_at == pytest.approx(103.0)
+    assert second.epoch == 1
+    assert clock.sleeps == [pytest.approx(0.5), pytest.approx(2.5)]
+    assert limiter.stats().grants == 2
+
+
 def test_one_limiter_per_model_shared_by_every_caller() -> None:
     first = model_limiter("p:model-a", ceiling=None, burst=4, max_in_flight=16)
 
@@ -140,8 +179,9 @@ def test_one_limiter_per_model_shared_by_every_caller() -> None:
     assert model_limiter("p:model-b", ceiling=None, burst=4, max_in_flight=16) is not first
 
 
-def test_a_permit_remembers_when_it_was_granted() -> None:
-    assert Permit(granted_at=3.5).granted_at == 3.5
+def test_a_permit_remembers_when_and_in_which_epoch_it_was_granted() -> None:
+    permit = Permit(granted_at=3.5, epoch=2)
+    assert (permit.granted_at, permit.epoch) == (3.5, 2)
 
 
 # -- the fixed-rate bucket ----------------------------------------------------------------------
