@@ -134,7 +134,8 @@ async def _solve_local(task: str, params: RunParams, printer: TreePrinter) -> in
     try:
         models = SettingsModelFactory(settings, redis_url=settings.redis_url)
         models.check()
-        engine = Engine(settings=settings, models=models, tools=build_tools(settings))
+        tools = build_tools(settings, redis_url=settings.redis_url)
+        engine = Engine(settings=settings, models=models, tools=tools)
     except ConfigError as e:
         raise CliError(f"cannot run: {e}") from e
     code = EXIT_FAILED

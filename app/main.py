@@ -42,7 +42,11 @@ def create_app(
             settings_factory = SettingsModelFactory(settings, redis_url=settings.redis_url)
             settings_factory.check()  # misconfiguration fails here, with a clear message
             factory = settings_factory
-        toolset = list(tools) if tools is not None else await build_service_tools(settings)
+        toolset = (
+            list(tools)
+            if tools is not None
+            else await build_service_tools(settings, redis_url=settings.redis_url)
+        )
         try:
             async with run_service(
                 settings,

@@ -31,8 +31,8 @@ class ServiceSettings(Settings):
     )
     redis_url: str | None = Field(
         default=None,
-        description="redis://… shares the adaptive model rate, the model-call cache and the "
-        "wake-ups between processes.",
+        description="redis://… shares the adaptive model rate, the tools' rate limits, the "
+        "model-call cache and the wake-ups between processes.",
     )
     max_active_runs: int = Field(default=4, ge=1, le=256, description="Runs executing at once.")
     max_queued_runs: int = Field(

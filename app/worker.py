@@ -23,7 +23,7 @@ async def run_worker(settings: ServiceSettings) -> None:
     """Work until SIGTERM or SIGINT, then drain."""
     models = SettingsModelFactory(settings, redis_url=settings.redis_url)
     models.check()
-    tools = build_tools(settings)
+    tools = build_tools(settings, redis_url=settings.redis_url)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -89,3 +89,31 @@ def postgres_url() -> Iterator[str]:
             yield f"{base}/{name}"
         finally:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+REDIS_URL = os.environ.get("LATS_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+async def redis_prefix() -> AsyncIterator[str]:
+    """A key prefix of this test's own on the local Redis; its keys are deleted after.
+
+    Without a reachable server the Redis tests are skipped on a developer's machine, but fail
+    in CI (CI=true), where the server is always there.
+    """
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(REDIS_URL, socket_timeout=1.0)
+    try:
+        await client.ping()
+    except (OSError, aioredis.RedisError):
+        await client.aclose()
+        if os.environ.get("CI"):
+            pytest.fail(f"Redis is not reachable at {REDIS_URL}")
+        pytest.skip(f"no Redis at {REDIS_URL}")
+    name = f"plantree-test-{uuid.uuid4().hex[:10]}"
+    yield name
+    keys = [key async for key in client.scan_iter(f"{name}:*")]
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()

@@ -15,6 +15,7 @@ from langchain_core.tools import BaseTool
 from agents.errors import ConfigError
 from agents.settings import KNOWN_TOOLS, Settings
 from tools import arxiv_search, local_docs, mcp, web_search, wikipedia_search
+from tools.ratelimit_redis import redis_limiters
 from tools.results import ToolResult
 from tools.runtime import (
     PROCESS_CACHE,
@@ -23,6 +24,7 @@ from tools.runtime import (
     Jitter,
     LimiterRegistry,
     Sleep,
+    ToolLimiters,
     ToolRuntime,
     TtlCache,
     tool_executor,
@@ -36,9 +38,9 @@ class ToolOverrides:
     """The network edge and the clocks, replaceable for tests and the bench.
 
     Without overrides the tools use the real services, the real clock, and the process-wide
-    rate limiters and result cache. Passing `clock` or `sleep` without `limiters`/`cache` gives
-    the tools a fresh limiter registry and cache on that clock (a fake clock must not leak into
-    the process-wide ones).
+    rate limiters (shared through Redis when `build_tools` is given a `redis_url`) and result
+    cache. Passing `clock` or `sleep` without `limiters`/`cache` gives the tools a fresh limiter
+    registry and cache on that clock (a fake clock must not leak into the process-wide ones).
     """
 
     web_search_fn: web_search.WebSearchFn | None = None
@@ -52,12 +54,16 @@ class ToolOverrides:
     jitter: Jitter | None = None
     """Uniform [0, 1) scaling each backoff delay."""
     cache: TtlCache[ToolResult] | None = None
-    limiters: LimiterRegistry | None = None
+    limiters: ToolLimiters | None = None
 
 
-def build_tools(settings: Settings, *, overrides: ToolOverrides | None = None) -> list[BaseTool]:
+def build_tools(
+    settings: Settings, *, overrides: ToolOverrides | None = None, redis_url: str | None = None
+) -> list[BaseTool]:
     """The tools enabled in `settings.tools`, in that order.
 
+    With `redis_url` (the service's `LATS_REDIS_URL`) the tools' rate limits are shared by
+    every process using that Redis, not per process; nothing reaches Redis before a call.
     `local_docs` is built only when enabled and `settings.local_docs_dir` names a folder.
     Raises `ConfigError` for an unknown tool name, an unknown web search backend, or an enabled
     `local_docs` without an existing folder.
@@ -74,7 +80,12 @@ def build_tools(settings: Settings, *, overrides: ToolOverrides | None = None) -
     sleep = overrides.sleep or asyncio.sleep
     limiters = overrides.limiters
     if limiters is None:
-        limiters = LimiterRegistry(clock=clock, sleep=sleep) if fake_time else PROCESS_LIMITERS
+        if fake_time:  # a fake clock cannot space against Redis's
+            limiters = LimiterRegistry(clock=clock, sleep=sleep)
+        elif redis_url:
+            limiters = redis_limiters(redis_url)
+        else:
+            limiters = PROCESS_LIMITERS
     # Not `or`: an empty cache is falsy (it has a length).
     cache = overrides.cache
     if cache is None:
@@ -140,9 +151,11 @@ def build_tools(settings: Settings, *, overrides: ToolOverrides | None = None) -
     return tools
 
 
-async def build_service_tools(settings: Settings) -> list[BaseTool]:
+async def build_service_tools(
+    settings: Settings, *, redis_url: str | None = None
+) -> list[BaseTool]:
     """`build_tools` plus the tools of the MCP servers in `settings.mcp_servers`."""
-    tools = build_tools(settings)
+    tools = build_tools(settings, redis_url=redis_url)
     if settings.mcp_servers:
         servers = mcp.parse_servers(settings.mcp_servers)
         timeout_s, max_chars = settings.tool_timeout_s, settings.tool_result_max_chars

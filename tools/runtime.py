@@ -4,7 +4,8 @@ jittered retries, a rate limit and a cache.
 `ToolRuntime.run` is the single path from a tool's coroutine to its blocking library call. It
 never raises (except cancellation): every failure becomes a `results.failure` observation.
 Retries and spacing are the model calls' own implementation (`agents.retry.retrying`,
-`agents.ratelimit.TokenBucket`), so tools and models back off by the same rules.
+`agents.ratelimit.TokenBucket`), so tools and models back off by the same rules. With Redis,
+the spacing is shared by every process instead (`tools.ratelimit_redis`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ValidationError
@@ -71,6 +73,19 @@ Classifier = Callable[[Exception], ToolCallError]
 """Maps an exception a library raised into a `ToolCallError` (unknown ones to "internal")."""
 
 
+class ToolLimiter(Protocol):
+    """What `ToolRuntime` needs of a tool's rate limiter: `RateLimiter` in-process, or
+    `tools.ratelimit_redis.RedisRateLimiter` shared through Redis."""
+
+    async def acquire(self, max_wait_s: float = ...) -> bool: ...
+
+
+class ToolLimiters(Protocol):
+    """One limiter per tool name: `LimiterRegistry`, or `RedisLimiterRegistry`."""
+
+    def limiter(self, name: str, min_interval_s: float) -> ToolLimiter: ...
+
+
 class RateLimiter(TokenBucket):
     """Spaces the starts of one tool's calls at least `min_interval_s` apart (0: no spacing);
     a `TokenBucket` of one slot, safe across tasks, threads and event loops."""
@@ -85,6 +100,11 @@ class RateLimiter(TokenBucket):
     @min_interval_s.setter
     def min_interval_s(self, value: float) -> None:
         self.set_rate(_rate(value))
+
+    def reserve(self, max_wait_s: float = math.inf) -> float | None:
+        """Take the next free slot without waiting: the seconds until it, or None (no slot
+        taken) when that is over `max_wait_s`."""
+        return self._reserve(max_wait_s)
 
 
 def _rate(min_interval_s: float) -> float:
@@ -141,7 +161,7 @@ class ToolRuntime:
     max_retries: int
     max_chars: int
     cache_ttl_s: float
-    limiter: RateLimiter
+    limiter: ToolLimiter
     cache: TtlCache[ToolResult]
     clock: Clock = time.monotonic
     sleep: Sleep = asyncio.sleep

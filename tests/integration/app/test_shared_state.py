@@ -6,8 +6,6 @@ own channel prefix or database."""
 from __future__ import annotations
 
 import asyncio
-import os
-import uuid
 from collections.abc import AsyncIterator
 
 import pytest
@@ -21,29 +19,13 @@ from app.service import run_service
 from app.signals_redis import RedisSignals
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
-
-REDIS_URL = os.environ.get("LATS_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+from tests.conftest import REDIS_URL
 
 
 @pytest.fixture
-async def prefix() -> AsyncIterator[str]:
+def prefix(redis_prefix: str) -> str:
     """A key and channel prefix of this test's own on a reachable Redis (deleted after)."""
-    import redis.asyncio as aioredis
-
-    client = aioredis.Redis.from_url(REDIS_URL, socket_timeout=1.0)
-    try:
-        await client.ping()
-    except (OSError, aioredis.RedisError):
-        await client.aclose()
-        if os.environ.get("CI"):
-            pytest.fail(f"Redis is not reachable at {REDIS_URL}")
-        pytest.skip(f"no Redis at {REDIS_URL}")
-    name = f"plantree-test-{uuid.uuid4().hex[:10]}"
-    yield name
-    keys = [key async for key in client.scan_iter(f"{name}:*")]
-    if keys:
-        await client.delete(*keys)
-    await client.aclose()
+    return redis_prefix
 
 
 @pytest.fixture

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from agents.errors import ConfigError
+from tools.ratelimit_redis import RedisRateLimiter, redis_limiters
 from tools.registry import ToolOverrides, build_tools
 from tools.results import ToolResult, read_artifact
-from tools.runtime import TtlCache
+from tools.runtime import PROCESS_LIMITERS, ToolRuntime, TtlCache
 
 
 def _no_search(query: str, **_: Any) -> list[dict[str, Any]]:
@@ -98,6 +100,37 @@ async def test_an_injected_cache_is_the_one_the_tools_fill(make_settings, call_t
     await call_tool(tool, {"query": "q"})
 
     assert len(cache) == 1
+
+
+def test_a_redis_url_gives_every_tool_the_process_s_limiter_shared_through_redis(
+    make_settings,
+) -> None:
+    # Nothing listens there, and a test without an event loop could not open a connection:
+    # building must not reach Redis.
+    url = "redis://127.0.0.1:1/0"
+    settings = make_settings(tools=["web_search", "arxiv"], tool_min_interval_s=0.5)
+
+    tools = build_tools(settings, redis_url=url)
+
+    limiters = {tool.name: _runtime(tool).limiter for tool in tools}
+    assert limiters == redis_limiters(url).limiters()
+    assert all(isinstance(limiter, RedisRateLimiter) for limiter in limiters.values())
+    arxiv = limiters["arxiv"]
+    assert isinstance(arxiv, RedisRateLimiter)
+    assert arxiv.key == "plantree:tool-rate:arxiv"
+    assert arxiv.min_interval_s == 3.0  # arXiv's own floor holds across processes too
+
+
+def test_without_a_redis_url_the_tools_space_per_process(make_settings) -> None:
+    [tool] = build_tools(make_settings(tools=["wikipedia"]))
+
+    assert _runtime(tool).limiter is PROCESS_LIMITERS.limiter("wikipedia", 0.0)
+
+
+def _runtime(tool: Any) -> ToolRuntime:
+    runtime = inspect.getclosurevars(tool.coroutine).nonlocals["runtime"]
+    assert isinstance(runtime, ToolRuntime)
+    return runtime
 
 
 def _results(query: str, **_: Any) -> list[dict[str, Any]]:
