@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
-import weakref
 from typing import Any
 
 from agents.aimd import (
@@ -22,6 +20,7 @@ from agents.aimd import (
     AimdState,
 )
 from agents.ratelimit import InFlightGate, LimiterStats, LocalLimiter, Outcome, Permit
+from agents.redis_clients import LoopClients
 
 logger = logging.getLogger(__name__)
 
@@ -147,9 +146,7 @@ class RedisLimiter:
         self.burst = max(1, burst)
         self.gate = InFlightGate(max_in_flight)
         self.name = model
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]
-        self._clients = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
+        self._clients = LoopClients(url, (_RESERVE, _FEEDBACK), socket_timeout=2.0)
         self._fallback = LocalLimiter(AimdState(ceiling=ceiling, burst=burst), max_in_flight)
         self._warned = False
         self._rate: float | None = None
@@ -158,20 +155,8 @@ class RedisLimiter:
         self._cuts = 0
 
     def _scripts(self) -> tuple[Any, Any, Any]:
-        import redis.asyncio as aioredis
-
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            entry = self._clients.get(loop)
-            if entry is None:
-                client = aioredis.Redis.from_url(self.url, socket_timeout=2.0)
-                entry = (
-                    client,
-                    client.register_script(_RESERVE),
-                    client.register_script(_FEEDBACK),
-                )
-                self._clients[loop] = entry
-            return entry
+        made = self._clients.get()
+        return (made.client, *made.scripts)
 
     def _redis_failed(self, error: Exception) -> None:
         if not self._warned:
@@ -272,8 +257,4 @@ class RedisLimiter:
 
     async def aclose(self) -> None:
         """Close this loop's connection."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            entry = self._clients.pop(loop, None)
-        if entry is not None:
-            await entry[0].aclose()
+        await self._clients.aclose()

@@ -5,44 +5,16 @@ key prefix and deletes it after."""
 from __future__ import annotations
 
 import asyncio
-import os
-import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 
 from agents.ratelimit_redis import RedisLimiter
-
-REDIS_URL = os.environ.get("LATS_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-
-
-async def _reachable() -> bool:
-    import redis.asyncio as aioredis
-
-    client = aioredis.Redis.from_url(REDIS_URL, socket_timeout=1.0)
-    try:
-        return bool(await client.ping())
-    except (OSError, aioredis.RedisError):
-        return False
-    finally:
-        await client.aclose()
+from tests.conftest import REDIS_URL
 
 
 @pytest.fixture
-async def prefix() -> AsyncIterator[str]:
-    if not await _reachable():
-        if os.environ.get("CI"):
-            pytest.fail(f"Redis is not reachable at {REDIS_URL}")
-        pytest.skip(f"no Redis at {REDIS_URL}")
-    name = f"plantree-test-{uuid.uuid4().hex[:10]}"
-    yield name
-    import redis.asyncio as aioredis
-
-    client = aioredis.Redis.from_url(REDIS_URL)
-    keys = [key async for key in client.scan_iter(f"{name}:*")]
-    if keys:
-        await client.delete(*keys)
-    await client.aclose()
+def prefix(redis_prefix: str) -> str:
+    return redis_prefix
 
 
 def _pair(prefix: str, **kwargs: object) -> tuple[RedisLimiter, RedisLimiter]:
