@@ -51,8 +51,10 @@ class ClientResult(TypedDict):
     status: int
     terminal: str | None
     error: str | None
+    started_s: float  # time.monotonic() when the request went out
     duration_s: float
     latencies_s: list[float]
+    types: list[str]  # each latency's event type
     events: int
 
 
@@ -75,6 +77,7 @@ async def solve(client: httpx.AsyncClient, body: dict[str, Any]) -> ClientResult
     """One `/solve` client: read the SSE stream to its terminal event."""
     started = time.monotonic()
     latencies: list[float] = []
+    types: list[str] = []
     terminal: str | None = None
     status = 0
     error: str | None = None
@@ -90,6 +93,7 @@ async def solve(client: httpx.AsyncClient, body: dict[str, Any]) -> ClientResult
                     received = time.time()
                     event = json.loads(line[6:])
                     latencies.append(received - datetime.fromisoformat(event["ts"]).timestamp())
+                    types.append(event["type"])
                     if event["type"] in ("done", "error", "cancelled"):
                         terminal = event["type"]
                         break
@@ -99,8 +103,10 @@ async def solve(client: httpx.AsyncClient, body: dict[str, Any]) -> ClientResult
         "status": status,
         "terminal": terminal,
         "error": error,
+        "started_s": started,
         "duration_s": time.monotonic() - started,
         "latencies_s": latencies,
+        "types": types,
         "events": len(latencies),
     }
 

@@ -25,17 +25,22 @@ def section(data: dict[str, Any], results: Path) -> list[str]:
         "per worker (with the default 4 the comparison would be one of slots alone). Every "
         "event is created on a worker and reaches the client through the API process (store "
         "write, Redis signal, the API process's read, SSE): the latency below is that "
-        "cross-process path, from the event's `ts` to its receipt.",
+        "cross-process path, from the event's `ts` to its receipt. The clients start spread "
+        f"over the first {config.get('ramp_s', 0):g} s; p50 and p99 are those of the runs "
+        "started after that (the steady state), *p99 all* counts every run.",
         "",
-        "| workers | runs/min | errors | event latency p50 | p99 | CPU (API, workers) |",
-        "|---:|---:|---:|---:|---:|---|",
+        "| workers | runs/min | errors | event latency p50 | p99 | p99 all "
+        "| slowest 1 % by event type | CPU (API, workers) |",
+        "|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for row in data["rows"]:
         cpu = ", ".join(f"{v:.2f}" for v in row["cpu_util"].values())
+        every = row.get("event_latency_p99_all_ms", row["event_latency_p99_ms"])
+        tail = ", ".join(f"{k} {n}" for k, n in row.get("tail_by_type", {}).items())
         lines.append(
             f"| {row['workers']} | {row['runs_per_min']:.0f} | {row['errors']} "
             f"| {row['event_latency_p50_ms']:.0f} ms | {row['event_latency_p99_ms']:.0f} ms "
-            f"| {cpu} |"
+            f"| {every:.0f} ms | {tail or '-'} | {cpu} |"
         )
     lines += ["", *_reading(data), ""]
     worst = max(row["event_latency_p99_ms"] for row in data["rows"])
@@ -45,6 +50,16 @@ def section(data: dict[str, Any], results: Path) -> list[str]:
             f"at. With every slot busy ({config['max_active_runs']} runs per worker) the API "
             "process, the workers, Postgres, Redis and the clients share the machine's 2 "
             "cores; the median shows the path itself is short. Not reached here.",
+            "",
+        ]
+    else:
+        lines += [
+            f"Cross-process p99 in the steady state: {worst:.0f} ms, within the "
+            f"{P99_TARGET_MS:.0f} ms aimed at. When all {config['clients']} clients submit in "
+            "the same instant (as this benchmark's clients did before the ramp), the first "
+            "event of those runs (`run_started`, written by the API process itself) waits "
+            "behind 100 concurrent run creations on the API process's connection pool: "
+            "0.6-1 s at the 99th percentile here, once, at the burst.",
             "",
         ]
     storm = results / "storm.json"
