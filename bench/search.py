@@ -23,6 +23,8 @@ logger = logging.getLogger(__name__)
 
 _DEFAULTS = RunParams()
 TARGET_RATIO = 1.2
+TARGET_SPEEDUP = 3.0  # seconds per completed path: a plain sequential agent's over the defaults'
+PLAIN = "plain"  # the row of the plain plan-and-execute agent
 
 
 @dataclass(frozen=True)
@@ -30,10 +32,13 @@ class SearchConfig:
     concurrency: tuple[int, ...] = (1, 2, 4, 8)
     strategies: tuple[Strategy, ...] = ("mcts", "beam", "dfs")
     repetitions: int = 3
-    latency: Latency = field(default_factory=Latency)
+    # Model calls of 150-350 ms, as the speed targets are set.
+    latency: Latency = field(default_factory=lambda: Latency(seed=7, low_s=0.15, high_s=0.35))
     scenario: ScenarioName = "wide"
     # The reference notebook: one call at a time, newest child first.
     baseline: tuple[Strategy, int] = ("dfs", 1)
+    # A plain plan-and-execute agent: one path (no branching), one call at a time.
+    plain: bool = True
     defaults: tuple[Strategy, int] = (_DEFAULTS.strategy, _DEFAULTS.max_concurrency)
 
     def configurations(self) -> list[tuple[Strategy, int]]:
@@ -63,7 +68,7 @@ def tree_width(measured: Measured) -> int:
     return max(depths.values(), default=0)
 
 
-def _row(strategy: Strategy, concurrency: int, rep: int, m: Measured) -> Row:
+def _row(strategy: str, concurrency: int, rep: int, m: Measured) -> Row:
     metrics = m.result.metrics
     return {
         "strategy": strategy,
@@ -124,9 +129,18 @@ def _sequential_summary(config: SearchConfig, rows: list[Row]) -> dict[str, Any]
         for b in base
         if b["rep"] in by_rep and b["paths"] and by_rep[b["rep"]]["paths"]
     ]
+    plain = _select(rows, PLAIN, 1)
+    plain_speedups = [
+        (p["wall_s"] / p["paths"]) / (by_rep[p["rep"]]["wall_s"] / by_rep[p["rep"]]["paths"])
+        for p in plain
+        if p["rep"] in by_rep and p["paths"] and by_rep[p["rep"]]["paths"]
+    ]
     return {
         "baseline": {"strategy": config.baseline[0], "max_concurrency": config.baseline[1]},
         "defaults": {"strategy": config.defaults[0], "max_concurrency": config.defaults[1]},
+        "plain_wall_s": spread([r["wall_s"] for r in plain]),
+        "plain_per_path_s": spread(_per_path(plain)),
+        "speedup_vs_plain": spread(plain_speedups),
         "baseline_wall_s": spread([r["wall_s"] for r in base]),
         "defaults_wall_s": spread([r["wall_s"] for r in default]),
         "baseline_per_path_s": spread(_per_path(base)),
@@ -200,6 +214,18 @@ async def run_search(config: SearchConfig, work_dir: Path) -> dict[str, Any]:
                     row["ratio"],
                     row["paths"],
                 )
+                if (strategy, conc) == config.defaults and config.plain:
+                    # Side by side with the defaults: one path, one call at a time.
+                    alone = Bench(config.scenario, config.latency, settings, saver)
+                    plain = params_for(
+                        config.scenario,
+                        strategy="dfs",
+                        max_concurrency=1,
+                        max_candidates=1,
+                        max_paths=1,
+                    )
+                    rows.append(_row(PLAIN, 1, rep, await alone.run(plain)))
+                    logger.info("search rep=%s plain agent: wall %.2fs", rep, rows[-1]["wall_s"])
                 if (strategy, conc) == config.defaults:
                     again = await bench.run(params)
                     reruns.append(

@@ -51,6 +51,10 @@ def test_sequential_baseline_runs_beside_the_defaults(smoke: Path) -> None:
     assert seq["defaults"] == {"strategy": "mcts", "max_concurrency": 4}
     assert seq["speedup_per_path"]["n"] == 1
     assert seq["speedup_per_path"]["median"] > 0
+    # The plain agent: one path, measured beside the defaults in the same repetition.
+    plain = [r for r in _json(smoke, "search")["rows"] if r["strategy"] == "plain"]
+    assert [(r["concurrency"], r["paths"]) for r in plain] == [(1, 1)]
+    assert seq["speedup_vs_plain"]["n"] == 1
 
 
 def test_calls_are_counted_by_role_and_the_cached_rerun_makes_none(smoke: Path) -> None:
