@@ -148,7 +148,10 @@ class Engine:
         params = RunParams.model_validate(values["params"])
         ctx = self._context(run_id, values["task"], params, sink, values)
         if not snapshot.next:
-            return self._result(run_id, values)
+            # The search ended, but its end may never have reached the caller (the process
+            # stopped between the last checkpoint and the terminal event): say it again.
+            logger.info("run=%s had ended; its end is emitted again", run_id)
+            return await self._conclude(ctx, values)
         logger.info("run=%s resuming at %s", run_id, ",".join(snapshot.next))
         return await self._drive(ctx, None)
 
@@ -175,6 +178,11 @@ class Engine:
             logger.exception("run=%s crashed", run_id)
             return await self._fail(ctx, "internal", "the run failed on an internal error")
         state: RunState = out  # type: ignore[assignment]
+        return await self._conclude(ctx, state)
+
+    async def _conclude(self, ctx: RunContext, state: RunState) -> RunResult:
+        """The finished search's result, its terminal event emitted."""
+        run_id = ctx.run_id
         result = self._result(run_id, state)
         if result.status == "done" and result.answer is not None and result.stop_reason:
             await ctx.sink(

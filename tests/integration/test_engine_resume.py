@@ -92,11 +92,15 @@ async def test_resuming_a_finished_run_makes_no_calls(settings: Settings, tmp_pa
         first = await engine.run("task?", PARAMS, run_id="r2")
         calls = len(models.recorder.calls)
 
-        again = await engine.resume("r2")
+        events = EventLog()
+        again = await engine.resume("r2", sink=events)
 
     assert len(models.recorder.calls) == calls
     assert again.answer == first.answer
     assert again.status == "done"
+    # Its end is said again (the first time may never have been stored): one terminal event.
+    assert events.types() == ["done"]
+    assert events.of("done")[0].answer == first.answer
 
 
 async def test_resuming_an_unknown_run_raises_run_not_found(

@@ -217,7 +217,7 @@ def test_sigterm_drains_and_the_next_start_resumes(
     # uvicorn re-raises the signal after its graceful shutdown, so the status says SIGTERM.
     assert code in (0, -15)
     assert "they resume at the next start" in drained_log
-    assert events[-1][1] == "done"
+    assert events[-1][1] == "done", (events[-1], "\n".join(server.lines[-40:]))
     assert "cancelled" not in [kind for _, kind, _ in events]
     assert run["status"] == "done"
 
