@@ -55,7 +55,6 @@ async def open_backend(
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
 
-        from app.store.pg_pool import IdleCheck
         from app.store.postgres import PostgresRunStore
 
         pg_store = await PostgresRunStore.open(settings.database_url)
@@ -69,7 +68,7 @@ async def open_backend(
             open=False,
             timeout=30,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-            check=IdleCheck().check,  # survive a database restart
+            check=AsyncConnectionPool.check_connection,  # survive a database restart
         )
         try:
             await pool.open(wait=True, timeout=10)

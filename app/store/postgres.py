@@ -19,7 +19,6 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from app.store.base import UNFINISHED, Held, LeaseLost, RunRecord, RunStatus, StoredEvent
-from app.store.pg_pool import IdleCheck
 
 EVENTS_CHANNEL = "lats_events"
 CANCEL_CHANNEL = "lats_cancel"
@@ -105,15 +104,14 @@ class PostgresRunStore:
     @classmethod
     async def open(cls, url: str) -> PostgresRunStore:
         # `check`: a connection a database restart closed is replaced before it is handed
-        # out, so the first request after a restart does not fail on it (pinged only when it
-        # sat idle: see `app.store.pg_pool`).
+        # out, so the first request after a restart does not fail on it.
         pool = AsyncConnectionPool(
             url,
             min_size=1,
             max_size=10,
             open=False,
             timeout=10,
-            check=IdleCheck().check,
+            check=AsyncConnectionPool.check_connection,
         )
         await pool.open(wait=True, timeout=10)
         async with pool.connection() as conn:
