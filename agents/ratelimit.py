@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
 import time
 import weakref
@@ -228,7 +229,9 @@ class TokenBucket:
         with self._lock:
             self.rate = rate
 
-    def _reserve(self, max_wait_s: float) -> float | None:
+    def reserve(self, max_wait_s: float = math.inf) -> float | None:
+        """Take the next free slot without waiting: the seconds until it, or None (no slot
+        taken) when that is over `max_wait_s`."""
         with self._lock:
             now = self._clock()
             interval = 1.0 / self.rate
@@ -240,7 +243,7 @@ class TokenBucket:
 
     async def acquire(self, max_wait_s: float = float("inf")) -> bool:
         """Wait for this call's slot; False (no slot taken) when it is over `max_wait_s` away."""
-        wait = self._reserve(max_wait_s)
+        wait = self.reserve(max_wait_s)
         if wait is None:
             return False
         if wait > 0:

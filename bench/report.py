@@ -171,12 +171,13 @@ def _critical(search: dict[str, Any], doc: Path, results: Path) -> list[str]:
         ratio = default["ratio"]["median"]
         ok = "met" if ratio <= cp["target"] else "missed"
         verdict += (
-            f" At the default concurrency ({default['concurrency']}, narrower than the tree): "
+            f" At the default concurrency ({default['concurrency']}): "
             f"{default['strategy']} {ratio:.2f}, **{ok}**"
             + (
-                ": the two branches beyond the 4 slots wait their turn. The default stays 4 "
-                "because more slots cost the search quality (docs/architecture.md, *Why "
-                "`max_concurrency` defaults to 4*)."
+                f": the tree is {cp['width']} wide, so the branches beyond the "
+                f"{default['concurrency']} slots wait their turn. The default stays "
+                f"{default['concurrency']} because more slots cost the search quality "
+                "(docs/architecture.md, *Why `max_concurrency` defaults to 4*)."
                 if ratio > cp["target"]
                 else "."
             )
@@ -422,7 +423,8 @@ def _closing(
                 f"- Critical path at the defaults ({default['strategy']}, concurrency "
                 f"{default['concurrency']}): "
                 + ("**met**" if ratio <= search["critical_path"]["target"] else "**missed**")
-                + f" ({ratio:.2f}; the tree is 6 wide, the default 4 slots, kept for quality)."
+                + f" ({ratio:.2f}; the tree is {search['critical_path']['width']} wide, the "
+                f"default {default['concurrency']} slots, kept for quality)."
             )
         rr = search["calls"]["cached_rerun"]
         lines.append(

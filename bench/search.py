@@ -120,33 +120,32 @@ def _per_path(rows: list[Row]) -> list[float]:
     return [r["wall_s"] / r["paths"] for r in rows if r["paths"]]
 
 
+def _speedups(slower: list[Row], faster: list[Row]) -> list[float]:
+    """Seconds per completed path of `slower` over `faster`, within each repetition."""
+    by_rep = {r["rep"]: r for r in faster}
+    return [
+        (s["wall_s"] / s["paths"]) / (f["wall_s"] / f["paths"])
+        for s in slower
+        if (f := by_rep.get(s["rep"])) is not None and s["paths"] and f["paths"]
+    ]
+
+
 def _sequential_summary(config: SearchConfig, rows: list[Row]) -> dict[str, Any]:
     base = _select(rows, *config.baseline)
     default = _select(rows, *config.defaults)
-    by_rep = {r["rep"]: r for r in default}
-    speedups = [
-        (b["wall_s"] / b["paths"]) / (by_rep[b["rep"]]["wall_s"] / by_rep[b["rep"]]["paths"])
-        for b in base
-        if b["rep"] in by_rep and b["paths"] and by_rep[b["rep"]]["paths"]
-    ]
     plain = _select(rows, PLAIN, 1)
-    plain_speedups = [
-        (p["wall_s"] / p["paths"]) / (by_rep[p["rep"]]["wall_s"] / by_rep[p["rep"]]["paths"])
-        for p in plain
-        if p["rep"] in by_rep and p["paths"] and by_rep[p["rep"]]["paths"]
-    ]
     return {
         "baseline": {"strategy": config.baseline[0], "max_concurrency": config.baseline[1]},
         "defaults": {"strategy": config.defaults[0], "max_concurrency": config.defaults[1]},
         "plain_wall_s": spread([r["wall_s"] for r in plain]),
         "plain_per_path_s": spread(_per_path(plain)),
-        "speedup_vs_plain": spread(plain_speedups),
+        "speedup_vs_plain": spread(_speedups(plain, default)),
         "baseline_wall_s": spread([r["wall_s"] for r in base]),
         "defaults_wall_s": spread([r["wall_s"] for r in default]),
         "baseline_per_path_s": spread(_per_path(base)),
         "defaults_per_path_s": spread(_per_path(default)),
         "paths": spread([float(r["paths"]) for r in default]),
-        "speedup_per_path": spread(speedups),
+        "speedup_per_path": spread(_speedups(base, default)),
         # What any schedule could gain on this tree: all the work over the longest chain.
         "max_speedup": spread([r["work_s"] / r["bound_s"] for r in base if r["bound_s"] > 0]),
     }

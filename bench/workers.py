@@ -26,6 +26,7 @@ import signal
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,11 +250,7 @@ def tail_by_type(typed: list[tuple[float, str]]) -> dict[str, int]:
     if not typed:
         return {}
     line = percentile([x for x, _ in typed], 99)
-    tail: dict[str, int] = {}
-    for x, kind in typed:
-        if x >= line:
-            tail[kind] = tail.get(kind, 0) + 1
-    return dict(sorted(tail.items(), key=lambda kv: -kv[1]))
+    return dict(Counter(kind for x, kind in typed if x >= line).most_common())
 
 
 def p99_by_type_ms(typed: list[tuple[float, str]]) -> dict[str, float]:

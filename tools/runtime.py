@@ -101,11 +101,6 @@ class RateLimiter(TokenBucket):
     def min_interval_s(self, value: float) -> None:
         self.set_rate(_rate(value))
 
-    def reserve(self, max_wait_s: float = math.inf) -> float | None:
-        """Take the next free slot without waiting: the seconds until it, or None (no slot
-        taken) when that is over `max_wait_s`."""
-        return self._reserve(max_wait_s)
-
 
 def _rate(min_interval_s: float) -> float:
     return 1.0 / min_interval_s if min_interval_s > 0 else math.inf

@@ -191,7 +191,7 @@ def test_a_burst_goes_at_once_then_requests_are_spaced_at_the_rate() -> None:
     clock = Clock()
     bucket = TokenBucket(rate=4.0, burst=2, clock=clock)
 
-    waits = [bucket._reserve(float("inf")) for _ in range(4)]
+    waits = [bucket.reserve(float("inf")) for _ in range(4)]
 
     assert waits == pytest.approx([0.0, 0.0, 0.25, 0.5])
 
@@ -199,11 +199,11 @@ def test_a_burst_goes_at_once_then_requests_are_spaced_at_the_rate() -> None:
 def test_slots_refill_as_time_passes() -> None:
     clock = Clock()
     bucket = TokenBucket(rate=2.0, burst=1, clock=clock)
-    assert bucket._reserve(0.0) == 0.0
+    assert bucket.reserve(0.0) == 0.0
 
     clock.now += 0.5
 
-    assert bucket._reserve(0.0) == 0.0
+    assert bucket.reserve(0.0) == 0.0
 
 
 def test_a_rate_must_be_positive() -> None:
