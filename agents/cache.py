@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
 from langchain_core.messages import message_to_dict, messages_from_dict
@@ -31,6 +31,16 @@ class CacheStore(Protocol):
     def put(self, key: str, value: str) -> None: ...
 
     def clear(self) -> None: ...
+
+
+@runtime_checkable
+class AsyncCacheStore(Protocol):
+    """A store that also answers on the event loop (a network store with an asyncio client):
+    `RoleCache` awaits it instead of running the synchronous calls in a thread."""
+
+    async def aget(self, key: str) -> str | None: ...
+
+    async def aput(self, key: str, value: str) -> None: ...
 
 
 class MemoryStore:
@@ -141,14 +151,20 @@ class RoleCache(BaseCache):
     def clear(self, **kwargs: Any) -> None:
         self.store.clear()
 
-    # The memory store answers at once; only a file or network store is worth a thread.
+    # The memory store answers at once, an asynchronous store is awaited; only a file or a
+    # synchronous network store is worth a thread.
     async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         if isinstance(self.store, MemoryStore):
             return self.lookup(prompt, llm_string)
+        if isinstance(self.store, AsyncCacheStore):
+            text = await self.store.aget(self._key(prompt, llm_string))
+            return _decode(text) if text is not None else None
         return await asyncio.to_thread(self.lookup, prompt, llm_string)
 
     async def aupdate(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         if isinstance(self.store, MemoryStore):
             self.update(prompt, llm_string, return_val)
+        elif isinstance(self.store, AsyncCacheStore):
+            await self.store.aput(self._key(prompt, llm_string), _encode(return_val))
         else:
             await asyncio.to_thread(self.update, prompt, llm_string, return_val)

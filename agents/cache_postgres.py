@@ -33,13 +33,15 @@ class PostgresCacheStore:
     def __init__(self, url: str, *, ttl_s: int = DEFAULT_TTL_S, max_connections: int = 4) -> None:
         from psycopg_pool import ConnectionPool
 
+        from agents import pg_check
+
         self._pool: Any = ConnectionPool(
             url,
             min_size=1,
             max_size=max_connections,
             timeout=5,
             kwargs={"autocommit": True},
-            check=ConnectionPool.check_connection,
+            check=pg_check.check,
             open=True,
         )
         self._ttl_s = ttl_s

@@ -1,15 +1,19 @@
 """The model-call cache in Redis, shared by every process of a deployment.
 
 A `CacheStore` (agents/cache.py) whose entries are Redis strings under one prefix, each kept
-for `ttl_s` after it was written (Redis evicts, no size bookkeeping here). The calls are
-synchronous: `RoleCache` runs them in a thread. When Redis cannot be reached, lookups miss and
-writes are dropped (the model answers instead), and the store says so once.
+for `ttl_s` after it was written (Redis evicts, no size bookkeeping here). It is also an
+`AsyncCacheStore`: a run's lookups go through the running loop's asyncio client, with no hop to
+a thread (the synchronous calls serve LangChain's synchronous path and `clear`). When Redis
+cannot be reached, lookups miss and writes are dropped (the model answers instead), and the
+store says so once.
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Any
+
+from agents.redis_clients import LoopClients
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +30,7 @@ class RedisCacheStore:
         import redis
 
         self._client: Any = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._clients = LoopClients(url, socket_timeout=2, socket_connect_timeout=2)
         self._prefix = prefix
         self._ttl_s = ttl_s
         self._failing = False
@@ -53,6 +58,21 @@ class RedisCacheStore:
         except Exception as e:
             self._failed(e)
 
+    async def aget(self, key: str) -> str | None:
+        try:
+            value = await self._clients.get().client.get(self._key(key))
+        except Exception as e:
+            self._failed(e)
+            return None
+        self._failing = False
+        return value.decode() if isinstance(value, bytes) else value
+
+    async def aput(self, key: str, value: str) -> None:
+        try:
+            await self._clients.get().client.set(self._key(key), value, ex=self._ttl_s)
+        except Exception as e:
+            self._failed(e)
+
     def clear(self) -> None:
         keys = list(self._client.scan_iter(match=f"{self._prefix}:*", count=1000))
         for start in range(0, len(keys), 1000):
@@ -60,3 +80,7 @@ class RedisCacheStore:
 
     def close(self) -> None:
         self._client.close()
+
+    async def aclose(self) -> None:
+        """Close the running loop's asyncio client (the synchronous one: `close`)."""
+        await self._clients.aclose()

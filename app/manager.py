@@ -134,10 +134,17 @@ class RunManager:
         """Create a run of `tenant` (an API key's name). A worker process with a free slot
         takes it on at once; otherwise it is stored for whichever worker frees up first, if
         fewer than `max_queued_runs` runs already wait in the store (else `QueueFull`)."""
+        record, _ = await self.submit_with_event(task, params, tenant)
+        return record
+
+    async def submit_with_event(
+        self, task: str, params: RunParams, tenant: str | None = None
+    ) -> tuple[RunRecord, StoredEvent]:
+        """`submit`, with the run's first event (`run_started`) as stored: a stream of the new
+        run begins with it instead of reading it back."""
         if not (self.worker and self.queue.has_room):
             await self.admission.admit()
-            record, _ = await self._create(task, params, owner=None, tenant=tenant)
-            return record
+            return await self._create(task, params, owner=None, tenant=tenant)
         self.queue.admit()
         try:
             record, started = await self._create(task, params, owner=self.owner, tenant=tenant)
@@ -145,7 +152,7 @@ class RunManager:
             self.queue.withdraw()
             raise
         self._begin(record, [started], resume=False)
-        return record
+        return record, started
 
     async def _create(
         self, task: str, params: RunParams, *, owner: str | None, tenant: str | None
@@ -230,6 +237,15 @@ class RunManager:
         if run_id not in self._live:  # a run executing here exists: no store read (and wait)
             await self.get(run_id)
         async for event in self.follower.follow(run_id, after, heartbeat_s):
+            yield event
+
+    async def follow_new(
+        self, run_id: str, first: StoredEvent, heartbeat_s: float
+    ) -> AsyncIterator[StoredEvent | None]:
+        """`follow` of a run `submit_with_event` just created here: its first event as
+        written, then the rest (the run is known to exist, so nothing is read to check it)."""
+        yield first
+        async for event in self.follower.follow(run_id, first.seq, heartbeat_s):
             yield event
 
     async def wait(self, run_id: str) -> RunRecord:

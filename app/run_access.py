@@ -34,6 +34,20 @@ class RunEvent:
     data: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class NewStream:
+    """A run just started for a streaming caller: its record, its first event as written,
+    and the caller's stream slot."""
+
+    record: RunRecord
+    first: StoredEvent
+    slot: StreamSlot
+
+
+def _decoded(event: StoredEvent) -> RunEvent:
+    return RunEvent(event.seq, event.type, json.loads(event.data))
+
+
 class Runs:
     """Start, follow, read, list and cancel the runs `caller` may reach."""
 
@@ -66,15 +80,20 @@ class Runs:
         """One of the caller's event stream slots; raises `RateLimited` when none is free."""
         return self._limits.stream_slot(self.caller) if self._limits else StreamSlot(None)
 
-    async def submit_streamed(self, task: str, params: RunParams) -> tuple[RunRecord, StreamSlot]:
+    async def submit_streamed(self, task: str, params: RunParams) -> NewStream:
         """Queue a run whose events the caller will stream: a stream slot is taken first, so
         no run starts when none is free."""
         slot = self.stream_slot()
         try:
-            return await self.submit(task, params), slot
+            if self._limits is not None:
+                await self._limits.run(self.caller, self._manager.store)
+            record, first = await self._manager.submit_with_event(
+                task, params, tenant=self.caller.tenant
+            )
         except BaseException:
             slot.release()
             raise
+        return NewStream(record, first, slot)
 
     async def get(self, run_id: str) -> RunRecord:
         """The run's record; raises `RunNotFound` (also for another key's run)."""
@@ -92,6 +111,11 @@ class Runs:
         async for event in self._manager.follow(run_id, after, heartbeat_s):
             yield event
 
+    def follow_new(self, new: NewStream, heartbeat_s: float) -> AsyncIterator[StoredEvent | None]:
+        """`follow` of the run `submit_streamed` just started: its first event is the one
+        written, not read back from the store."""
+        return self._manager.follow_new(new.record.id, new.first, heartbeat_s)
+
     async def events(
         self, run_id: str, after: int = 0, heartbeat_s: float = 10.0
     ) -> AsyncIterator[RunEvent | None]:
@@ -99,10 +123,14 @@ class Runs:
         ticks."""
         await self.get(run_id)
         async for event in self.follow(run_id, after, heartbeat_s):
-            if event is None:
-                yield None
-            else:
-                yield RunEvent(event.seq, event.type, json.loads(event.data))
+            yield None if event is None else _decoded(event)
+
+    async def events_new(
+        self, new: NewStream, heartbeat_s: float
+    ) -> AsyncIterator[RunEvent | None]:
+        """`events` of the run `submit_streamed` just started."""
+        async for event in self.follow_new(new, heartbeat_s):
+            yield None if event is None else _decoded(event)
 
     async def last_event_id(self, run_id: str) -> int:
         """The id of the run's last stored event (the run must be reachable)."""

@@ -9,8 +9,8 @@ store, app/queue.py)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 
 from langchain_core.tools import BaseTool
 
@@ -47,8 +47,8 @@ def make_signals(settings: ServiceSettings, store: RunStore) -> LocalSignals:
     return LocalSignals()
 
 
-@contextmanager
-def shared_cache(settings: ServiceSettings) -> Iterator[CacheStore | None]:
+@asynccontextmanager
+async def shared_cache(settings: ServiceSettings) -> AsyncIterator[CacheStore | None]:
     """The model-call cache every process of the deployment shares: Redis, else Postgres;
     None (the engine's own: in memory, or `cache_path`) when neither is configured or a cache
     file is set explicitly."""
@@ -64,6 +64,9 @@ def shared_cache(settings: ServiceSettings) -> Iterator[CacheStore | None]:
     try:
         yield store
     finally:
+        aclose = getattr(store, "aclose", None)
+        if aclose is not None:
+            await aclose()
         close = getattr(store, "close", None)
         if close is not None:
             close()
@@ -80,30 +83,29 @@ async def run_service(
 ) -> AsyncIterator[RunManager]:
     """A started run manager; on exit its runs are drained and everything is closed.
     `queue` replaces the in-process run queue built from the settings."""
-    async with open_backend(settings) as (store, checkpointer):
-        with shared_cache(settings) as cache:
-            engine = Engine(
-                settings=settings,
-                models=models,
-                tools=tools,
-                checkpointer=checkpointer,
-                cache=cache,
-            )
-            signals = make_signals(settings, store)
-            manager = RunManager(
-                engine=engine,
-                store=store,
-                settings=settings,
-                checkpointer=checkpointer,
-                signals=signals,
-                worker=worker,
-                queue=queue,
-            )
-            if isinstance(signals, SqliteSignals):
-                signals.check_cancels = manager.check_cancels
-            await manager.start()
-            freeze_startup_heap()  # everything built so far lives as long as the process
-            try:
-                yield manager
-            finally:
-                await manager.stop()
+    async with open_backend(settings) as (store, checkpointer), shared_cache(settings) as cache:
+        engine = Engine(
+            settings=settings,
+            models=models,
+            tools=tools,
+            checkpointer=checkpointer,
+            cache=cache,
+        )
+        signals = make_signals(settings, store)
+        manager = RunManager(
+            engine=engine,
+            store=store,
+            settings=settings,
+            checkpointer=checkpointer,
+            signals=signals,
+            worker=worker,
+            queue=queue,
+        )
+        if isinstance(signals, SqliteSignals):
+            signals.check_cancels = manager.check_cancels
+        await manager.start()
+        freeze_startup_heap()  # everything built so far lives as long as the process
+        try:
+            yield manager
+        finally:
+            await manager.stop()

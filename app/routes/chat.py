@@ -33,7 +33,7 @@ from app.openai_compat import (
 )
 from app.progress import Progress, with_sources
 from app.routes.runs import ERRORS
-from app.run_access import Runs
+from app.run_access import NewStream, Runs
 from app.sse import HEARTBEAT, SSE_HEADERS
 from app.store.base import RunRecord
 
@@ -77,10 +77,8 @@ async def chat_completions(body: ChatRequest, runs: CallerRuns, settings: AppSet
         raise RequestValidationError(
             [{"loc": ["body", "messages"], "msg": str(e), "type": "value_error"}]
         ) from e
-    if body.stream:
-        record, slot = await runs.submit_streamed(task, params)
-    else:
-        record, slot = await runs.submit(task, params), None
+    new = await runs.submit_streamed(task, params) if body.stream else None
+    record = new.record if new is not None else await runs.submit(task, params)
     headers = {"X-Plantree-Run-Id": record.id, "Content-Location": f"/runs/{record.id}"}
     logger.info(
         "run=%s started from a chat completion (model %s, caller=%s)",
@@ -88,11 +86,13 @@ async def chat_completions(body: ChatRequest, runs: CallerRuns, settings: AppSet
         body.model,
         runs.caller.label,
     )
-    if slot is not None:
+    if new is not None:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        frames = _stream(runs, record.id, body.model, include_usage, settings.sse_heartbeat_s)
+        frames = _stream(runs, new, body.model, include_usage, settings.sse_heartbeat_s)
         return StreamingResponse(
-            slot.hold(frames), media_type="text/event-stream", headers={**SSE_HEADERS, **headers}
+            new.slot.hold(frames),
+            media_type="text/event-stream",
+            headers={**SSE_HEADERS, **headers},
         )
     done = await runs.wait(record.id)
     return JSONResponse(_completion(done, body.model), headers=headers)
@@ -144,15 +144,16 @@ def _data(payload: dict[str, Any]) -> bytes:
 
 
 async def _stream(
-    runs: Runs, run_id: str, model: str, include_usage: bool, heartbeat_s: float
+    runs: Runs, new: NewStream, model: str, include_usage: bool, heartbeat_s: float
 ) -> AsyncIterator[bytes]:
     """Progress lines as reasoning, then the answer, then `[DONE]`. The run belongs to the
     manager: a client that leaves stops only this generator."""
+    run_id = new.record.id
     yield _data(chunk(run_id, model, {"role": "assistant", "content": ""}))
     progress = Progress()
     started = time.monotonic()
     try:
-        async for event in runs.events(run_id, 0, heartbeat_s):
+        async for event in runs.events_new(new, heartbeat_s):
             if event is None:
                 yield HEARTBEAT
                 continue

@@ -12,10 +12,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from app.deps import AppSettings, CallerRuns
-from app.run_access import Runs
 from app.schemas import ErrorBody, RunAccepted, RunList, RunView, SolveRequest
 from app.sse import HEARTBEAT, SSE_HEADERS, frame, parse_last_event_id
-from app.store.base import RunRecord, RunStatus
+from app.store.base import RunRecord, RunStatus, StoredEvent
 
 logger = logging.getLogger(__name__)
 router = APIRouter(tags=["runs"])
@@ -61,12 +60,9 @@ def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunVie
     )
 
 
-def _frames(runs: Runs, run_id: str, after: int, heartbeat_s: float) -> AsyncIterator[bytes]:
-    async def frames() -> AsyncIterator[bytes]:
-        async for event in runs.follow(run_id, after, heartbeat_s):
-            yield HEARTBEAT if event is None else frame(event)
-
-    return frames()
+async def _framed(events: AsyncIterator[StoredEvent | None]) -> AsyncIterator[bytes]:
+    async for event in events:
+        yield HEARTBEAT if event is None else frame(event)
 
 
 def _stream(frames: AsyncIterator[bytes], run_id: str) -> StreamingResponse:
@@ -99,8 +95,9 @@ async def solve(
             view(done, await runs.tree(done)).model_dump(mode="json"),
             headers={"Content-Location": f"/runs/{record.id}"},
         )
-    record, slot = await runs.submit_streamed(body.task, body.params())
-    return _stream(slot.hold(_frames(runs, record.id, 0, settings.sse_heartbeat_s)), record.id)
+    new = await runs.submit_streamed(body.task, body.params())
+    events = runs.follow_new(new, settings.sse_heartbeat_s)
+    return _stream(new.slot.hold(_framed(events)), new.record.id)
 
 
 @router.post(
@@ -141,7 +138,7 @@ async def run_events(
         start = after or 0
     if start > MAX_EVENT_ID or start > await runs.last_event_id(run_id):
         raise _invalid(where, name, "beyond the run's last event id")
-    frames = _frames(runs, run_id, start, settings.sse_heartbeat_s)
+    frames = _framed(runs.follow(run_id, start, settings.sse_heartbeat_s))
     return _stream(runs.stream_slot().hold(frames), run_id)
 
 

@@ -55,6 +55,7 @@ async def open_backend(
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
 
+        from agents import pg_check
         from app.store.postgres import PostgresRunStore
 
         pg_store = await PostgresRunStore.open(settings.database_url)
@@ -68,7 +69,7 @@ async def open_backend(
             open=False,
             timeout=30,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-            check=AsyncConnectionPool.check_connection,  # survive a database restart
+            check=pg_check.acheck,  # survive a database restart
         )
         try:
             await pool.open(wait=True, timeout=10)

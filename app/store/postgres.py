@@ -18,6 +18,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from agents import pg_check
 from app.store.base import UNFINISHED, Held, LeaseLost, RunRecord, RunStatus, StoredEvent
 
 EVENTS_CHANNEL = "lats_events"
@@ -104,14 +105,14 @@ class PostgresRunStore:
     @classmethod
     async def open(cls, url: str) -> PostgresRunStore:
         # `check`: a connection a database restart closed is replaced before it is handed
-        # out, so the first request after a restart does not fail on it.
+        # out, so the first request after a restart does not fail on it (agents/pg_check.py).
         pool = AsyncConnectionPool(
             url,
             min_size=1,
             max_size=10,
             open=False,
             timeout=10,
-            check=AsyncConnectionPool.check_connection,
+            check=pg_check.acheck,
         )
         await pool.open(wait=True, timeout=10)
         async with pool.connection() as conn:

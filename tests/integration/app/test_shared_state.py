@@ -9,7 +9,10 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration
 
+from agents.cache import RoleCache
 from agents.cache_postgres import PostgresCacheStore
 from agents.cache_redis import RedisCacheStore
 from agents.params import RunParams
@@ -120,10 +123,28 @@ def test_the_redis_cache_is_one_cache_for_every_process(prefix: str) -> None:
     two.close()
 
 
-def test_an_unreachable_redis_cache_misses_instead_of_failing() -> None:
+async def test_a_run_reads_and_writes_the_redis_cache_on_its_loop(prefix: str) -> None:
+    one, two = RedisCacheStore(REDIS_URL, prefix=prefix), RedisCacheStore(REDIS_URL, prefix=prefix)
+    reply = [ChatGeneration(message=AIMessage(content="from the cache"))]
+    await RoleCache(one, "executor").aupdate("prompt", "llm", reply)
+
+    found = await RoleCache(two, "executor").alookup("prompt", "llm")
+    assert found is not None
+    assert found[0].text == "from the cache"
+    assert RoleCache(two, "executor").lookup("prompt", "llm") is not None  # one entry for both
+    assert await RoleCache(two, "planner").alookup("prompt", "llm") is None  # roles apart
+    for store in (one, two):
+        await store.aclose()
+        store.close()
+
+
+async def test_an_unreachable_redis_cache_misses_instead_of_failing() -> None:
     store = RedisCacheStore("redis://127.0.0.1:1/0")
     store.put("k", "reply")
     assert store.get("k") is None
+    await store.aput("k", "reply")
+    assert await store.aget("k") is None
+    await store.aclose()
     store.close()
 
 
