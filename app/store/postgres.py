@@ -1,16 +1,22 @@
 """The Postgres store, for deployments that outgrow the embedded file (several processes).
 
 Leases use the database clock (`now()`), so workers on different machines agree on expiry.
-History writes take the run's row lock (`FOR UPDATE`), which orders them against each other
-and against a take-over. Each commit that matters to another process also sends a NOTIFY in
-the same transaction (delivered only if it commits): `lats_events` ("run_id:seq"),
-`lats_cancel` (run id) and `lats_queued`; with Redis for the wake-ups (`notify` off) it sends
-none.
+History writes take the run's row lock (`FOR UPDATE`, or the `UPDATE` that ends the run), which
+orders them against each other and against a take-over. Each commit that matters to another
+process also sends a NOTIFY in the same transaction (delivered only if it commits):
+`lats_events` ("run_id:seq"), `lats_cancel` (run id) and `lats_queued`; with Redis for the
+wake-ups (`notify` off) it sends none.
+
+Connections are in autocommit, and each write is one statement (the fence, the event and the
+end of a run joined by common table expressions): one round trip, where a transaction of
+separate statements takes one per statement plus `BEGIN` and `COMMIT`. Only the NOTIFY, when
+it is on, makes a write a transaction of two statements.
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -73,6 +79,36 @@ CREATE TABLE IF NOT EXISTS lats_events (
 """
 _OPEN = list(UNFINISHED)
 _LEASE = "now() + make_interval(secs => %s)"
+# The next event of run %(run)s, for an INSERT … SELECT whose FROM is the fence.
+_NEXT_EVENT = (
+    "INSERT INTO lats_events (run_id, seq, type, data)"
+    " SELECT id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM lats_events WHERE run_id = %(run)s),"
+    " %(type)s, %(data)s"
+)
+# An event appended by the run's owner: nothing is inserted unless the run is open and held.
+_APPEND = (
+    "WITH held AS (SELECT id FROM lats_runs"
+    " WHERE id = %(run)s AND owner = %(owner)s AND status = ANY(%(open)s) FOR UPDATE) "
+    f"{_NEXT_EVENT} FROM held RETURNING seq"
+)
+_END = (
+    "UPDATE lats_runs SET status = %(status)s, updated_at = now(), result = %(result)s,"
+    " owner = NULL, lease_until = 'epoch'"
+    " WHERE id = %(run)s AND owner = %(owner)s AND status = ANY(%(open)s)"
+)
+# The terminal event and the run's end in one statement: both or neither.
+_FINISH = f"WITH ended AS ({_END} RETURNING id) {_NEXT_EVENT} FROM ended RETURNING seq"
+_CREATE = (
+    "INSERT INTO lats_runs (id, task, params, status, created_at, updated_at, owner,"
+    " lease_until, tenant) VALUES (%(run)s, %(task)s, %(params)s, %(status)s, %(created)s,"
+    " %(updated)s, %(owner)s, CASE WHEN %(owner)s::text IS NULL THEN 'epoch'::timestamptz"
+    " ELSE now() + make_interval(secs => %(ttl)s) END, %(tenant)s)"
+)
+_CREATE_STARTED = (
+    f"WITH run AS ({_CREATE} RETURNING id)"
+    " INSERT INTO lats_events (run_id, seq, type, data) SELECT id, 1, 'run_started', %(data)s"
+    " FROM run"
+)
 
 
 def _record(row: dict[str, Any]) -> RunRecord:
@@ -112,43 +148,24 @@ class PostgresRunStore:
             max_size=10,
             open=False,
             timeout=10,
+            kwargs={"autocommit": True},
             check=pg_check.acheck,
         )
         await pool.open(wait=True, timeout=10)
-        async with pool.connection() as conn:
+        async with pool.connection() as conn, conn.transaction():
             await conn.execute(_SCHEMA)
         return cls(pool)
 
     async def close(self) -> None:
         await self._pool.close()
 
-    @staticmethod
-    async def _fence(conn: AsyncConnection[Any], run_id: str, owner: str) -> None:
-        cur = await conn.execute(
-            "SELECT 1 FROM lats_runs WHERE id = %s AND owner = %s AND status = ANY(%s) FOR UPDATE",
-            (run_id, owner, _OPEN),
-        )
-        if await cur.fetchone() is None:
-            raise LeaseLost(f"run {run_id} is not held by {owner}")
+    def _notifying(self, conn: AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
+        """A transaction around a write and its NOTIFY; nothing when no NOTIFY is sent."""
+        return conn.transaction() if self.notify else nullcontext()
 
     async def _notify(self, conn: AsyncConnection[Any], channel: str, payload: str) -> None:
         if self.notify:
             await conn.execute("SELECT pg_notify(%s, %s)", (channel, payload))
-
-    async def _insert_event(
-        self, conn: AsyncConnection[Any], run_id: str, type_: str, data: str
-    ) -> int:
-        cur = await conn.execute(
-            "INSERT INTO lats_events (run_id, seq, type, data)"
-            " SELECT %s, COALESCE(MAX(seq), 0) + 1, %s, %s FROM lats_events WHERE run_id = %s"
-            " RETURNING seq",
-            (run_id, type_, data, run_id),
-        )
-        row = await cur.fetchone()
-        assert row is not None
-        seq = int(row[0])
-        await self._notify(conn, EVENTS_CHANNEL, f"{run_id}:{seq}")
-        return seq
 
     # -- runs and leases -------------------------------------------------------------------------
     async def create_run(
@@ -159,30 +176,20 @@ class PostgresRunStore:
         owner: str | None = None,
         ttl_s: float = 0.0,
     ) -> None:
-        async with self._pool.connection() as conn:
-            await conn.execute(
-                "INSERT INTO lats_runs (id, task, params, status, created_at, updated_at, owner,"
-                f" lease_until, tenant) VALUES (%s, %s, %s, %s, %s, %s, %s,"
-                f" CASE WHEN %s::text IS NULL THEN 'epoch'::timestamptz ELSE {_LEASE} END, %s)",
-                (
-                    record.id,
-                    record.task,
-                    Jsonb(record.params),
-                    record.status,
-                    record.created_at,
-                    record.updated_at,
-                    owner,
-                    owner,
-                    ttl_s,
-                    record.tenant,
-                ),
-            )
-            if started is not None:
-                await conn.execute(
-                    "INSERT INTO lats_events (run_id, seq, type, data)"
-                    " VALUES (%s, 1, 'run_started', %s)",
-                    (record.id, started),
-                )
+        args = {
+            "run": record.id,
+            "task": record.task,
+            "params": Jsonb(record.params),
+            "status": record.status,
+            "created": record.created_at,
+            "updated": record.updated_at,
+            "owner": owner,
+            "ttl": ttl_s,
+            "tenant": record.tenant,
+            "data": started,
+        }
+        async with self._pool.connection() as conn, self._notifying(conn):
+            await conn.execute(_CREATE if started is None else _CREATE_STARTED, args)
             if owner is None:
                 await self._notify(conn, QUEUED_CHANNEL, record.id)
 
@@ -222,7 +229,7 @@ class PostgresRunStore:
         return [Held(run_id=r["id"], cancel_requested=r["cancel_requested"]) for r in rows]
 
     async def release(self, run_id: str, owner: str, status: RunStatus) -> None:
-        async with self._pool.connection() as conn:
+        async with self._pool.connection() as conn, self._notifying(conn):
             cur = await conn.execute(
                 "UPDATE lats_runs SET status = %s, updated_at = now(), owner = NULL,"
                 " lease_until = 'epoch' WHERE id = %s AND owner = %s AND status = ANY(%s)",
@@ -255,7 +262,7 @@ class PostgresRunStore:
         return [r[0] for r in rows]
 
     async def request_cancel(self, run_id: str) -> None:
-        async with self._pool.connection() as conn:
+        async with self._pool.connection() as conn, self._notifying(conn):
             await conn.execute(
                 "UPDATE lats_runs SET cancel_requested = true WHERE id = %s AND status = ANY(%s)",
                 (run_id, _OPEN),
@@ -273,9 +280,8 @@ class PostgresRunStore:
 
     # -- the event log -------------------------------------------------------------------------
     async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
-        async with self._pool.connection() as conn:
-            await self._fence(conn, run_id, owner)
-            return await self._insert_event(conn, run_id, type_, data)
+        args = {"run": run_id, "owner": owner, "open": _OPEN, "type": type_, "data": data}
+        return await self._write_event(_APPEND, args)
 
     async def finish(
         self,
@@ -286,28 +292,36 @@ class PostgresRunStore:
         status: RunStatus,
         result: dict[str, Any] | None,
     ) -> int:
-        async with self._pool.connection() as conn:
-            await self._fence(conn, run_id, owner)
-            seq = await self._insert_event(conn, run_id, type_, data)
-            await self._end(conn, run_id, status, result)
-            return seq
+        args = {
+            "run": run_id,
+            "owner": owner,
+            "open": _OPEN,
+            "type": type_,
+            "data": data,
+            "status": status,
+            "result": _json(result),
+        }
+        return await self._write_event(_FINISH, args)
+
+    async def _write_event(self, statement: str, args: dict[str, Any]) -> int:
+        """Run an event-writing statement of the owner; the event's id."""
+        async with self._pool.connection() as conn, self._notifying(conn):
+            cur = await conn.execute(statement, args)
+            row = await cur.fetchone()
+            if row is None:
+                raise LeaseLost(f"run {args['run']} is not held by {args['owner']}")
+            seq = int(row[0])
+            await self._notify(conn, EVENTS_CHANNEL, f"{args['run']}:{seq}")
+        return seq
 
     async def settle(
         self, run_id: str, owner: str, status: RunStatus, result: dict[str, Any] | None
     ) -> None:
+        args = {"run": run_id, "owner": owner, "open": _OPEN, "status": status}
         async with self._pool.connection() as conn:
-            await self._fence(conn, run_id, owner)
-            await self._end(conn, run_id, status, result)
-
-    @staticmethod
-    async def _end(
-        conn: AsyncConnection[Any], run_id: str, status: RunStatus, result: dict[str, Any] | None
-    ) -> None:
-        await conn.execute(
-            "UPDATE lats_runs SET status = %s, updated_at = now(), result = %s, owner = NULL,"
-            " lease_until = 'epoch' WHERE id = %s",
-            (status, _json(result), run_id),
-        )
+            cur = await conn.execute(_END, {**args, "result": _json(result)})
+        if cur.rowcount != 1:
+            raise LeaseLost(f"run {run_id} is not held by {owner}")
 
     # -- reading -----------------------------------------------------------------------------------
     async def get_run(self, run_id: str) -> RunRecord | None:

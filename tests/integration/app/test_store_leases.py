@@ -19,9 +19,11 @@ from app.store.sqlite import SqliteRunStore
 Opener = Callable[[], Awaitable[RunStore]]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "postgres-quiet"])
 async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Opener]:
-    """Opens a new store (its own connection) on one shared database, per call."""
+    """Opens a new store (its own connection) on one shared database, per call. Postgres
+    writes are transactions with a NOTIFY, or single statements when another channel
+    (Redis) carries the wake-ups ("quiet")."""
     opened: list[RunStore] = []
 
     async def make() -> RunStore:
@@ -29,7 +31,9 @@ async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
         if request.param == "sqlite":
             store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
         else:
-            store = await PostgresRunStore.open(request.getfixturevalue("fresh_postgres_url"))
+            pg = await PostgresRunStore.open(request.getfixturevalue("fresh_postgres_url"))
+            pg.notify = request.param == "postgres"
+            store = pg
         opened.append(store)
         return store
 
