@@ -91,10 +91,10 @@ $(COMPOSE): deploy/offline/requirements.txt
 
 # Whatever happens in the tests, the private engine is stopped and its network rules removed.
 test-deploy: install docker-tools
-	@trap 'deploy/offline/engine.sh stop' EXIT; $(BIN)/pytest -q -p no:cacheprovider tests/deploy
+	@trap 'deploy/offline/engine.sh stop' EXIT; $(BIN)/pytest -q --durations=10 -p no:cacheprovider tests/deploy
 
 test: lint typecheck $(COMPOSE_SCHEMA) $(CHROMIUM)
-	$(BIN)/pytest -q --ignore=tests/deploy
+	$(BIN)/pytest -q --durations=25 --ignore=tests/deploy
 	$(MAKE) --no-print-directory test-deploy
 
 bench: install
