@@ -26,15 +26,19 @@ from bench.quality import QUICK, QualityConfig, run_quality
 from bench.quota import QuotaConfig, run_quota
 from bench.quota import summary as quota_summary
 from bench.search import SearchConfig, run_search
+from bench.storm import run_storm_bench
+from bench.storm import summary as storm_summary
 from bench.workers import WorkersConfig, run_workers
 from bench.workers import summary as workers_summary
+from testkit.storm import StormConfig
 
 logger = logging.getLogger("bench")
 
-BENCHMARKS = ("search", "load", "memory", "quality", "quota", "cpu", "workers")
-# `--smoke` without `--only`: all but the one that needs Postgres and Redis (its smoke test is
-# tests/e2e/bench/test_bench_workers.py).
-SMOKE_DEFAULT = tuple(b for b in BENCHMARKS if b != "workers")
+BENCHMARKS = ("search", "load", "memory", "quality", "quota", "cpu", "workers", "storm")
+# `--smoke` without `--only`: all but the ones that need Postgres and Redis (their smoke tests
+# are tests/e2e/bench/test_bench_workers.py and test_bench_storm.py).
+NEEDS_SERVICES = ("workers", "storm")
+SMOKE_DEFAULT = tuple(b for b in BENCHMARKS if b not in NEEDS_SERVICES)
 FAST = Latency(seed=7, low_s=0.002, high_s=0.008)
 # `--smoke`: every benchmark end to end at tiny sizes (the tests' variant; ~20 s).
 SMOKE: dict[str, Any] = {
@@ -56,6 +60,7 @@ SMOKE: dict[str, Any] = {
     "workers": WorkersConfig(
         clients=4, duration_s=3.0, ramp_s=0.5, latency=FAST, max_active_runs=4
     ),
+    "storm": StormConfig(runs=6, cancels=3, threads=6),
 }
 FULL: dict[str, Any] = {
     "search": SearchConfig(),
@@ -65,6 +70,7 @@ FULL: dict[str, Any] = {
     "quota": QuotaConfig(),
     "cpu": CpuConfig(),
     "workers": WorkersConfig(),
+    "storm": StormConfig(),  # the storm test's
 }
 # `--quick`: the speed benchmarks at one repetition and three load levels (a few minutes).
 QUICK_SPEED: dict[str, Any] = {
@@ -106,6 +112,9 @@ async def _run(
     if "workers" in only:
         logger.info("benchmark 9: shared runs, 1 and 2 worker processes (Postgres + Redis)")
         out["workers"] = await run_workers(configs["workers"], work)
+    if "storm" in only:
+        logger.info("benchmark 10: a storm of runs and cancels across 3 processes")
+        out["storm"] = await asyncio.to_thread(run_storm_bench, configs["storm"], work)
     return out
 
 
@@ -219,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     workers = _load_json(results / "workers.json")
     quota_data = _load_json(results / "quota.json")
     cpu = _load_json(results / "cpu.json")
+    storm = _load_json(results / "storm.json")
     if search:
         plots.critical_path(search, results / "critical_path.png")
         plots.sequential(search, results / "sequential.png")
@@ -242,11 +252,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         workers,
         quota=quota_data,
         cpu=cpu,
+        storm=storm,
     )
     quota = fresh.get("quota")
     extra = "".join(f"\n{line}" for line in quota_summary(quota)) if quota else ""
     shared = fresh.get("workers")
     extra += "".join(f"\n{line}" for line in workers_summary(shared)) if shared else ""
+    stormed = fresh.get("storm")
+    extra += "".join(f"\n{line}" for line in storm_summary(stormed)) if stormed else ""
     summary = _summary(search, load, memory, quality) + extra
     sys.stdout.write(summary + f"\n\ndone in {seconds / 60:.1f} min\n")
     return 0

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench import load_report, quality_report, speed_report, workers_report
+from bench import load_report, quality_report, speed_report, storm_report, workers_report
 from bench import search as search_bench
 from bench.stats import Spread, fmt
 
@@ -457,6 +457,7 @@ def write(
     *,
     quota: dict[str, Any] | None = None,
     cpu: dict[str, Any] | None = None,
+    storm: dict[str, Any] | None = None,
 ) -> None:
     """Render docs/benchmarks.md from whichever results exist."""
     lines = [
@@ -473,7 +474,7 @@ def write(
         "```sh",
         "make bench                              # all of them: bench/results/ and this file",
         ".venv/bin/python -m bench --only search # benchmarks 1-3 (also: load, memory, quality,"
-        " quota, cpu)",
+        " quota, cpu, workers, storm)",
         ".venv/bin/python -m bench --only quality --quick  # benchmark 6 in under 3 minutes",
         ".venv/bin/python -m bench --only search,load,quota,cpu --quick \\",
         "    --cpu-against ../older-checkout     # the speed figures at quick sizes",
@@ -515,7 +516,9 @@ def write(
     if cpu is not None:
         lines += speed_report.cpu_section(cpu)
     if workers is not None:
-        lines += workers_report.section(workers, results)
+        lines += workers_report.section(workers)
+    if storm is not None:
+        lines += storm_report.section(storm)
     closing = _closing(search, load, memory)
     if quality is not None:
         closing[-1:-1] = quality_report.closing(quality)

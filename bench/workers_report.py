@@ -1,18 +1,14 @@
-"""The "Shared runs" section of docs/benchmarks.md: benchmark 9 (bench/workers.py) and the
-outcome of the storm test (tests/e2e/server/test_storm.py), recorded in
-bench/results/storm.json from its last run."""
+"""The "Shared runs" section of docs/benchmarks.md: benchmark 9 (bench/workers.py)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 TARGET = 1.6  # the speed-up two workers should bring over one
 P99_TARGET_MS = 100.0  # the cross-process event latency aimed at
 
 
-def section(data: dict[str, Any], results: Path) -> list[str]:
+def section(data: dict[str, Any]) -> list[str]:
     config = data["config"]
     lines = [
         "## 9. Shared runs: worker processes",
@@ -62,17 +58,6 @@ def section(data: dict[str, Any], results: Path) -> list[str]:
             "event of those runs (`run_started`, written by the API process itself) waits "
             "behind 100 concurrent run creations on the API process's connection pool: "
             "0.6-1 s at the 99th percentile here, once, at the burst.",
-            "",
-        ]
-    storm = results / "storm.json"
-    if storm.exists():
-        s = json.loads(storm.read_text())
-        lines += [
-            f"**Storm test** (`{s['test']}`): {s['runs']} runs started and {s['cancels']} "
-            f"cancelled at random moments through random processes of {s['processes']}; "
-            f"every run ended with exactly one terminal event, ids 1..n without a gap, its "
-            f"status equal to its terminal event and each `done` run's answer in "
-            f"`GET /runs/{{id}}`. Outcome: {s['outcome']}, in {s['seconds']:.0f} s.",
             "",
         ]
     return lines

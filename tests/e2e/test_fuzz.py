@@ -29,7 +29,7 @@ from schemathesis.engine import Status, events, from_schema
 from app.security_headers import API_CSP, COMMON_HEADERS
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator
-from tests.support.process import ServerProcess
+from testkit.process import ServerProcess
 from tests.support.sim_env import sim_service_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]

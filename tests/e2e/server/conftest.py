@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from testkit.process import ServerProcess, shared_runs_env
 from tests.integration.app.conftest import fresh_postgres_url
-from tests.support.process import ServerProcess
 
 __all__ = ["env", "fresh_postgres_url", "procs", "redis_url"]
 
@@ -36,21 +36,7 @@ def redis_url() -> str:
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     """The environment of shared-run processes: the Gemini simulator's model, one tool."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "sources.md").write_text("# Sources\n\nThe sources agree on the main result.\n")
-    return {
-        "GOOGLE_API_KEY": "simulated-key",
-        "LATS_MODEL": "google_genai:gemini-2.5-flash",
-        "LATS_TOOLS": "local_docs",
-        "LATS_LOCAL_DOCS_DIR": str(docs),
-        "LATS_DATA_DIR": str(tmp_path / "data"),
-        "LATS_MODEL_RETRY_BASE_DELAY_S": "0",
-        "LATS_MODEL_RPS": "0",
-        "LATS_SSE_HEARTBEAT_S": "1",
-        "LATS_SHUTDOWN_GRACE_S": "1",
-        "LATS_LEASE_TTL_S": "3",
-    }
+    return shared_runs_env(tmp_path)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator
-from tests.support.process import ServerProcess
+from testkit.process import ServerProcess
 from tests.support.sim_env import sim_service_env
 
 RUN_SPANS = ("invoke_agent ", "plantree.", "chat ", "execute_tool ")

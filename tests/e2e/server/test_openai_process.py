@@ -11,7 +11,7 @@ import pytest
 
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator
-from tests.support.process import ServerProcess
+from testkit.process import ServerProcess
 from tests.support.sim_env import sim_service_env
 
 ASK = [{"role": "user", "content": "What do the sources say?"}]

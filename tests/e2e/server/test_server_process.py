@@ -17,8 +17,8 @@ import pytest
 from testkit.gemini_roles import fake_call, to_sim_reply
 from testkit.gemini_sim import Call, GeminiSimulator, SimRequest
 from testkit.gemini_sim import Reply as SimReply
+from testkit.process import ServerProcess, shared_runs_env
 from testkit.scenario import Scenario
-from tests.support.process import ServerProcess
 
 TREE = Scenario(
     plan=["Find sources", "Summarise them"],
@@ -60,27 +60,9 @@ def executor_steps(sim: GeminiSimulator, since: int = 0) -> list[str]:
 
 
 @pytest.fixture
-def docs(tmp_path: Path) -> Path:
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "sources.md").write_text("# Sources\n\nThe sources agree on the main result.\n")
-    return folder
-
-
-@pytest.fixture
-def server_env(tmp_path: Path, docs: Path) -> dict[str, str]:
-    return {
-        "GOOGLE_API_KEY": "simulated-key",
-        "LATS_MODEL": "google_genai:gemini-2.5-flash",
-        "LATS_TOOLS": "local_docs",
-        "LATS_LOCAL_DOCS_DIR": str(docs),
-        "LATS_DATA_DIR": str(tmp_path / "data"),
-        "LATS_MODEL_RETRY_BASE_DELAY_S": "0",
-        "LATS_MODEL_RPS": "0",  # no pacing against the simulator
-        "LATS_SSE_HEARTBEAT_S": "1",
-        "LATS_SHUTDOWN_GRACE_S": "1",
-        "LATS_LEASE_TTL_S": "2",  # a killed server's runs are taken over 2 s after its death
-    }
+def server_env(tmp_path: Path) -> dict[str, str]:
+    # A killed server's runs are taken over 2 s after its death.
+    return {**shared_runs_env(tmp_path), "LATS_LEASE_TTL_S": "2"}
 
 
 @pytest.fixture

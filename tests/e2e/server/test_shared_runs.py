@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import httpx
 import pytest
@@ -18,99 +16,25 @@ import pytest
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator, SimRequest
 from testkit.gemini_sim import Reply as SimReply
-from tests.support.process import ServerProcess
+from testkit.process import ServerProcess, start_side_by_side
+from testkit.storm import BODY, Event, StormResult, check_history, read_events, storm
 
 logger = logging.getLogger(__name__)
 # Several service processes start and work on 2 shared cores: minutes, not the default 2.
 pytestmark = pytest.mark.timeout(600)
-BODY = {"task": "What do the sources say?", "max_paths": 2}
-TERMINAL = {"done", "error", "cancelled"}
-STATUS_OF = {"done": "done", "error": "failed", "cancelled": "cancelled"}
 
 
-def _start(
-    procs: list[ServerProcess], env: dict[str, str], *commands: tuple[str, ...]
-) -> list[ServerProcess]:
-    """Start processes side by side (each start is mostly imports); all ready."""
-    batch = [ServerProcess(env, args) for args in commands]
-    procs.extend(batch)
-    with ThreadPoolExecutor(len(batch)) as pool:
-        return list(pool.map(lambda proc: proc.start(timeout_s=180), batch))
+def check_whole(url: str, run_id: str, events: list[Event]) -> str | None:
+    """The history rules for one run, asserted; its terminal type."""
+    history = check_history(url, run_id, events)
+    assert history.whole, (run_id, history.problems)
+    return history.terminal
 
 
-def read_events(url: str, run_id: str, after: int = 0) -> list[tuple[int, str, dict[str, Any]]]:
-    """A run's events from `after` to the end of its stream."""
-    out: list[tuple[int, str, dict[str, Any]]] = []
-    with (
-        httpx.Client(base_url=url, timeout=60) as client,
-        client.stream("GET", f"/runs/{run_id}/events", params={"after": after}) as response,
-    ):
-        seq, kind = 0, ""
-        for line in response.iter_lines():
-            if line.startswith("id: "):
-                seq = int(line[4:])
-            elif line.startswith("event: "):
-                kind = line[7:]
-            elif line.startswith("data: "):
-                out.append((seq, kind, json.loads(line[6:])))
-    return out
-
-
-def check_whole(url: str, run_id: str, events: list[tuple[int, str, dict[str, Any]]]) -> str:
-    """The history rules for one run; its terminal type."""
-    seqs = [seq for seq, _, _ in events]
-    kinds = [kind for _, kind, _ in events]
-    assert seqs == list(range(1, len(seqs) + 1)), (run_id, seqs)
-    assert kinds[0] == "run_started"
-    assert sum(k in TERMINAL for k in kinds) == 1, (run_id, kinds)
-    assert kinds[-1] in TERMINAL
-    with httpx.Client(base_url=url, timeout=30) as client:
-        run = client.get(f"/runs/{run_id}").json()
-        trace = [
-            json.loads(line)["id"] for line in client.get(f"/runs/{run_id}/trace").text.splitlines()
-        ]
-    assert trace == seqs  # the stored log is the streamed one
-    assert run["status"] == STATUS_OF[kinds[-1]]
-    if kinds[-1] == "done":
-        assert run["answer"] == events[-1][2]["answer"]
-    return kinds[-1]
-
-
-def storm(
-    urls: list[str],
-    runs: int,
-    cancels: int,
-    seed: int,
-    *,
-    threads: int = 8,
-    cancel_within_s: float = 0.5,
-    body: dict[str, Any] | None = None,
-) -> dict[str, str]:
-    """Start `runs` runs through random processes, cancel `cancels` of them at random moments
-    (up to `cancel_within_s` after it is picked up) through random processes, follow each from
-    a random process; run id → terminal type."""
-    rng = random.Random(seed)
-    with httpx.Client(timeout=30) as client:
-        ids = []
-        for _ in range(runs):
-            response = client.post(f"{rng.choice(urls)}/runs", json=body or BODY)
-            assert response.status_code == 202, response.text
-            ids.append(response.json()["run_id"])
-        doomed = set(rng.sample(ids, cancels))
-
-    def one(run_id: str) -> str:
-        local = random.Random(run_id)
-        if run_id in doomed:
-            # A random moment: queued, running or done.
-            time.sleep(local.uniform(0, cancel_within_s))
-            with httpx.Client(timeout=30) as c:
-                assert c.post(f"{local.choice(urls)}/runs/{run_id}/cancel").status_code == 200
-        follow = local.choice(urls)
-        return check_whole(follow, run_id, read_events(follow, run_id))
-
-    with ThreadPoolExecutor(threads) as pool:
-        ends = dict(zip(ids, pool.map(one, ids), strict=True))
-    return ends
+def assert_whole(result: StormResult) -> None:
+    """Every run of a storm has a whole history."""
+    problems = result.problems
+    assert not problems, f"{len(problems)} problem(s):\n" + "\n".join(problems[:40])
 
 
 def test_two_serve_processes_share_one_sqlite_data_dir(
@@ -118,14 +42,15 @@ def test_two_serve_processes_share_one_sqlite_data_dir(
 ) -> None:
     with GeminiSimulator(research_scenario(), latency_s=0.05) as sim:
         env = {**env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}
-        a, b = _start(procs, env, ("serve",), ("serve",))
-        ends = storm([a.url, b.url], runs=12, cancels=5, seed=1)
+        a, b = start_side_by_side(procs, env, ("serve",), ("serve",))
+        result = storm([a.url, b.url], runs=12, cancels=5, seed=1)
 
     logs = a.log() + b.log()
     assert "database is locked" not in logs
     assert "Traceback" not in logs, logs[logs.find("Traceback") - 500 :][:4000]
-    assert set(ends.values()) <= {"done", "cancelled"}
-    logger.info("sqlite, 2 processes: %s", sorted(ends.values()))
+    assert_whole(result)
+    assert set(result.terminals) <= {"done", "cancelled"}
+    logger.info("sqlite, 2 processes: %s", dict(result.terminals))
 
 
 def test_api_only_process_and_two_workers_on_postgres(
@@ -137,14 +62,17 @@ def test_api_only_process_and_two_workers_on_postgres(
             "GOOGLE_GEMINI_BASE_URL": sim.base_url,
             "LATS_DATABASE_URL": fresh_postgres_url,
         }
-        api, *workers = _start(procs, env, ("serve", "--no-worker"), ("worker",), ("worker",))
-        ends = storm([api.url], runs=12, cancels=4, seed=2)
+        api, *workers = start_side_by_side(
+            procs, env, ("serve", "--no-worker"), ("worker",), ("worker",)
+        )
+        result = storm([api.url], runs=12, cancels=4, seed=2)
 
     logs = "\n".join(p.log() for p in procs)
     assert "Traceback" not in logs, logs[logs.find("Traceback") - 500 :][:4000]
     assert all("claimed by" in w.log() for w in workers)  # both workers executed runs
     assert "claimed by" not in api.log()
-    assert list(ends.values()).count("done") >= 8
+    assert_whole(result)
+    assert result.terminals["done"] >= 8
 
 
 class HeldStep:
@@ -180,7 +108,7 @@ def test_a_stream_and_a_cancel_on_the_process_that_does_not_own_the_run(
     script = HeldStep("Summarise them")
     with GeminiSimulator(script) as sim:
         env = {**env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}
-        owner, other = _start(procs, env, ("serve",), ("serve",))
+        owner, other = start_side_by_side(procs, env, ("serve",), ("serve",))
         with httpx.Client(timeout=30) as client:
             run_id = client.post(f"{owner.url}/runs", json=body).json()["run_id"]
             with ThreadPoolExecutor(1) as pool:
@@ -208,7 +136,7 @@ def test_a_killed_owners_run_is_finished_by_another_process_after_its_lease_expi
             "GOOGLE_GEMINI_BASE_URL": sim.base_url,
             "LATS_DATABASE_URL": fresh_postgres_url,
         }
-        owner, other = _start(procs, env, ("serve",), ("serve",))
+        owner, other = start_side_by_side(procs, env, ("serve",), ("serve",))
         with httpx.Client(timeout=30) as client:
             # Without the shared model cache, a node run again would reach the simulator.
             body = {**BODY, "use_cache": False}
@@ -232,7 +160,7 @@ def test_a_killed_owners_run_is_finished_by_another_process_after_its_lease_expi
     logger.info("take-over after SIGKILL: done %.2fs after the kill (lease 3 s)", taken_s)
 
 
-def read_events_until(url: str, run_id: str, kind: str) -> list[tuple[int, str, dict[str, Any]]]:
+def read_events_until(url: str, run_id: str, kind: str) -> list[Event]:
     """The stored events so far, which include at least one of `kind`."""
     with httpx.Client(base_url=url, timeout=30) as client:
         lines = client.get(f"/runs/{run_id}/trace").text.splitlines()

@@ -5,19 +5,15 @@ Also: an API-only process bounds the waiting runs on its own (no worker needed).
 
 from __future__ import annotations
 
-import collections
 import logging
-import time
-import uuid
 from pathlib import Path
 
 import httpx
 import pytest
 
-from testkit.gemini_roles import research_scenario
-from testkit.gemini_sim import GeminiSimulator
-from tests.e2e.server.test_shared_runs import BODY, _start, storm
-from tests.support.process import ServerProcess
+from testkit.process import ServerProcess, start_side_by_side
+from testkit.storm import BODY, StormConfig, run_storm
+from tests.e2e.server.test_shared_runs import assert_whole
 
 logger = logging.getLogger(__name__)
 pytestmark = pytest.mark.timeout(600)
@@ -29,47 +25,36 @@ def test_a_storm_of_runs_and_cancels_across_three_processes(
     fresh_postgres_url: str,
     redis_url: str,
 ) -> None:
-    env = {
-        **env,
-        "LATS_DATABASE_URL": fresh_postgres_url,
-        "LATS_REDIS_URL": redis_url,
-        "LATS_MAX_ACTIVE_RUNS": "16",
-        "LATS_MAX_QUEUED_RUNS": "400",
-        "LATS_SSE_HEARTBEAT_S": "5",
-    }
-    # Tasks of this test's own: the shared model cache outlives it.
-    body = {**BODY, "task": f"{BODY['task']} ({uuid.uuid4().hex})"}
-    with GeminiSimulator(research_scenario(), latency_s=0.02) as sim:
-        env = {**env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}
-        api, *servers = _start(procs, env, ("serve", "--no-worker"), ("serve",), ("serve",))
-        started = time.monotonic()
-        ends = storm(
-            [api.url, *(s.url for s in servers)],
-            runs=200,
-            cancels=150,
-            seed=11,
-            threads=24,
-            cancel_within_s=2.0,
-            body=body,
-        )
-        took = time.monotonic() - started
+    # The storm `python -m bench --only storm` measures, through the same code.
+    config = StormConfig()
+    result = run_storm(config, procs, env, fresh_postgres_url, redis_url)
+    api = result.processes[0]
 
     logs = "\n".join(p.log() for p in procs)
     assert "Traceback" not in logs, logs[logs.find("Traceback") - 500 :][:4000]
     assert "claimed by" not in api.log()  # the API-only process executes nothing
-    assert len(ends) == 200
-    assert set(ends.values()) <= {"done", "cancelled"}
-    counts = collections.Counter(ends.values())
+    assert_whole(result)
+    assert len(result.ends) == config.runs
+    counts = result.terminals
+    assert set(counts) <= {"done", "cancelled"}
     assert counts["cancelled"] >= 1
-    assert counts["done"] >= 50  # the 50 never cancelled end done
-    logger.info("storm: 200 runs, 150 cancels, 3 processes: %s in %.1fs", dict(counts), took)
+    assert counts["done"] >= config.runs - config.cancels  # the never cancelled end done
+    logger.info(
+        "storm: %d runs, %d cancels, 3 processes: %s in %.1fs",
+        config.runs,
+        config.cancels,
+        dict(counts),
+        result.seconds,
+    )
 
 
 def test_an_api_only_process_answers_429_when_enough_runs_wait(
     env: dict[str, str], procs: list[ServerProcess], fresh_postgres_url: str, tmp_path: Path
 ) -> None:
     env = {**env, "LATS_DATABASE_URL": fresh_postgres_url, "LATS_MAX_QUEUED_RUNS": "2"}
-    (api,) = _start(procs, env, ("serve", "--no-worker"))  # no worker anywhere: runs wait
+    (api,) = start_side_by_side(
+        procs, env, ("serve", "--no-worker")
+    )  # no worker anywhere: runs wait
     with httpx.Client(base_url=api.url, timeout=30) as client:
         codes = [client.post("/runs", json=BODY).status_code for _ in range(3)]
         full = client.post("/runs", json=BODY)

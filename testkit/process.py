@@ -1,5 +1,7 @@
 """The service as real processes: `python -m app serve` (what `make run` runs), `serve
---no-worker` and `worker`, each with its own log, started and ready-checked the same way."""
+--no-worker` and `worker`, each with its own log, started and ready-checked the same way; the
+environment they share when they run against the Gemini simulator. Used by the tests that
+start the service and by the storm benchmark."""
 
 from __future__ import annotations
 
@@ -10,9 +12,10 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 _LISTENING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")
 _WORKER_READY = re.compile(r"worker owner=(\S+) ready")
 _OWNER = re.compile(r"owner=(\S+) started")
@@ -83,3 +86,35 @@ class ServerProcess:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=timeout_s)
+
+
+def start_side_by_side(
+    procs: list[ServerProcess], env: Mapping[str, str], *commands: Sequence[str]
+) -> list[ServerProcess]:
+    """Start processes side by side (each start is mostly imports), all ready. Each is added
+    to `procs` before it starts, so the caller can kill them all whatever happens."""
+    batch = [ServerProcess(env, args) for args in commands]
+    procs.extend(batch)
+    with ThreadPoolExecutor(len(batch)) as pool:
+        return list(pool.map(lambda proc: proc.start(timeout_s=180), batch))
+
+
+def shared_runs_env(work_dir: Path) -> dict[str, str]:
+    """The environment of processes that share runs: the real Gemini client (its base URL,
+    the simulator's, is set by the caller), `local_docs` over a one-file folder as the one
+    tool, short heartbeats, grace and lease, so that cancels, drains and take-overs are quick."""
+    docs = work_dir / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    (docs / "sources.md").write_text("# Sources\n\nThe sources agree on the main result.\n")
+    return {
+        "GOOGLE_API_KEY": "simulated-key",
+        "LATS_MODEL": "google_genai:gemini-2.5-flash",
+        "LATS_TOOLS": "local_docs",
+        "LATS_LOCAL_DOCS_DIR": str(docs),
+        "LATS_DATA_DIR": str(work_dir / "data"),
+        "LATS_MODEL_RETRY_BASE_DELAY_S": "0",
+        "LATS_MODEL_RPS": "0",
+        "LATS_SSE_HEARTBEAT_S": "1",
+        "LATS_SHUTDOWN_GRACE_S": "1",
+        "LATS_LEASE_TTL_S": "3",
+    }
