@@ -58,7 +58,12 @@ SMOKE: dict[str, Any] = {
     "quota": QuotaConfig(quotas_rps=(20.0,), runs=2, low_s=0.01, high_s=0.02, max_paths=2),
     "cpu": CpuConfig(runs=10, pairs=1),
     "workers": WorkersConfig(
-        clients=4, duration_s=3.0, ramp_s=0.5, latency=FAST, max_active_runs=4
+        clients=4,
+        duration_s=2.0,
+        ramp_s=0.5,
+        latency=FAST,
+        max_active_runs=4,
+        worker_cpus=(None, 0.5),
     ),
     "storm": StormConfig(runs=6, cancels=3, threads=6),
 }
