@@ -72,9 +72,13 @@ class Runs:
     async def submit(self, task: str, params: RunParams) -> RunRecord:
         """Queue a run of the caller; raises `QueueFull` like the run API, or `RateLimited`
         when the caller's key has its most runs."""
+        record, _ = await self._start(task, params)
+        return record
+
+    async def _start(self, task: str, params: RunParams) -> tuple[RunRecord, StoredEvent]:
         if self._limits is not None:
             await self._limits.run(self.caller, self._manager.store)
-        return await self._manager.submit(task, params, tenant=self.caller.tenant)
+        return await self._manager.submit_with_event(task, params, tenant=self.caller.tenant)
 
     def stream_slot(self) -> StreamSlot:
         """One of the caller's event stream slots; raises `RateLimited` when none is free."""
@@ -85,11 +89,7 @@ class Runs:
         no run starts when none is free."""
         slot = self.stream_slot()
         try:
-            if self._limits is not None:
-                await self._limits.run(self.caller, self._manager.store)
-            record, first = await self._manager.submit_with_event(
-                task, params, tenant=self.caller.tenant
-            )
+            record, first = await self._start(task, params)
         except BaseException:
             slot.release()
             raise
