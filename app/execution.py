@@ -227,6 +227,24 @@ class Executor:
         # storing it.
         await shielded(end())
 
+    async def end_failed(self, live: LiveRun, writer: RunWriter, error: RunError) -> None:
+        """Store the run's end as failed with `error`, without running it; the tree as last
+        checkpointed is kept."""
+        run_id = live.run_id
+
+        async def end() -> None:
+            result = {
+                "run_id": run_id,
+                "status": "failed",
+                "stop_reason": "error",
+                "error": {"code": error.code, "message": error.message},
+                "nodes": await self._nodes(run_id),
+            }
+            if await writer.finish(error, "failed", result):
+                await self._forget_checkpoint(run_id)
+
+        await shielded(end())
+
     async def _nodes(self, run_id: str) -> list[dict[str, Any]]:
         """The tree as last checkpointed (a cancelled run keeps what it found)."""
         if self.checkpointer is None:

@@ -26,7 +26,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from agents import observers
 from agents.engine import Engine
 from agents.errors import RunNotFound
-from agents.events import RunStarted
+from agents.events import RunError, RunStarted
 from agents.params import RunParams
 from agents.tree import by_id
 from app.cancelling import Canceller
@@ -197,7 +197,8 @@ class RunManager:
                 self.claimer.slot_freed()
 
     async def _adopt(self, record: RunRecord) -> None:
-        """Take on a run just claimed: settle it if its end is already stored, else resume."""
+        """Take on a run just claimed: settle it if its end is already stored, fail it if its
+        workers died holding it more than `max_takeovers` times, else resume."""
         history = await self.store.events_after(record.id, 0)
         if history and history[-1].type in TERMINAL:
             last = history[-1]
@@ -206,6 +207,21 @@ class RunManager:
                 await self.store.settle(record.id, self.owner, _status_of(last.type), result)
             except LeaseLost:
                 logger.warning("run=%s lost before it was settled", record.id)
+            return
+        if record.takeovers > self.settings.max_takeovers:
+            logger.error(
+                "run=%s: its worker died holding it %d times; failed, not run again",
+                record.id,
+                record.takeovers,
+            )
+            live = LiveRun(record.id, history)
+            error = RunError(
+                run_id=record.id,
+                code="worker_lost",
+                message=f"the run's worker stopped while running it {record.takeovers} times "
+                "(a crash or an out-of-memory kill, say); it is not run again",
+            )
+            await self.executor.end_failed(live, self.executor.writer(live), error)
             return
         self.queue.admit(force=True)
         self._begin(record, history, resume=True)

@@ -45,6 +45,14 @@ class ServiceSettings(Settings):
         description="A worker's hold on a run; renewed every third of it. A run whose worker "
         "died is taken over by another worker once this has passed.",
     )
+    max_takeovers: int = Field(
+        default=3,
+        ge=0,
+        le=100,
+        description="Times a run is taken over from a worker that died holding it before it "
+        "is failed (`worker_lost`) instead of run again: a run that kills its worker (out of "
+        "memory, a crash) does not go on to kill every worker in turn.",
+    )
 
     # HTTP -------------------------------------------------------------------------------------
     sse_heartbeat_s: float = Field(default=10.0, gt=0, le=15, description="SSE comment interval.")

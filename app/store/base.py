@@ -62,6 +62,11 @@ class RunRecord(BaseModel):
     cancel_requested: bool = Field(
         default=False, description="A cancel was asked for; the owner ends the run."
     )
+    takeovers: int = Field(
+        default=0,
+        description="How often the run was taken from a worker that stopped holding it "
+        "without giving it back (a crash, an out-of-memory kill, a lease left to expire).",
+    )
 
 
 class StoredEvent(BaseModel):

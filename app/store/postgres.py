@@ -64,6 +64,13 @@ BEGIN
     ) THEN
         ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS tenant TEXT;
     END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = 'lats_runs'
+          AND column_name = 'takeovers'
+    ) THEN
+        ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS takeovers INTEGER NOT NULL DEFAULT 0;
+    END IF;
 END
 $$;
 CREATE INDEX IF NOT EXISTS lats_runs_tenant ON lats_runs (tenant, created_at DESC);
@@ -79,6 +86,9 @@ CREATE TABLE IF NOT EXISTS lats_events (
 """
 _OPEN = list(UNFINISHED)
 _LEASE = "now() + make_interval(secs => %s)"
+# In a claim by owner %s: 1 when the run is taken from another owner that still held it (its
+# lease ran out), 0 for a free run (queued, or given back) or one's own.
+_TAKEN = "(CASE WHEN owner IS NOT NULL AND owner <> %s THEN 1 ELSE 0 END)"
 # The next event of run %(run)s, for an INSERT … SELECT whose FROM is the fence.
 _NEXT_EVENT = (
     "INSERT INTO lats_events (run_id, seq, type, data)"
@@ -123,6 +133,7 @@ def _record(row: dict[str, Any]) -> RunRecord:
         owner=row["owner"],
         tenant=row["tenant"],
         cancel_requested=row["cancel_requested"],
+        takeovers=row["takeovers"],
     )
 
 
@@ -196,10 +207,11 @@ class PostgresRunStore:
     async def claim(self, run_id: str, owner: str, ttl_s: float) -> RunRecord | None:
         async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(
-                f"UPDATE lats_runs SET owner = %s, lease_until = {_LEASE}"
+                f"UPDATE lats_runs SET owner = %s, lease_until = {_LEASE},"
+                f" takeovers = takeovers + {_TAKEN}"
                 " WHERE id = %s AND status = ANY(%s) AND (lease_until < now() OR owner = %s)"
                 " RETURNING *",
-                (owner, ttl_s, run_id, _OPEN, owner),
+                (owner, ttl_s, owner, run_id, _OPEN, owner),
             )
             row = await cur.fetchone()
         return _record(row) if row else None
@@ -207,10 +219,11 @@ class PostgresRunStore:
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
         async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(
-                f"UPDATE lats_runs SET owner = %s, lease_until = {_LEASE} WHERE id = ("
+                f"UPDATE lats_runs SET owner = %s, lease_until = {_LEASE},"
+                f" takeovers = takeovers + {_TAKEN} WHERE id = ("
                 " SELECT id FROM lats_runs WHERE status = ANY(%s) AND lease_until < now()"
                 " ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING *",
-                (owner, ttl_s, _OPEN),
+                (owner, ttl_s, owner, _OPEN),
             )
             row = await cur.fetchone()
         return _record(row) if row else None

@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS runs (
     owner TEXT,
     lease_until REAL NOT NULL DEFAULT 0,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
-    tenant TEXT
+    tenant TEXT,
+    takeovers INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status, created_at DESC);
@@ -43,15 +44,20 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (run_id, seq)
 );
 """
-# Files written before leases (or tenants) existed get the columns added in place.
+# Files written before leases (or tenants, or take-over counts) existed get the columns added
+# in place.
 _ADDED_COLUMNS = {
     "owner": "TEXT",
     "lease_until": "REAL NOT NULL DEFAULT 0",
     "cancel_requested": "INTEGER NOT NULL DEFAULT 0",
     "tenant": "TEXT",
+    "takeovers": "INTEGER NOT NULL DEFAULT 0",
 }
 _TENANT_INDEX = "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at DESC)"
 _OPEN = "status IN ('queued', 'running', 'interrupted')"  # base.UNFINISHED
+# In a claim by owner ?: 1 when the run is taken from another owner that still held it (its
+# lease ran out), 0 for a free run (queued, or given back) or one's own.
+_TAKEN = "(CASE WHEN owner IS NOT NULL AND owner <> ? THEN 1 ELSE 0 END)"
 
 
 # The next event of a run, if `owner` holds it: its seq, or no row.
@@ -80,6 +86,7 @@ def _record(row: sqlite3.Row) -> RunRecord:
         owner=row["owner"],
         tenant=row["tenant"],
         cancel_requested=bool(row["cancel_requested"]),
+        takeovers=row["takeovers"],
     )
 
 
@@ -160,9 +167,9 @@ class SqliteRunStore:
 
         def write(conn: sqlite3.Connection) -> sqlite3.Row | None:
             cur = conn.execute(
-                f"UPDATE runs SET owner = ?, lease_until = ? WHERE id = ? AND {_OPEN}"
-                " AND (lease_until < ? OR owner = ?)",
-                (owner, now + ttl_s, run_id, now, owner),
+                f"UPDATE runs SET owner = ?, lease_until = ?, takeovers = takeovers + {_TAKEN}"
+                f" WHERE id = ? AND {_OPEN} AND (lease_until < ? OR owner = ?)",
+                (owner, now + ttl_s, owner, run_id, now, owner),
             )
             if cur.rowcount != 1:
                 return None
@@ -187,8 +194,9 @@ class SqliteRunStore:
             if row is None:
                 return None
             conn.execute(
-                "UPDATE runs SET owner = ?, lease_until = ? WHERE id = ?",
-                (owner, now + ttl_s, row["id"]),
+                f"UPDATE runs SET owner = ?, lease_until = ?, takeovers = takeovers + {_TAKEN}"
+                " WHERE id = ?",
+                (owner, now + ttl_s, owner, row["id"]),
             )
             return _row(conn, "SELECT * FROM runs WHERE id = ?", (row["id"],))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from datetime import UTC, datetime
 
 from agents.events import RunDone
@@ -68,3 +70,42 @@ async def test_start_up_leaves_alone_a_run_another_live_process_holds(
     assert run["status"] == "running"
     assert len(trace) == 1  # nothing was written for it here
     assert svc.models.recorder.calls == []
+
+
+async def _died_holding(store: SqliteRunStore, run_id: str, deaths: int) -> None:
+    """A run whose workers each died holding it: created by one, taken over by the rest."""
+    now = datetime.now(UTC)
+    record = RunRecord(
+        id=run_id, task="t", params={}, status="running", created_at=now, updated_at=now
+    )
+    await store.create_run(record, started=json.dumps({"type": "run_started"}), owner="w0", ttl_s=0)
+    for worker in range(1, deaths):
+        await asyncio.sleep(0.01)
+        assert await store.claim(run_id, f"w{worker}", 0) is not None
+
+
+async def test_a_run_whose_workers_keep_dying_is_failed_not_run_again(
+    service_for: ServiceMaker, settings: ServiceSettings
+) -> None:
+    store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
+    # `max_takeovers` is 3: this start-up's take-over is the third of one run, the fourth of
+    # the other.
+    await _died_holding(store, "r-thrice", deaths=3)
+    await _died_holding(store, "r-four-times", deaths=4)
+    await store.close()
+    await asyncio.sleep(0.01)
+
+    async with service_for(Scenario(plan=["A"])) as svc:
+        stream = (await svc.client.get("/runs/r-thrice/events")).text  # to its end
+        resumed = (await svc.client.get("/runs/r-thrice")).json()
+        failed = (await svc.client.get("/runs/r-four-times")).json()
+        lines = (await svc.client.get("/runs/r-four-times/trace")).text.splitlines()
+    trace = [json.loads(line) for line in lines]
+
+    assert settings.max_takeovers == 3
+    assert failed["status"] == "failed"
+    assert failed["error"]["code"] == "worker_lost"
+    assert [e["id"] for e in trace] == [1, 2]
+    assert [e["event"]["type"] for e in trace] == ["run_started", "error"]
+    assert resumed["status"] == "done"  # taken over the third time: it ran
+    assert "event: done" in stream

@@ -163,3 +163,28 @@ async def test_a_released_run_is_claimable_at_once(open_store: Opener) -> None:
 
     assert taken is not None
     assert (taken.id, taken.status) == (record.id, "interrupted")
+
+
+async def test_only_a_take_over_from_a_worker_that_held_the_run_is_counted(
+    open_store: Opener,
+) -> None:
+    store = await open_store()
+    queued, given_back, held = _record(), _record(), _record()
+    await store.create_run(queued)  # free from the start
+    await store.create_run(given_back, owner="drained", ttl_s=60)
+    await store.release(given_back.id, "drained", "interrupted")
+    await store.create_run(held, owner="died", ttl_s=0)  # its lease is already over
+    await asyncio.sleep(0.01)
+
+    taken = {r.id: r for r in [await store.claim_next("next", 30) for _ in range(3)] if r}
+    again = await store.claim(held.id, "next", 30)  # its own run: no take-over
+    await asyncio.sleep(0.01)
+    assert await store.claim(held.id, "third", 0) is None  # "next" holds it for 30 s
+
+    assert {run_id: r.takeovers for run_id, r in taken.items()} == {
+        queued.id: 0,
+        given_back.id: 0,
+        held.id: 1,
+    }
+    assert again is not None
+    assert again.takeovers == 1
