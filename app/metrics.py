@@ -32,7 +32,7 @@ from prometheus_client import (
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agents import observers
-from agents.events import Event
+from agents.events import Event, RunError
 from agents.settings import Role
 from app.auth import Authorized
 from app.call_watch import CallWatcher, ModelCall, ToolCall
@@ -51,6 +51,12 @@ RUNS_QUEUED = Gauge(
 )
 QUEUE_WAIT = Histogram(
     "plantree_run_queue_wait_seconds", "Time a run waited for a slot.", buckets=_SLOW
+)
+RUN_ERRORS = Counter(
+    "plantree_run_errors",
+    "Runs that failed, by error code (docs/events.md; `worker_lost`: its workers died holding "
+    "it too often).",
+    ["code"],
 )
 EVENTS = Counter("plantree_events", "Run events, by type.", ["type"])
 EVENT_LATENCY = Histogram(
@@ -113,6 +119,8 @@ class MetricsObserver:
         status = _TERMINAL_STATUS.get(event.type)
         if status is not None:
             RUNS.labels(status).inc()
+        if isinstance(event, RunError):
+            RUN_ERRORS.labels(event.code).inc()
 
     def handler(self, run_id: str, node_id: str | None, role: Role) -> BaseCallbackHandler:
         return CallWatcher(self, run_id, node_id, role)

@@ -100,6 +100,7 @@ async def test_a_run_whose_workers_keep_dying_is_failed_not_run_again(
         resumed = (await svc.client.get("/runs/r-thrice")).json()
         failed = (await svc.client.get("/runs/r-four-times")).json()
         lines = (await svc.client.get("/runs/r-four-times/trace")).text.splitlines()
+        metrics = (await svc.client.get("/metrics")).text
     trace = [json.loads(line) for line in lines]
 
     assert settings.max_takeovers == 3
@@ -109,3 +110,4 @@ async def test_a_run_whose_workers_keep_dying_is_failed_not_run_again(
     assert [e["event"]["type"] for e in trace] == ["run_started", "error"]
     assert resumed["status"] == "done"  # taken over the third time: it ran
     assert "event: done" in stream
+    assert 'plantree_run_errors_total{code="worker_lost"}' in metrics  # for an alert
