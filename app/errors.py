@@ -13,7 +13,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agents.errors import LatsError, RunNotFound
+from agents.errors import LatsError, RunNotFinished, RunNotFound
 from app.limits import RateLimited
 from app.queue import QueueFull
 
@@ -109,6 +109,8 @@ def install(app: FastAPI) -> None:
     async def core_error(request: Request, exc: LatsError) -> JSONResponse:
         if isinstance(exc, RunNotFound):
             return JSONResponse(_body("not_found", str(exc)), 404)
+        if isinstance(exc, RunNotFinished):
+            return JSONResponse(_body(exc.code, str(exc)), 409)
         if isinstance(exc, QueueFull):
             return JSONResponse(
                 _body(exc.code, str(exc)), 429, headers={"Retry-After": str(RETRY_AFTER_S)}

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable
 
 from app.live import LiveRun
+from app.periodic import Periodic
 from app.store.base import RunStore
 
 logger = logging.getLogger(__name__)
@@ -44,25 +45,18 @@ class LeaseKeeper:
         self.ttl_s = ttl_s
         self._lives = lives
         self._on_cancel = on_cancel
-        self._task: asyncio.Task[None] | None = None
         self._beat_lock = asyncio.Lock()
+        # A failed beat is retried at the next; until the lease expires nothing is lost.
+        self._beats = Periodic("lats-lease", ttl_s / 3, self.beat, self._beat_failed)
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="lats-lease")
+        self._beats.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        await self._beats.stop()
 
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.ttl_s / 3)
-            try:
-                await self.beat()
-            except Exception as e:
-                # The next beat retries; until the lease expires nothing is lost.
-                logger.warning("owner=%s lease renewal failed (%s)", self.owner, type(e).__name__)
+    def _beat_failed(self, e: Exception) -> None:
+        logger.warning("owner=%s lease renewal failed (%s)", self.owner, type(e).__name__)
 
     async def beat(self) -> None:
         """Renew now; stop runs whose lease is gone; pass on cancel requests."""

@@ -36,6 +36,7 @@ from app.following import Follower
 from app.lease import LeaseKeeper, worker_id
 from app.live import TERMINAL, LiveRun
 from app.queue import LocalRunQueue, RunQueue, SharedAdmission
+from app.retention import Retention
 from app.settings import ServiceSettings
 from app.signals import LocalSignals
 from app.store.base import LeaseLost, RunRecord, RunStatus, RunStore, StoredEvent
@@ -97,6 +98,8 @@ class RunManager:
             signals=self.signals,
             adopt=self._adopt,
         )
+        days = settings.run_retention_days
+        self.retention = Retention(store, days) if worker and days is not None else None
 
     # -- process lifecycle -----------------------------------------------------------------
     async def start(self) -> None:
@@ -105,12 +108,16 @@ class RunManager:
         self.leases.start()
         if self.worker:
             await self.claimer.start()
+        if self.retention is not None:
+            await self.retention.start()
         logger.info("owner=%s started (%s)", self.owner, "worker" if self.worker else "api only")
 
     async def stop(self) -> None:
         """Stop claiming, drain the runs held here (they resume elsewhere or at the next
         start), stop renewing and listening."""
         await self.claimer.stop()
+        if self.retention is not None:
+            await self.retention.stop()
         await self.drain()
         await self.leases.stop()
         await self.signals.close()

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from agents.errors import RunNotFound
+from agents.errors import RunNotFinished, RunNotFound
 from agents.params import RunParams
 from app.limits import KeyLimits, StreamSlot
 from app.manager import RunManager
@@ -169,3 +169,11 @@ class Runs:
     async def cancel(self, run_id: str) -> RunRecord:
         await self.get(run_id)
         return await self._manager.cancel(run_id)
+
+    async def delete(self, run_id: str) -> None:
+        """Delete a finished run and its events; raises `RunNotFound`, or `RunNotFinished`
+        for a run that has not ended."""
+        await self.get(run_id)
+        if not await self._manager.store.delete_run(run_id):
+            raise RunNotFinished(f"run {run_id} has not ended: cancel it first")
+        logger.info("run=%s deleted by caller=%s", run_id, self.caller.label)

@@ -45,6 +45,13 @@ class ServiceSettings(Settings):
         description="A worker's hold on a run; renewed every third of it. A run whose worker "
         "died is taken over by another worker once this has passed.",
     )
+    run_retention_days: float | None = Field(
+        default=None,
+        gt=0,
+        le=3650,
+        description="Finished runs (and their events) older than this are deleted by the "
+        "workers, hourly; unset: kept until deleted (`DELETE /runs/{id}`).",
+    )
     max_takeovers: int = Field(
         default=3,
         ge=0,

@@ -190,3 +190,19 @@ async def cancel_run(run_id: str, runs: CallerRuns) -> RunView:
     record = await runs.cancel(run_id)
     logger.info("run=%s cancel asked by caller=%s", run_id, runs.caller.label)
     return view(record)
+
+
+@router.delete(
+    "/runs/{run_id}",
+    status_code=204,
+    summary="Delete a finished run and its events",
+    responses={
+        **ERRORS,
+        409: {"model": ErrorBody, "description": "The run has not ended; cancel it first."},
+    },
+)
+async def delete_run(run_id: str, runs: CallerRuns) -> Response:
+    """A finished run (done, failed or cancelled) is removed with its whole event log; an
+    unfinished one is refused (409) until it ends."""
+    await runs.delete(run_id)
+    return Response(status_code=204)

@@ -163,4 +163,12 @@ class RunStore(Protocol):
 
     async def last_seq(self, run_id: str) -> int: ...
 
+    async def delete_run(self, run_id: str) -> bool:
+        """Delete a finished run and its events; False when there is no such finished run
+        (unfinished runs are never deleted)."""
+
+    async def delete_ended_before(self, cutoff: datetime, limit: int) -> int:
+        """Delete up to `limit` runs that finished before `cutoff`, with their events; how
+        many."""
+
     async def ping(self) -> None: ...

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from contextlib import AbstractAsyncContextManager, nullcontext
+from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -25,7 +26,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from agents import pg_check
-from app.store.base import UNFINISHED, Held, LeaseLost, RunRecord, RunStatus, StoredEvent
+from app.store.base import FINISHED, UNFINISHED, Held, LeaseLost, RunRecord, RunStatus, StoredEvent
 
 EVENTS_CHANNEL = "lats_events"
 CANCEL_CHANNEL = "lats_cancel"
@@ -113,6 +114,12 @@ _CREATE = (
     " lease_until, tenant) VALUES (%(run)s, %(task)s, %(params)s, %(status)s, %(created)s,"
     " %(updated)s, %(owner)s, CASE WHEN %(owner)s::text IS NULL THEN 'epoch'::timestamptz"
     " ELSE now() + make_interval(secs => %(ttl)s) END, %(tenant)s)"
+)
+# Finished runs deleted with their events, among the runs `{pick}` selects.
+_DELETE = (
+    "WITH gone AS (DELETE FROM lats_runs WHERE id IN ({pick}) AND status = ANY(%(ended)s)"
+    " RETURNING id), events AS (DELETE FROM lats_events WHERE run_id IN (SELECT id FROM gone))"
+    " SELECT count(*) FROM gone"
 )
 _CREATE_STARTED = (
     f"WITH run AS ({_CREATE} RETURNING id)"
@@ -391,6 +398,22 @@ class PostgresRunStore:
             await cur.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM lats_events WHERE run_id = %s", (run_id,)
             )
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def delete_run(self, run_id: str) -> bool:
+        return await self._delete("%(run)s", {"run": run_id}) == 1
+
+    async def delete_ended_before(self, cutoff: datetime, limit: int) -> int:
+        pick = (
+            "SELECT id FROM lats_runs WHERE status = ANY(%(ended)s) AND updated_at < %(cutoff)s"
+            " LIMIT %(limit)s"
+        )
+        return await self._delete(pick, {"cutoff": cutoff, "limit": limit})
+
+    async def _delete(self, pick: str, args: dict[str, Any]) -> int:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(_DELETE.format(pick=pick), {**args, "ended": list(FINISHED)})
             row = await cur.fetchone()
         return int(row[0]) if row else 0
 

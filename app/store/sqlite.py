@@ -55,6 +55,7 @@ _ADDED_COLUMNS = {
 }
 _TENANT_INDEX = "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at DESC)"
 _OPEN = "status IN ('queued', 'running', 'interrupted')"  # base.UNFINISHED
+_ENDED = "status IN ('done', 'failed', 'cancelled')"  # base.FINISHED
 # In a claim by owner ?: 1 when the run is taken from another owner that still held it (its
 # lease ran out), 0 for a free run (queued, or given back) or one's own.
 _TAKEN = "(CASE WHEN owner IS NOT NULL AND owner <> ? THEN 1 ELSE 0 END)"
@@ -351,6 +352,19 @@ class SqliteRunStore:
 
         return await self._writer.read(read)
 
+    async def delete_run(self, run_id: str) -> bool:
+        return await self._writer.write(lambda conn: _delete(conn, [run_id]) == 1)
+
+    async def delete_ended_before(self, cutoff: datetime, limit: int) -> int:
+        def write(conn: sqlite3.Connection) -> int:
+            rows = conn.execute(
+                f"SELECT id FROM runs WHERE {_ENDED} AND updated_at < ? LIMIT ?",
+                (cutoff.isoformat(), limit),
+            ).fetchall()
+            return _delete(conn, [row["id"] for row in rows])
+
+        return await self._writer.write(write)
+
     async def ping(self) -> None:
         await self._one("SELECT 1", ())
 
@@ -364,6 +378,22 @@ def _migrate(conn: sqlite3.Connection) -> None:
         if name not in have:
             conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
     conn.execute(_TENANT_INDEX)
+
+
+def _delete(conn: sqlite3.Connection, run_ids: list[str]) -> int:
+    """Delete those of `run_ids` that are finished, with their events; how many."""
+    if not run_ids:
+        return 0
+    marks = ", ".join("?" for _ in run_ids)
+    ended = [
+        row["id"]
+        for row in conn.execute(f"SELECT id FROM runs WHERE id IN ({marks}) AND {_ENDED}", run_ids)
+    ]
+    if ended:
+        marks = ", ".join("?" for _ in ended)
+        conn.execute(f"DELETE FROM events WHERE run_id IN ({marks})", ended)
+        conn.execute(f"DELETE FROM runs WHERE id IN ({marks})", ended)
+    return len(ended)
 
 
 def _row(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> sqlite3.Row | None:

@@ -2,18 +2,23 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.settings import ServiceSettings
+from app.store.base import RunStore
+from app.store.postgres import PostgresRunStore
+from app.store.sqlite import SqliteRunStore
 from testkit.fakes import Script
 from tests.conftest import POSTGRES_ADMIN_URL
 from tests.support.server import Service, serve
 
 ServiceMaker = Callable[..., AbstractAsyncContextManager[Service]]
+Opener = Callable[[], Awaitable[RunStore]]
 
 
 @pytest.fixture
@@ -44,3 +49,26 @@ def fresh_postgres_url() -> Iterator[str]:
             yield f"{POSTGRES_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
         finally:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgres", "postgres-quiet"])
+async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Opener]:
+    """Opens a new store (its own connection) on one shared database, per call. Postgres
+    writes are transactions with a NOTIFY, or single statements when another channel
+    (Redis) carries the wake-ups ("quiet")."""
+    opened: list[RunStore] = []
+
+    async def make() -> RunStore:
+        store: RunStore
+        if request.param == "sqlite":
+            store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
+        else:
+            pg = await PostgresRunStore.open(request.getfixturevalue("fresh_postgres_url"))
+            pg.notify = request.param == "postgres"
+            store = pg
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        await store.close()  # type: ignore[attr-defined]

@@ -6,40 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from app.store.base import LeaseLost, RunRecord, RunStore
-from app.store.postgres import PostgresRunStore
-from app.store.sqlite import SqliteRunStore
-
-Opener = Callable[[], Awaitable[RunStore]]
-
-
-@pytest.fixture(params=["sqlite", "postgres", "postgres-quiet"])
-async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Opener]:
-    """Opens a new store (its own connection) on one shared database, per call. Postgres
-    writes are transactions with a NOTIFY, or single statements when another channel
-    (Redis) carries the wake-ups ("quiet")."""
-    opened: list[RunStore] = []
-
-    async def make() -> RunStore:
-        store: RunStore
-        if request.param == "sqlite":
-            store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
-        else:
-            pg = await PostgresRunStore.open(request.getfixturevalue("fresh_postgres_url"))
-            pg.notify = request.param == "postgres"
-            store = pg
-        opened.append(store)
-        return store
-
-    yield make
-    for store in opened:
-        await store.close()  # type: ignore[attr-defined]
+from app.store.base import LeaseLost, RunRecord
+from tests.integration.app.conftest import Opener
 
 
 def _record(run_id: str | None = None) -> RunRecord:

@@ -1,0 +1,101 @@
+"""Deleting finished runs: `DELETE /runs/{id}` and the retention sweep, on the real SQLite file
+and the real Postgres. Unfinished runs are never deleted."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from app import retention
+from app.retention import Retention
+from app.settings import ServiceSettings
+from app.store.base import RunRecord, RunStore
+from app.store.sqlite import SqliteRunStore
+from tests.integration.app.conftest import Opener, ServiceMaker
+from tests.integration.app.test_run_lifecycle import BODY as GATED
+from tests.integration.app.test_run_lifecycle import Gate
+
+
+async def _run(store: RunStore, *, finished: bool) -> str:
+    now = datetime.now(UTC)
+    record = RunRecord(
+        id=uuid.uuid4().hex, task="t", params={}, status="queued", created_at=now, updated_at=now
+    )
+    await store.create_run(record, started="{}", owner="me", ttl_s=60)
+    await store.append_event(record.id, "me", "plan", "{}")
+    if finished:
+        await store.finish(record.id, "me", "done", "{}", "done", {"answer": "a"})
+    return record.id
+
+
+async def test_a_finished_run_is_deleted_with_its_events_an_open_one_is_not(
+    open_store: Opener,
+) -> None:
+    store = await open_store()
+    ended, running = await _run(store, finished=True), await _run(store, finished=False)
+
+    assert await store.delete_run(ended) is True
+    assert await store.delete_run(running) is False
+    assert await store.delete_run(ended) is False  # gone already
+    assert await store.get_run(ended) is None
+    assert await store.events_after(ended, 0) == []
+    assert await store.get_run(running) is not None
+    assert [e.seq for e in await store.events_after(running, 0)] == [1, 2]
+
+
+async def test_the_sweep_deletes_only_runs_that_ended_before_the_cutoff(
+    open_store: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retention, "BATCH", 2)  # several batches
+    store = await open_store()
+    ended = [await _run(store, finished=True) for _ in range(5)]
+    running = await _run(store, finished=False)
+    sweeper = Retention(store, days=1)
+
+    assert await sweeper.sweep() == 0  # all ended just now: within the day
+    assert await sweeper.sweep(now=datetime.now(UTC) + timedelta(days=2)) == 5
+
+    assert [await store.get_run(run_id) for run_id in ended] == [None] * 5
+    assert await store.get_run(running) is not None  # however old, an open run stays
+
+
+async def test_delete_answers_409_while_a_run_is_open_then_204_then_404(
+    service_for: ServiceMaker,
+) -> None:
+    gate = Gate()
+    async with service_for(gate) as svc:
+        run_id = (await svc.client.post("/runs", json=GATED)).json()["run_id"]
+        async with asyncio.timeout(5):
+            await gate.waiting.wait()
+        refused = await svc.client.delete(f"/runs/{run_id}")
+        gate.release.set()
+        stream = (await svc.client.get(f"/runs/{run_id}/events")).text  # to its end
+        deleted = await svc.client.delete(f"/runs/{run_id}")
+        after = await svc.client.get(f"/runs/{run_id}")
+        again = await svc.client.delete(f"/runs/{run_id}")
+        missing = await svc.client.delete("/runs/no-such-run")
+
+    assert refused.status_code == 409
+    assert refused.json()["code"] == "run_not_finished"
+    assert "event: done" in stream
+    assert deleted.status_code == 204
+    assert (after.status_code, again.status_code, missing.status_code) == (404, 404, 404)
+
+
+async def test_a_worker_sweeps_at_start_up_when_a_retention_is_set(
+    service_for: ServiceMaker, settings: ServiceSettings
+) -> None:
+    store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
+    ended, running = await _run(store, finished=True), await _run(store, finished=False)
+    await store.close()
+    await asyncio.sleep(0.2)
+
+    async with service_for(Gate(), run_retention_days=1e-6) as svc:  # 0.09 s
+        gone = await svc.client.get(f"/runs/{ended}")
+        kept = await svc.client.get(f"/runs/{running}")
+
+    assert gone.status_code == 404
+    assert kept.status_code == 200
