@@ -21,11 +21,10 @@ from typing import Any
 
 import httpx
 
+from testkit.events import Event, read_events
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator
 from testkit.process import ServerProcess, start_side_by_side
-
-Event = tuple[int, str, dict[str, Any]]  # (id, type, data) as streamed
 
 BODY: dict[str, Any] = {"task": "What do the sources say?", "max_paths": 2}
 TERMINAL = frozenset({"done", "error", "cancelled"})
@@ -46,24 +45,6 @@ class History:
     @property
     def whole(self) -> bool:
         return not self.problems
-
-
-def read_events(url: str, run_id: str, after: int = 0) -> list[Event]:
-    """A run's events from `after` to the end of its stream."""
-    out: list[Event] = []
-    with (
-        httpx.Client(base_url=url, timeout=60) as client,
-        client.stream("GET", f"/runs/{run_id}/events", params={"after": after}) as response,
-    ):
-        seq, kind = 0, ""
-        for line in response.iter_lines():
-            if line.startswith("id: "):
-                seq = int(line[4:])
-            elif line.startswith("event: "):
-                kind = line[7:]
-            elif line.startswith("data: "):
-                out.append((seq, kind, json.loads(line[6:])))
-    return out
 
 
 def check_history(url: str, run_id: str, events: list[Event]) -> History:

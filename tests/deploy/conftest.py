@@ -28,6 +28,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from testkit.events import Event, read_events
+
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "deploy" / "offline" / "engine.sh"
 BASES = ROOT / "deploy" / "offline" / "bases.sh"
@@ -236,19 +238,6 @@ def start_executing(url: str, task: dict[str, object]) -> str:
     raise AssertionError(f"run {run_id} ended its stream before executing")
 
 
-def follow(url: str, run_id: str, timeout: float = 120) -> list[tuple[int, str, dict[str, object]]]:
+def follow(url: str, run_id: str, timeout: float = 120) -> list[Event]:
     """A run's events from the start to its terminal event, read through the API's SSE stream."""
-    events: list[tuple[int, str, dict[str, object]]] = []
-    with (
-        httpx.Client(base_url=url, timeout=timeout) as client,
-        client.stream("GET", f"/runs/{run_id}/events", headers={"Last-Event-ID": "0"}) as reply,
-    ):
-        seq, kind = 0, ""
-        for line in reply.iter_lines():
-            if line.startswith("id: "):
-                seq = int(line[4:])
-            elif line.startswith("event: "):
-                kind = line[7:]
-            elif line.startswith("data: "):
-                events.append((seq, kind, json.loads(line[6:])))
-    return events
+    return read_events(url, run_id, timeout=timeout)

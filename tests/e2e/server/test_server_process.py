@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from testkit.events import iter_events, read_events
 from testkit.gemini_roles import fake_call, to_sim_reply
 from testkit.gemini_sim import Call, GeminiSimulator, SimRequest
 from testkit.gemini_sim import Reply as SimReply
@@ -71,28 +72,6 @@ def servers() -> Iterator[list[ServerProcess]]:
     yield started
     for server in started:
         server.kill()
-
-
-def iter_events(url: str, run_id: str, after: int = 0) -> Iterator[tuple[int, str, dict[str, Any]]]:
-    """Follow a run's SSE stream from `after`, yielding events as they arrive."""
-    headers = {"Last-Event-ID": str(after)}
-    with (
-        httpx.Client(base_url=url, timeout=60) as client,
-        client.stream("GET", f"/runs/{run_id}/events", headers=headers) as response,
-    ):
-        seq, kind = 0, ""
-        for line in response.iter_lines():
-            if line.startswith("id: "):
-                seq = int(line[4:])
-            elif line.startswith("event: "):
-                kind = line[7:]
-            elif line.startswith("data: "):
-                yield seq, kind, json.loads(line[6:])
-
-
-def read_events(url: str, run_id: str, after: int = 0) -> list[tuple[int, str, dict[str, Any]]]:
-    """A run's events from `after` to its terminal event."""
-    return list(iter_events(url, run_id, after))
 
 
 def _start(env: dict[str, str], servers: list[ServerProcess]) -> ServerProcess:

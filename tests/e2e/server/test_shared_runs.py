@@ -13,11 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from testkit.events import Event, read_events
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator, SimRequest
 from testkit.gemini_sim import Reply as SimReply
 from testkit.process import ServerProcess, start_side_by_side
-from testkit.storm import BODY, Event, StormResult, check_history, read_events, storm
+from testkit.storm import BODY, StormResult, check_history, storm
 
 logger = logging.getLogger(__name__)
 # Several service processes start and work on 2 shared cores: minutes, not the default 2.
