@@ -46,8 +46,9 @@ COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY agents agents
 COPY app app
+COPY calls calls
 COPY tools tools
-RUN python -m compileall -q agents app tools
+RUN python -m compileall -q agents app calls tools
 ENV PATH="/opt/venv/bin:$PATH" \
     PYTHONPATH=/app \
     PYTHONUNBUFFERED=1 \

@@ -1,6 +1,6 @@
 """Run accounting: counts calls and tokens, enforces budgets before each model attempt, and
 records tool calls. A `CallTracker` callback rides along every model and tool call of a job;
-the call policy (`agents.policy`) reports each attempt to it, retries included."""
+the call policy (`calls.policy`) reports each attempt to it, retries included."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from agents.cache import CACHE_HIT
-from agents.errors import BudgetExhausted, BudgetReason
 from agents.events import EventSink, ToolCalled
-from agents.observers import CallHandler
 from agents.params import RunParams
-from agents.policy import AttemptHook
-from agents.ratelimit import LimiterStats
-from agents.settings import Role
 from agents.state import Source, ToolCallRecord
+from calls.cache import CACHE_HIT
+from calls.errors import BudgetExhausted, BudgetReason
+from calls.observers import CallHandler
+from calls.policy import AttemptHook
+from calls.ratelimit import LimiterStats
+from calls.settings import Role
 
 # Model calls kept back for the end of a run: the vote (or a best-effort answer).
 FINISH_RESERVE_CALLS = 1

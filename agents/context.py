@@ -14,13 +14,15 @@ from langchain_core.tools import BaseTool
 
 from agents import observers
 from agents.accounting import Accountant, CallTracker
-from agents.cache import CacheStore, RoleCache
 from agents.events import Event, EventSink
 from agents.jobs import JobPool, current_gate
-from agents.memo import IdentityMemo
-from agents.models import ModelFactory
 from agents.params import RunParams
-from agents.settings import Role, Settings
+from agents.settings import EngineSettings
+from calls import observers as call_observers
+from calls.cache import CacheStore, RoleCache
+from calls.memo import IdentityMemo
+from calls.models import ModelFactory
+from calls.settings import Role
 
 # Role models with the run's cache setting, shared by every run of the process with the same
 # base model and cache store: LangChain's per-model work (structured-output set-up, the
@@ -39,7 +41,7 @@ class RunContext:
     run_id: str
     task: str
     params: RunParams
-    settings: Settings
+    settings: EngineSettings
     models: ModelFactory
     tools: list[BaseTool]
     sink: EventSink
@@ -86,8 +88,8 @@ class RunContext:
 
     def config(self, tracker: CallTracker, *, node_id: str | None = None) -> RunnableConfig:
         """Config for one model/agent call: our tracker plus ids in the metadata for tracing."""
-        observers.bind_ids(self.run_id, node_id)  # log records of this call carry the ids
-        extra = observers.handlers(self.run_id, node_id, tracker.role)
+        call_observers.bind_ids(self.run_id, node_id)  # log records of this call carry the ids
+        extra = call_observers.handlers(self.run_id, node_id, tracker.role)
         # Inline handlers run in this order. The job's stop gate (which LangChain would add
         # anyway) goes first, so a step it refuses is never counted or announced; the tracker
         # last, so the observers see a call's start even when the budget refuses it.

@@ -15,9 +15,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from pydantic import BaseModel, Field
 
 from agents.accounting import Accountant
-from agents.cache import CacheStore, MemoryStore, SqliteStore
 from agents.context import RunContext
-from agents.errors import LatsError, RunNotFound
+from agents.errors import RunNotFound
 from agents.events import (
     TERMINAL_TYPES,
     Event,
@@ -29,11 +28,13 @@ from agents.events import (
     discard,
 )
 from agents.graph import build_graph
-from agents.models import ModelFactory
 from agents.params import RunParams
-from agents.settings import Settings
+from agents.settings import EngineSettings
 from agents.state import NodeRecord, RunState, Source, StopReason
 from agents.tree import by_id
+from calls.cache import CacheStore, MemoryStore, SqliteStore
+from calls.errors import LatsError
+from calls.models import ModelFactory
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ class Engine:
     def __init__(
         self,
         *,
-        settings: Settings,
+        settings: EngineSettings,
         models: ModelFactory,
         tools: Sequence[BaseTool],
         checkpointer: BaseCheckpointSaver[str] | None = None,

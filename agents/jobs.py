@@ -21,8 +21,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
-from agents.cache import CACHE_HIT
 from agents.state import Source, ToolCallRecord
+from calls.cache import CACHE_HIT
 
 logger = logging.getLogger(__name__)
 

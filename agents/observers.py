@@ -1,96 +1,43 @@
 """Process-wide run observers: how metrics and traces see runs without the core knowing them.
 
-An observer gets every run event (with the time the event sink took to persist and publish
-it) and may ride along every model and tool call as a LangChain callback handler. The service
-installs its observers once at start-up (`add`); with none installed a run pays nothing.
-
-Hooks for figures only the call policy knows (`rate_limit_changed`, `model_retry`) are here
-too, so the policy can report them without importing the service.
+A run observer gets every run event (with the time the event sink took to persist and publish
+it) and is a call observer too (`calls.observers`): it may ride along every model and tool call
+of a run. The service installs its observers once at start-up (`add`); with none installed a
+run pays nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from contextvars import ContextVar
 from typing import Protocol
 
-from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
-
 from agents.events import Event, EventSink
-from agents.settings import Role
+from calls import observers as call_observers
+from calls.observers import CallObserver
 
 logger = logging.getLogger(__name__)
 
 
-class RunObserver(Protocol):
+class RunObserver(CallObserver, Protocol):
     def on_event(self, event: Event, seconds: float) -> None:
         """An event was handed to the run's sink, which took `seconds`. Must not raise."""
 
-    def handler(self, run_id: str, node_id: str | None, role: Role) -> BaseCallbackHandler | None:
-        """A callback handler for one model/agent call of a run, or None."""
-
-    def on_rate_limit(self, model: str, value: float) -> None:
-        """The adaptive rate limit for `model` is now `value` requests per second."""
-
-    def on_retry(self, role: Role, model: str, reason: str) -> None:
-        """A model call is retried; `reason` is e.g. "429", "5xx", "timeout"."""
-
-
-class CallHandler(AsyncCallbackHandler):
-    """Base of the handlers that ride along a run's model and tool calls (the run's call
-    tracker, the observers' watchers): they run inline, in order, in the caller's task (else
-    LangChain wraps every event for every handler in a task of its own), and the chain,
-    retriever, retry and custom events they have no use for are not even dispatched to them."""
-
-    run_inline = True
-
-    @property
-    def ignore_chain(self) -> bool:
-        return True
-
-    @property
-    def ignore_retriever(self) -> bool:
-        return True
-
-    @property
-    def ignore_retry(self) -> bool:
-        return True
-
-    @property
-    def ignore_custom_event(self) -> bool:
-        return True
-
 
 _observers: list[RunObserver] = []
-# The run and node whose call the current task is making (jobs run in their own contexts).
-_call_ids: ContextVar[tuple[str, str | None] | None] = ContextVar("plantree_ids", default=None)
-
-
-def bind_ids(run_id: str, node_id: str | None) -> None:
-    """Mark the current task as working for `run_id`/`node_id` (for log records)."""
-    _call_ids.set((run_id, node_id))
-
-
-def current_ids() -> tuple[str, str | None] | None:
-    """The run and node the current task works for, if any."""
-    return _call_ids.get()
 
 
 def add(observer: RunObserver) -> None:
-    """Install an observer for every run of this process (once; a second add is a no-op)."""
+    """Install an observer for every run and call of this process (once; a second add is a
+    no-op)."""
     if not any(o is observer for o in _observers):
         _observers.append(observer)
+    call_observers.add(observer)
 
 
 def remove(observer: RunObserver) -> None:
     _observers[:] = [o for o in _observers if o is not observer]
-
-
-def handlers(run_id: str, node_id: str | None, role: Role) -> list[BaseCallbackHandler]:
-    """The observers' callback handlers for one call."""
-    found = (o.handler(run_id, node_id, role) for o in list(_observers))
-    return [h for h in found if h is not None]
+    call_observers.remove(observer)
 
 
 def observed(sink: EventSink, run_id: str) -> EventSink:
@@ -117,15 +64,3 @@ def written(event: Event, run_id: str, seconds: float) -> None:
             observer.on_event(event, seconds)
         except Exception:  # an observer never breaks a run
             logger.exception("run=%s observer failed on %s", run_id, event.type)
-
-
-def rate_limit_changed(model: str, value: float) -> None:
-    """For the call policy: the adaptive limit of `model` moved to `value` requests/s."""
-    for observer in list(_observers):
-        observer.on_rate_limit(model, value)
-
-
-def model_retry(role: Role, model: str, reason: str) -> None:
-    """For the call policy: a model call of `role` is being retried for `reason`."""
-    for observer in list(_observers):
-        observer.on_retry(role, model, reason)

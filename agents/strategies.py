@@ -16,10 +16,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from agents.errors import ConfigError
 from agents.params import RunParams
 from agents.state import NodeRecord
 from agents.tree import NEUTRAL_VALUE, PRIOR_WEIGHT, by_id, children_of, node_values
+from calls.errors import ConfigError
 
 
 class Strategy(Protocol):

@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
+from langchain_core.tools import BaseTool
 from pydantic import ValidationError
 
-from agents.errors import ConfigError, LatsError
 from agents.params import RunParams
 from app.render import TreePrinter
-from app.settings import ServiceSettings
+from app.settings import Settings
+from calls.errors import ConfigError, LatsError
+from calls.models import ModelFactory
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PARAM_FLAGS = (
@@ -40,9 +42,9 @@ class CliError(Exception):
         self.code = code
 
 
-def _settings() -> ServiceSettings:
+def _settings() -> Settings:
     try:
-        return ServiceSettings()
+        return Settings()
     except ValidationError as e:
         problems = "; ".join(
             f"LATS_{'.'.join(map(str, x['loc'])).upper()}: {x['msg']}" for x in e.errors()
@@ -65,36 +67,26 @@ def _headers(args: argparse.Namespace) -> dict[str, str]:
     return {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
 
 
-def _startable_settings() -> ServiceSettings:
-    """Settings a service can start with: models buildable, tools known; or a `CliError`."""
-    from agents.models import SettingsModelFactory
-    from tools.registry import build_tools
+def _started(settings: Settings) -> tuple[ModelFactory, list[BaseTool]]:
+    """The models and tools a service starts with, built once and checked; or a `CliError`."""
+    from app import startup
 
-    settings = _settings()
     try:
-        SettingsModelFactory(settings, redis_url=settings.redis_url).check()
-        build_tools(settings)
+        return startup.model_factory(settings), startup.research_tools(settings)
     except ConfigError as e:
         raise CliError(f"cannot start: {e}") from e
-    return settings
 
 
 # -- commands ---------------------------------------------------------------------------------
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from agents.models import SettingsModelFactory
     from app.main import create_app
-    from tools.registry import build_tools
 
     settings = _settings()
-    try:
-        SettingsModelFactory(settings, redis_url=settings.redis_url).check()
-        build_tools(settings)
-    except ConfigError as e:
-        raise CliError(f"cannot start: {e}") from e
+    models, tools = _started(settings)
     uvicorn.run(
-        create_app(settings, worker=not args.no_worker, host=args.host),
+        create_app(settings, models=models, tools=tools, worker=not args.no_worker, host=args.host),
         host=args.host,
         port=args.port,
         log_config=None,
@@ -117,27 +109,22 @@ def worker(args: argparse.Namespace) -> int:
 
 def mcp(args: argparse.Namespace) -> int:
     """`lats mcp`: the MCP server over stdio (stdout carries the protocol; logs go to stderr)."""
+    from app.integrations.mcp_server import serve_stdio
     from app.main import create_app
-    from app.mcp_server import serve_stdio
 
-    settings = _startable_settings()
-    asyncio.run(serve_stdio(create_app(settings), settings.sse_heartbeat_s))
+    settings = _settings()
+    models, tools = _started(settings)
+    app = create_app(settings, models=models, tools=tools)
+    asyncio.run(serve_stdio(app, settings.sse_heartbeat_s))
     return EXIT_OK
 
 
 async def _solve_local(task: str, params: RunParams, printer: TreePrinter) -> int:
     from agents.engine import Engine
-    from agents.models import SettingsModelFactory
-    from tools.registry import build_tools
 
     settings = _settings()
-    try:
-        models = SettingsModelFactory(settings, redis_url=settings.redis_url)
-        models.check()
-        tools = build_tools(settings, redis_url=settings.redis_url)
-        engine = Engine(settings=settings, models=models, tools=tools)
-    except ConfigError as e:
-        raise CliError(f"cannot run: {e}") from e
+    models, tools = _started(settings)
+    engine = Engine(settings=settings, models=models, tools=tools)
     code = EXIT_FAILED
     async for event in engine.stream(task, params):
         printer.handle(event.model_dump(mode="json"))

@@ -9,20 +9,21 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from langchain_core.tools import BaseTool
 
-from agents.models import ModelFactory, SettingsModelFactory
-from app import errors, mcp_server, metrics, openapi, security_headers, telemetry
-from app.hosts import HostCheck, allowed_hosts
-from app.limits import KeyLimits
-from app.routes import chat, health, runs, ui
+from app import startup
+from app.access.limits import KeyLimits
+from app.http import errors, openapi, security_headers
+from app.http.hosts import HostCheck, allowed_hosts
+from app.http.routes import chat, health, runs, ui
+from app.integrations import mcp_server, metrics, telemetry
 from app.service import run_service
-from app.settings import ServiceSettings, get_service_settings
-from tools.registry import build_service_tools
+from app.settings import Settings, get_settings
+from calls.models import ModelFactory
 
 logger = logging.getLogger(__name__)
 
 
 def create_app(
-    settings: ServiceSettings | None = None,
+    settings: Settings | None = None,
     *,
     models: ModelFactory | None = None,
     tools: Sequence[BaseTool] | None = None,
@@ -32,21 +33,15 @@ def create_app(
     """The service. `models` and `tools` replace the configured ones (tests, benchmarks);
     `worker=False` serves the API only (runs execute in worker processes); `host` is the
     address the server binds (an allowed Host when no key is configured)."""
-    settings = settings or get_service_settings()
+    settings = settings or get_settings()
     keys = settings.key_ring()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        factory = models
-        if factory is None:
-            settings_factory = SettingsModelFactory(settings, redis_url=settings.redis_url)
-            settings_factory.check()  # misconfiguration fails here, with a clear message
-            factory = settings_factory
-        toolset = (
-            list(tools)
-            if tools is not None
-            else await build_service_tools(settings, redis_url=settings.redis_url)
-        )
+        # Misconfiguration fails here, with a clear message, when the caller built nothing.
+        factory = models if models is not None else startup.model_factory(settings)
+        builtin = list(tools) if tools is not None else startup.research_tools(settings)
+        toolset = builtin + await startup.mcp_tools(settings)
         try:
             async with run_service(
                 settings,
@@ -68,7 +63,7 @@ def create_app(
         summary="Answers research questions by searching a tree of plans.",
         lifespan=lifespan,
         max_body_size=settings.max_body_bytes,
-        docs_url=None,  # app/openapi.py serves /docs and /redoc from vendored files
+        docs_url=None,  # app/http/openapi.py serves /docs and /redoc from vendored files
         redoc_url=None,
     )
     security_headers.install(app)

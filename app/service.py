@@ -4,7 +4,7 @@ together. The HTTP app's lifespan and the worker-only process both use it.
 With Postgres or Redis configured, what the processes of a deployment must agree on is shared
 through them: wake-ups and cancel signals (Redis pub/sub, else the backend's own channel),
 the model-call cache (Redis, else Postgres), and the bound on waiting runs (counted in the
-store, app/queue.py)."""
+store, app/runs/queue.py)."""
 
 from __future__ import annotations
 
@@ -14,27 +14,27 @@ from contextlib import asynccontextmanager
 
 from langchain_core.tools import BaseTool
 
-from agents.cache import CacheStore
 from agents.engine import Engine
-from agents.models import ModelFactory
 from app.heap import freeze_startup_heap
-from app.manager import RunManager
-from app.queue import RunQueue
-from app.settings import ServiceSettings
-from app.signals import LocalSignals, PostgresSignals, SqliteSignals
+from app.runs.manager import RunManager
+from app.runs.queue import RunQueue
+from app.runs.signals import LocalSignals, PostgresSignals, SqliteSignals
+from app.settings import Settings
 from app.store import open_backend
 from app.store.base import RunStore
 from app.store.sqlite import SqliteRunStore
+from calls.cache import CacheStore
+from calls.models import ModelFactory
 
 logger = logging.getLogger(__name__)
 # How often a process looks whether another one wrote to a shared SQLite file.
 SQLITE_WATCH_S = 0.1
 
 
-def make_signals(settings: ServiceSettings, store: RunStore) -> LocalSignals:
+def make_signals(settings: Settings, store: RunStore) -> LocalSignals:
     """Wake-ups across processes: Redis when configured, else through the backend in use."""
     if settings.redis_url:
-        from app.signals_redis import RedisSignals
+        from app.backends.signals_redis import RedisSignals
         from app.store.postgres import PostgresRunStore
 
         if isinstance(store, PostgresRunStore):
@@ -48,17 +48,17 @@ def make_signals(settings: ServiceSettings, store: RunStore) -> LocalSignals:
 
 
 @asynccontextmanager
-async def shared_cache(settings: ServiceSettings) -> AsyncIterator[CacheStore | None]:
+async def shared_cache(settings: Settings) -> AsyncIterator[CacheStore | None]:
     """The model-call cache every process of the deployment shares: Redis, else Postgres;
     None (the engine's own: in memory, or `cache_path`) when neither is configured or a cache
     file is set explicitly."""
     store: CacheStore | None = None
     if settings.cache_path is None and settings.redis_url:
-        from agents.cache_redis import RedisCacheStore
+        from app.backends.cache_redis import RedisCacheStore
 
         store = RedisCacheStore(settings.redis_url)
     elif settings.cache_path is None and settings.database_url:
-        from agents.cache_postgres import PostgresCacheStore
+        from app.backends.cache_postgres import PostgresCacheStore
 
         store = PostgresCacheStore(settings.database_url)
     try:
@@ -74,7 +74,7 @@ async def shared_cache(settings: ServiceSettings) -> AsyncIterator[CacheStore | 
 
 @asynccontextmanager
 async def run_service(
-    settings: ServiceSettings,
+    settings: Settings,
     *,
     models: ModelFactory,
     tools: Sequence[BaseTool],

@@ -1,5 +1,7 @@
-"""The service's settings: the core's `Settings` plus what only the HTTP service and its
-workers need (store, queue, keys, per-key limits, allowed hosts). Same `LATS_*` variables."""
+"""The process's settings, one class read once by every entry point: the parts the model
+calls, the engine and the tools declare (`calls.settings`, `agents.settings`, `tools.settings`)
+plus what only the HTTP service and its workers need (store, queue, keys, per-key limits,
+allowed hosts). All from `LATS_*` variables or `.env`."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ from typing import Annotated
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import NoDecode
 
-from agents.settings import Settings
-from app.tenancy import KeyRing
+from agents.settings import EngineSettings
+from app.access.tenancy import KeyRing
+from calls.settings import ModelSettings
+from tools.settings import ToolSettings
 
 
 def _split(value: object) -> object:
@@ -20,8 +24,8 @@ def _split(value: object) -> object:
     return value
 
 
-class ServiceSettings(Settings):
-    """Settings of `lats serve` / `lats worker` / `lats mcp`."""
+class Settings(ModelSettings, EngineSettings, ToolSettings):
+    """Settings of `lats serve`, `lats worker`, `lats solve` and `lats mcp`."""
 
     # Storage and queue ----------------------------------------------------------------------
     data_dir: Path = Field(default=Path("data"), description="Where the embedded store lives.")
@@ -132,6 +136,6 @@ class ServiceSettings(Settings):
 
 
 @lru_cache(maxsize=1)
-def get_service_settings() -> ServiceSettings:
-    """The process-wide service settings, read once."""
-    return ServiceSettings()
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return Settings()

@@ -11,19 +11,17 @@ import gc
 import logging
 import signal
 
-from agents.models import SettingsModelFactory
+from app import startup
 from app.service import run_service
-from app.settings import ServiceSettings
-from tools.registry import build_tools
+from app.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 
-async def run_worker(settings: ServiceSettings) -> None:
+async def run_worker(settings: Settings) -> None:
     """Work until SIGTERM or SIGINT, then drain."""
-    models = SettingsModelFactory(settings, redis_url=settings.redis_url)
-    models.check()
-    tools = build_tools(settings, redis_url=settings.redis_url)
+    models = startup.model_factory(settings)
+    tools = startup.research_tools(settings) + await startup.mcp_tools(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -17,8 +17,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from agents.engine import Engine, RunResult
 from agents.events import Event
 from agents.params import RunParams
-from agents.settings import Settings
-from app.settings import ServiceSettings
+from app.settings import Settings
 from bench.critical import CriticalPath, critical_path
 from bench.models import CountingModels, Delayed
 from bench.scenarios import TASK, ScenarioName, scenario
@@ -37,7 +36,7 @@ class Latency:
         return f"{self.low_s * 1000:g}-{self.high_s * 1000:g} ms, seed {self.seed}"
 
 
-def bench_settings(data_dir: Path, **overrides: Any) -> ServiceSettings:
+def bench_settings(data_dir: Path, **overrides: Any) -> Settings:
     """Settings for a benchmark: the defaults, without a .env file or tools."""
     values: dict[str, Any] = {
         "model": "google_genai:gemini-2.5-flash",  # never built: scripted models replace it
@@ -45,7 +44,7 @@ def bench_settings(data_dir: Path, **overrides: Any) -> ServiceSettings:
         "tools": [],
         **overrides,
     }
-    return ServiceSettings(_env_file=None, **values)
+    return Settings(_env_file=None, **values)
 
 
 @dataclass

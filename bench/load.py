@@ -24,7 +24,7 @@ from typing import Any, TypedDict
 import httpx
 
 from agents.engine import Engine
-from app.settings import ServiceSettings
+from app.settings import Settings
 from bench.engine_runs import Latency, bench_settings, server_args
 from bench.process import ServerProcess
 from bench.profile import Profiler, ProfileSummary, summarize
@@ -223,7 +223,7 @@ async def calls_per_run(scenario_name: ScenarioName) -> int:
 
 def policy_defaults() -> dict[str, float]:
     """The call policy's default limits, which the server runs with."""
-    defaults = ServiceSettings.model_fields
+    defaults = Settings.model_fields
     return {
         name: float(defaults[name].default)
         for name in ("model_max_in_flight", "model_rps", "model_burst", "max_active_runs")

@@ -17,8 +17,10 @@ import asyncio
 import hashlib
 from dataclasses import dataclass
 
-from app.settings import ServiceSettings
+from app.backends.model_limiter_redis import redis_model_limiters
+from app.settings import Settings
 from bench.scenarios import scenario
+from calls.ratelimit import model_limiter
 from testkit.fakes import FakeCall, FakeModels, Reply
 from testkit.policy_models import ThroughPolicy
 from testkit.scenario import Scenario
@@ -73,7 +75,7 @@ class CountingModels(FakeModels):
         return self.counter.made
 
 
-def served_models(args: argparse.Namespace, settings: ServiceSettings) -> ThroughPolicy:
+def served_models(args: argparse.Namespace, settings: Settings) -> ThroughPolicy:
     """The scripted models a benchmark's server process answers with: the scenario and latency
     of its command line, counted, behind the production call policy (its rate shared through
     Redis when the settings name one)."""
@@ -83,4 +85,5 @@ def served_models(args: argparse.Namespace, settings: ServiceSettings) -> Throug
         args.latency_low_ms / 1000,
         args.latency_high_ms / 1000,
     )
-    return ThroughPolicy(CountingModels(script), settings, redis_url=settings.redis_url)
+    limiters = redis_model_limiters(settings.redis_url) if settings.redis_url else model_limiter
+    return ThroughPolicy(CountingModels(script), settings, limiters=limiters)

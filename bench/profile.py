@@ -64,7 +64,10 @@ HOTSPOTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("executor agent graph (create_agent)", ("create_agent",)),
     ("hand-offs to SQLite connection threads (aiosqlite)", ("aiosqlite/",)),
     ("SSE and HTTP (uvicorn, starlette)", ("uvicorn/", "starlette/")),
-    ("events: run store writes, live buffers", ("RunWriter.emit", "app/store/", "app/live.py")),
+    (
+        "events: run store writes, live buffers",
+        ("RunWriter.emit", "app/store/", "app/runs/live.py"),
+    ),
     ("checkpointer (AsyncSqliteSaver)", ("checkpoint/sqlite/",)),
     ("scripted models (the benchmark's double)", ("testkit/", "BaseChatModel._serialized")),
 )

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from agents.engine import Engine
-from agents.models import SettingsModelFactory
 from agents.params import RunParams
-from agents.ratelimit import reset_model_limiters
-from agents.settings import Settings
+from app.settings import Settings
 from bench.scenarios import TASK, scenario
 from bench.stats import spread
+from calls.models import SettingsModelFactory
+from calls.ratelimit import reset_model_limiters
 from testkit.gemini_roles import from_scenario
 from testkit.gemini_sim import Delayed, GeminiSimulator, Quota, Script, SimRequest
 from testkit.gemini_sim import Reply as SimReply

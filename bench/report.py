@@ -365,7 +365,7 @@ def _control(mem: dict[str, Any]) -> str:
         f" A control process with `use_cache=false` grew {control['growth'] * 100:+.1f} % in all "
         f"and {end - early:+.1f} MiB after run {marks[1]} (against {cached_end - cached_early:+.1f}"
         " MiB with the cache): what remains with the cache on is the model cache filling, "
-        "which is an LRU bounded at 20 000 entries (`agents/cache.py`)."
+        "which is an LRU bounded at 20 000 entries (`calls/cache.py`)."
         if (end - early) < (cached_end - cached_early)
         else f" A control process with `use_cache=false` grew as much "
         f"({control['growth'] * 100:+.1f} %): the model cache is not what grows."

@@ -34,7 +34,7 @@ def quota_section(quota: dict[str, Any]) -> list[str]:
         )
     lines += [
         "",
-        "The adaptive limit (`agents/aimd.py`) learns the quota from the 429s: it backs off on "
+        "The adaptive limit (`calls/aimd.py`) learns the quota from the 429s: it backs off on "
         "each, waits the provider's `retryDelay`, and creeps back up while calls succeed, so "
         "the runs use most of a tight quota with few refusals; with a loose quota the runs "
         "themselves, not the quota, set the pace.",

@@ -21,7 +21,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.settings import Role
+from calls.settings import Role
 
 
 @dataclass

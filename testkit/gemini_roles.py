@@ -12,7 +12,7 @@ from collections.abc import Callable
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from agents import prompts
-from agents.settings import ROLES, Role
+from calls.settings import ROLES, Role
 from testkit.fakes import FakeCall, Reply
 from testkit.gemini_sim import Call, Fault, GeminiSimulator, Json, Script, SimRequest, Text
 from testkit.gemini_sim import Reply as SimReply

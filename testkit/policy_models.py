@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
 
-from agents.models import ModelFactory, limiter_for, with_policy
-from agents.settings import Role, Settings
+from calls.models import ModelFactory, limiter_for, with_policy
+from calls.ratelimit import LimiterSource, model_limiter
+from calls.settings import ModelSettings, Role
 
 
 class ThroughPolicy:
@@ -18,14 +19,14 @@ class ThroughPolicy:
     def __init__(
         self,
         models: ModelFactory,
-        settings: Settings,
+        settings: ModelSettings,
         name: str = "scripted",
         *,
-        redis_url: str | None = None,
+        limiters: LimiterSource = model_limiter,
     ) -> None:
         self.models = models
         self.settings = settings
-        self.limiter = limiter_for(settings, name, redis_url)
+        self.limiter = limiter_for(settings, name, limiters)
         self._built: dict[Role, BaseChatModel] = {}
 
     def for_role(self, role: Role) -> BaseChatModel:

@@ -12,15 +12,14 @@ from langchain_core.tools import BaseTool
 
 from agents.engine import Engine
 from agents.events import Event
-from agents.settings import Settings
-from app.settings import ServiceSettings
+from app.settings import Settings
 from testkit.fakes import FakeModels, Script
 
 
 @pytest.fixture
-def settings(tmp_path: Any) -> ServiceSettings:
+def settings(tmp_path: Any) -> Settings:
     """Settings that ignore the environment and never back off for real."""
-    return ServiceSettings(
+    return Settings(
         _env_file=None,  # type: ignore[call-arg]
         model="google_genai:gemini-2.5-flash",
         model_retry_base_delay_s=0.0,

@@ -12,10 +12,10 @@ import requests
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from agents.settings import Settings
 from tools.httpfetch import HttpFetcher, classify_requests_error, status_error
 from tools.results import Hit, ToolResult, render_hits
 from tools.runtime import ToolCallError, ToolRuntime, research_tool
+from tools.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,9 @@ def build_search(query: str, max_results: int) -> Any:
     return arxiv.Search(query=query, max_results=max_results)
 
 
-def build_arxiv(settings: Settings, runtime: ToolRuntime, session: requests.Session) -> BaseTool:
+def build_arxiv(
+    settings: ToolSettings, runtime: ToolRuntime, session: requests.Session
+) -> BaseTool:
     """The `arxiv` tool; its HTTP goes through `session` (tests serve Atom XML with `responses`)."""
     max_results = settings.arxiv_max_results
     fetcher = HttpFetcher(session, timeout_s=settings.tool_timeout_s, check_body=require_atom_feed)

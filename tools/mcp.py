@@ -26,7 +26,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.sessions import Connection
 
-from agents.errors import ConfigError
+from calls.errors import ConfigError
 from tools.results import ToolResult, failure, shorten
 
 logger = logging.getLogger(__name__)

@@ -12,10 +12,8 @@ from pathlib import Path
 import requests
 from langchain_core.tools import BaseTool
 
-from agents.errors import ConfigError
-from agents.settings import KNOWN_TOOLS, Settings
+from calls.errors import ConfigError
 from tools import arxiv_search, local_docs, mcp, web_search, wikipedia_search
-from tools.ratelimit_redis import redis_limiters
 from tools.results import ToolResult
 from tools.runtime import (
     PROCESS_CACHE,
@@ -29,6 +27,7 @@ from tools.runtime import (
     TtlCache,
     tool_executor,
 )
+from tools.settings import KNOWN_TOOLS, ToolSettings
 
 logger = logging.getLogger(__name__)
 
@@ -37,10 +36,10 @@ logger = logging.getLogger(__name__)
 class ToolOverrides:
     """The network edge and the clocks, replaceable for tests and the bench.
 
-    Without overrides the tools use the real services, the real clock, and the process-wide
-    rate limiters (shared through Redis when `build_tools` is given a `redis_url`) and result
-    cache. Passing `clock` or `sleep` without `limiters`/`cache` gives the tools a fresh limiter
-    registry and cache on that clock (a fake clock must not leak into the process-wide ones).
+    Without overrides the tools use the real services, the real clock, and the rate limiters
+    `build_tools` is given (else the process-wide ones) and the process-wide result cache.
+    Passing `clock` or `sleep` gives the tools a fresh limiter registry and cache on that clock
+    unless they are given too (a fake clock must not leak into the process-wide ones).
     """
 
     web_search_fn: web_search.WebSearchFn | None = None
@@ -54,16 +53,18 @@ class ToolOverrides:
     jitter: Jitter | None = None
     """Uniform [0, 1) scaling each backoff delay."""
     cache: TtlCache[ToolResult] | None = None
-    limiters: ToolLimiters | None = None
 
 
 def build_tools(
-    settings: Settings, *, overrides: ToolOverrides | None = None, redis_url: str | None = None
+    settings: ToolSettings,
+    *,
+    overrides: ToolOverrides | None = None,
+    limiters: ToolLimiters | None = None,
 ) -> list[BaseTool]:
     """The tools enabled in `settings.tools`, in that order.
 
-    With `redis_url` (the service's `LATS_REDIS_URL`) the tools' rate limits are shared by
-    every process using that Redis, not per process; nothing reaches Redis before a call.
+    `limiters` spaces the tools' calls: the service passes one shared through Redis when it
+    has one; by default the process-wide registry (or a fresh one on a fake clock).
     `local_docs` is built only when enabled and `settings.local_docs_dir` names a folder.
     Raises `ConfigError` for an unknown tool name, an unknown web search backend, or an enabled
     `local_docs` without an existing folder.
@@ -78,14 +79,8 @@ def build_tools(
     fake_time = overrides.clock is not None or overrides.sleep is not None
     clock = overrides.clock or time.monotonic
     sleep = overrides.sleep or asyncio.sleep
-    limiters = overrides.limiters
     if limiters is None:
-        if fake_time:  # a fake clock cannot space against Redis's
-            limiters = LimiterRegistry(clock=clock, sleep=sleep)
-        elif redis_url:
-            limiters = redis_limiters(redis_url)
-        else:
-            limiters = PROCESS_LIMITERS
+        limiters = LimiterRegistry(clock=clock, sleep=sleep) if fake_time else PROCESS_LIMITERS
     # Not `or`: an empty cache is falsy (it has a length).
     cache = overrides.cache
     if cache is None:
@@ -151,19 +146,7 @@ def build_tools(
     return tools
 
 
-async def build_service_tools(
-    settings: Settings, *, redis_url: str | None = None
-) -> list[BaseTool]:
-    """`build_tools` plus the tools of the MCP servers in `settings.mcp_servers`."""
-    tools = build_tools(settings, redis_url=redis_url)
-    if settings.mcp_servers:
-        servers = mcp.parse_servers(settings.mcp_servers)
-        timeout_s, max_chars = settings.tool_timeout_s, settings.tool_result_max_chars
-        tools += await mcp.load_mcp_tools(servers, timeout_s=timeout_s, max_chars=max_chars)
-    return tools
-
-
-def _local_docs_folder(settings: Settings) -> Path:
+def _local_docs_folder(settings: ToolSettings) -> Path:
     folder = settings.local_docs_dir
     if folder is None:
         raise ConfigError(

@@ -3,9 +3,9 @@ jittered retries, a rate limit and a cache.
 
 `ToolRuntime.run` is the single path from a tool's coroutine to its blocking library call. It
 never raises (except cancellation): every failure becomes a `results.failure` observation.
-Retries and spacing are the model calls' own implementation (`agents.retry.retrying`,
-`agents.ratelimit.TokenBucket`), so tools and models back off by the same rules. With Redis,
-the spacing is shared by every process instead (`tools.ratelimit_redis`).
+Retries and spacing are the model calls' own implementation (`calls.retry.retrying`,
+`calls.ratelimit.TokenBucket`), so tools and models back off by the same rules. With Redis,
+the spacing is shared by every process instead (`app.backends.tool_limiter_redis`).
 """
 
 from __future__ import annotations
@@ -20,25 +20,22 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ValidationError
 
-from agents.errors import ToolError
-from agents.ratelimit import TokenBucket
-from agents.retry import Backoff, Verdict, retrying
+from calls.cache import USE_RESULT_CACHE
+from calls.errors import ToolError
+from calls.ratelimit import TokenBucket
+from calls.retry import Backoff, Verdict, retrying
 from tools.result_cache import TtlCache as TtlCache  # re-exported: tools and tests use it here
 from tools.result_cache import cache_key as cache_key
 from tools.results import FailureKind, ToolResult, failure, squash
 
 logger = logging.getLogger(__name__)
 
-# A run that asks for `use_cache=false` sets this to False around its tool calls: the call then
-# goes to the source (and refreshes the cache) instead of reading it.
-USE_RESULT_CACHE: ContextVar[bool] = ContextVar("use_result_cache", default=True)
 
 Clock = Callable[[], float]
 """Monotonic seconds."""
@@ -75,7 +72,7 @@ Classifier = Callable[[Exception], ToolCallError]
 
 class ToolLimiter(Protocol):
     """What `ToolRuntime` needs of a tool's rate limiter: `RateLimiter` in-process, or
-    `tools.ratelimit_redis.RedisRateLimiter` shared through Redis."""
+    `app.backends.tool_limiter_redis.RedisRateLimiter` shared through Redis."""
 
     async def acquire(self, max_wait_s: float = ...) -> bool: ...
 

@@ -11,10 +11,10 @@ from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from agents.errors import ConfigError
-from agents.settings import Settings
+from calls.errors import ConfigError
 from tools.results import Hit, ToolResult, no_results, render_hits
 from tools.runtime import ToolCallError, ToolRuntime, research_tool
+from tools.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def parse_results(raw: object) -> list[Hit]:
 
 
 def build_web_search(
-    settings: Settings, runtime: ToolRuntime, search_fn: WebSearchFn | None = None
+    settings: ToolSettings, runtime: ToolRuntime, search_fn: WebSearchFn | None = None
 ) -> BaseTool:
     """The `web_search` tool; `search_fn` replaces the real ddgs call (tests, bench)."""
     search = search_fn or ddgs_search_fn(settings.tool_timeout_s)

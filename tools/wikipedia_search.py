@@ -20,10 +20,10 @@ from bs4 import GuessedAtParserWarning
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from agents.settings import Settings
 from tools.httpfetch import HttpFetcher, classify_requests_error
 from tools.results import Hit, ToolResult, no_results, options_offered, render_hits
 from tools.runtime import ToolCallError, ToolRuntime, research_tool
+from tools.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def classify_wikipedia_error(exc: Exception) -> ToolCallError:
 
 
 def build_wikipedia(
-    settings: Settings, runtime: ToolRuntime, session: requests.Session
+    settings: ToolSettings, runtime: ToolRuntime, session: requests.Session
 ) -> BaseTool:
     """The `wikipedia` tool; its HTTP goes through `session` (tests serve JSON with `responses`)."""
     transport = _Transport(HttpFetcher(session, timeout_s=settings.tool_timeout_s))

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from agents.context import RunContext
-from agents.errors import ModelError
 from agents.jobs import Judged
 from agents.params import RunParams
 from agents.prompts import progress_messages
 from agents.state import NodeRecord
-from agents.structured import call_structured
+from calls.errors import ModelError
+from calls.structured import call_structured
 
 logger = logging.getLogger(__name__)
 

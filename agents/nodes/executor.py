@@ -19,14 +19,14 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 
 from agents.context import RunContext
-from agents.errors import BudgetExhausted
 from agents.fencing import fence
 from agents.jobs import ExecOutcome
-from agents.memo import IdentityMemo
 from agents.prompts import EXECUTOR_SYSTEM, executor_messages
 from agents.state import NodeRecord
 from agents.tree import path_to, trim
-from tools.runtime import USE_RESULT_CACHE
+from calls.cache import USE_RESULT_CACHE
+from calls.errors import BudgetExhausted
+from calls.memo import IdentityMemo
 
 logger = logging.getLogger(__name__)
 

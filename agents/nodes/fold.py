@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.errors import BudgetExhausted
 from agents.events import (
     CandidatesProposed,
     Event,
@@ -29,6 +28,7 @@ from agents.jobs import ExecOutcome, ExpandOutcome, Job, Judged, Outcome, Respon
 from agents.params import RunParams
 from agents.state import NodeRecord, NodeStatus, StopReason, new_node
 from agents.tree import backpropagate, children_of, node_value, node_values, path_to, trim
+from calls.errors import BudgetExhausted
 
 logger = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from agents.context import RunContext
-from agents.errors import BudgetExhausted, ModelError
 from agents.events import NodeBrief, PlanMade
 from agents.prompts import planner_messages
 from agents.state import RunState, new_node
-from agents.structured import call_structured
 from agents.tree import clean_step
+from calls.errors import BudgetExhausted, ModelError
+from calls.structured import call_structured
 
 logger = logging.getLogger(__name__)
 

@@ -13,14 +13,14 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agents.context import RunContext
-from agents.errors import BudgetExhausted, ModelError
 from agents.jobs import ExpandOutcome, Judged
 from agents.nodes.evaluator import progress_wanted, score_progress
 from agents.nodes.fold import prune_reason
 from agents.prompts import replanner_messages
 from agents.state import NodeRecord
-from agents.structured import call_structured
 from agents.tree import children_of, path_to, pick_candidates
+from calls.errors import BudgetExhausted, ModelError
+from calls.structured import call_structured
 
 logger = logging.getLogger(__name__)
 

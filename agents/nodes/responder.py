@@ -6,11 +6,11 @@ import time
 from collections.abc import Mapping
 
 from agents.context import RunContext
-from agents.errors import BudgetExhausted
 from agents.jobs import RespondOutcome
 from agents.prompts import responder_messages
 from agents.state import NodeRecord
 from agents.tree import path_to
+from calls.errors import BudgetExhausted
 
 
 async def write_answer(

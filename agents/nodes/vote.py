@@ -12,13 +12,13 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 
 from agents.context import RunContext
-from agents.errors import BudgetExhausted, ModelError
 from agents.events import VoteCast
 from agents.nodes.responder import write_answer
 from agents.prompts import path_evidence, voter_messages
 from agents.state import FinalResult, NodeRecord, RunState
-from agents.structured import call_structured
 from agents.tree import by_id, node_value, path_sources, path_to, trim
+from calls.errors import BudgetExhausted, ModelError
+from calls.structured import call_structured
 
 logger = logging.getLogger(__name__)
 

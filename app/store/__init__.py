@@ -12,7 +12,7 @@ import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from app.settings import ServiceSettings
+from app.settings import Settings
 from app.store.base import RunStore
 from app.store.sqlite import BUSY_TIMEOUT_MS, SqliteRunStore
 
@@ -47,7 +47,7 @@ async def _setup_once(url: str, saver: BaseCheckpointSaver[str]) -> None:
 
 @asynccontextmanager
 async def open_backend(
-    settings: ServiceSettings,
+    settings: Settings,
 ) -> AsyncIterator[tuple[RunStore, BaseCheckpointSaver[str]]]:
     """Postgres when `database_url` is set, else SQLite files under `data_dir`."""
     if settings.database_url:
@@ -55,7 +55,7 @@ async def open_backend(
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
 
-        from agents import pg_check
+        from app.store import pg_check
         from app.store.postgres import PostgresRunStore
 
         pg_store = await PostgresRunStore.open(settings.database_url)

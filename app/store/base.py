@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from agents.errors import LatsError
+from calls.errors import LatsError
 
 RunStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
 RUN_STATUSES: tuple[RunStatus, ...] = (

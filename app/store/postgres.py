@@ -25,7 +25,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from agents import pg_check
+from app.store import pg_check
 from app.store.base import FINISHED, UNFINISHED, Held, LeaseLost, RunRecord, RunStatus, StoredEvent
 
 EVENTS_CHANNEL = "lats_events"
@@ -159,7 +159,7 @@ class PostgresRunStore:
     @classmethod
     async def open(cls, url: str) -> PostgresRunStore:
         # `check`: a connection a database restart closed is replaced before it is handed
-        # out, so the first request after a restart does not fail on it (agents/pg_check.py).
+        # out, so the first request after a restart does not fail on it (app/store/pg_check.py).
         pool = AsyncConnectionPool(
             url,
             min_size=1,

@@ -26,7 +26,7 @@ import pytest
 import schemathesis
 from schemathesis.engine import Status, events, from_schema
 
-from app.security_headers import API_CSP, COMMON_HEADERS
+from app.http.security_headers import API_CSP, COMMON_HEADERS
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator
 from testkit.process import ServerProcess

@@ -13,7 +13,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from agents.engine import Engine
 from agents.errors import RunNotFound
 from agents.params import RunParams
-from agents.settings import Settings
+from app.settings import Settings
 from testkit.fakes import FakeCall, FakeModels, Reply, step_to_execute
 from testkit.scenario import Scenario
 from tests.conftest import EngineMaker, EventLog

@@ -8,7 +8,7 @@ from langchain_core.tools import tool
 
 from agents.fencing import FENCE_RULE, fenced_spans
 from agents.params import RunParams
-from agents.settings import ROLES
+from calls.settings import ROLES
 from testkit.fakes import FakeCall, Reply, last_done_step, step_to_execute
 from testkit.scenario import Scenario
 from tests.conftest import EngineMaker

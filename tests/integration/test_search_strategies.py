@@ -8,10 +8,10 @@ import pytest
 
 from agents.engine import Engine
 from agents.params import RunParams
-from agents.settings import Settings
-from agents.trace import tree_from_events
+from app.settings import Settings
 from testkit.fakes import FakeModels, step_to_execute
 from testkit.scenario import Scenario
+from testkit.trace import tree_from_events
 from tests.conftest import EngineMaker, EventLog
 
 # One scenario that makes each strategy's order visible. After A, the replanner offers

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agents.ratelimit import reset_model_limiters
+from calls.ratelimit import reset_model_limiters
 from testkit.gemini_roles import SimulatorMaker
 from testkit.gemini_sim import GeminiSimulator, Script
 

@@ -12,7 +12,7 @@ import httpx
 import uvicorn
 
 from app.main import create_app
-from app.settings import ServiceSettings
+from app.settings import Settings
 from testkit.fakes import FakeModels, Script
 from testkit.policy_models import ThroughPolicy
 
@@ -26,7 +26,7 @@ class Service:
 
 @contextlib.asynccontextmanager
 async def serve(
-    settings: ServiceSettings,
+    settings: Settings,
     script: Script,
     tools: list[Any] | None = None,
     *,

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 
-from agents.settings import Settings
+from app.settings import Settings
 
 
 class FakeClock:

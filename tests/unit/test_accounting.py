@@ -6,8 +6,8 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from agents.accounting import Accountant
-from agents.errors import BudgetExhausted
 from agents.params import RunParams
+from calls.errors import BudgetExhausted
 
 
 def test_calls_are_refused_before_the_limit_minus_the_finish_reserve() -> None:

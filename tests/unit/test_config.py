@@ -7,8 +7,8 @@ from pydantic import ValidationError
 
 from agents.events import EVENT_ADAPTER, NodeStarted, RunDone
 from agents.params import RunParams
-from agents.retry import is_retryable
-from agents.settings import Settings
+from app.settings import Settings
+from calls.retry import is_retryable
 
 
 def test_run_params_reject_values_outside_their_bounds() -> None:

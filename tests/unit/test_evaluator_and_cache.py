@@ -11,9 +11,9 @@ from langchain_core.outputs import ChatGeneration
 from pydantic import ValidationError
 
 from agents.accounting import Accountant
-from agents.cache import CACHE_HIT, MemoryStore, RoleCache, SqliteStore
 from agents.nodes.replanner import Replan, read_replan
 from agents.params import RunParams
+from calls.cache import CACHE_HIT, MemoryStore, RoleCache, SqliteStore
 
 
 def test_a_replan_carries_each_candidates_judgement_in_order() -> None:

@@ -8,19 +8,21 @@ from pathlib import Path
 import pytest
 from langchain_google_genai import ChatGoogleGenerativeAI
 
-from agents.errors import ConfigError
-from agents.local_model import LocalChatModel
-from agents.models import (
+from app import startup
+from app.settings import Settings
+from calls.errors import ConfigError
+from calls.local_model import LocalChatModel
+from calls.models import (
     PROVIDER_TIMEOUT_MARGIN_S,
     ROLE_TEMPERATURE,
     ResilientChatModel,
     SettingsModelFactory,
 )
-from agents.settings import Settings
+from calls.settings import ModelSettings
 
 
-def _settings(**values: object) -> Settings:
-    return Settings(_env_file=None, **values)  # type: ignore[arg-type]
+def _settings(**values: object) -> ModelSettings:
+    return ModelSettings(_env_file=None, **values)  # type: ignore[arg-type]
 
 
 @pytest.fixture(autouse=True)
@@ -97,7 +99,7 @@ def test_without_a_model_or_a_key_the_local_model_is_used_and_said_once(
 ) -> None:
     factory = SettingsModelFactory(_settings())
 
-    with caplog.at_level(logging.WARNING, logger="agents.models"):
+    with caplog.at_level(logging.WARNING, logger="calls.models"):
         factory.check()
 
     assert factory.model_string("planner") == "local"
@@ -173,12 +175,13 @@ def test_every_factory_of_the_process_shares_one_rate_limiter(
 def test_the_service_s_redis_url_shares_the_model_limiter_between_processes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from agents.ratelimit import LocalLimiter, reset_model_limiters
-    from agents.ratelimit_redis import RedisLimiter
+    from app.backends.model_limiter_redis import RedisLimiter
+    from calls.ratelimit import LocalLimiter, reset_model_limiters
 
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
     reset_model_limiters()
-    shared = SettingsModelFactory(_settings(), redis_url="redis://127.0.0.1:1/0").for_role("voter")
+    service = Settings(_env_file=None, redis_url="redis://127.0.0.1:1/0")  # type: ignore[call-arg]
+    shared = startup.model_factory(service).for_role("voter")
     alone = SettingsModelFactory(_settings()).for_role("voter")
     reset_model_limiters()
 

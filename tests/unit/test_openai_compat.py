@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from app.openai_compat import ChatRequest, UnknownModel, model_params
-from app.progress import Progress, with_sources
-from app.schemas import MAX_TASK_CHARS
+from app.http.schemas import MAX_TASK_CHARS
+from app.integrations.openai_compat import ChatRequest, UnknownModel, model_params
+from app.integrations.progress import Progress, with_sources
 
 
 def _request(**fields: Any) -> ChatRequest:

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from app.errors import PlainErrorsAsJson
+from app.http.errors import PlainErrorsAsJson
 
 
 async def refused(request: Request) -> Response:

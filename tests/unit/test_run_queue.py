@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from app.queue import LocalRunQueue, QueueFull
+from app.runs.queue import LocalRunQueue, QueueFull
 
 
 async def test_free_slots_and_the_waiting_room_bound_admission() -> None:

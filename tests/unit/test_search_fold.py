@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from agents.errors import BudgetExhausted
 from agents.jobs import ExecOutcome, ExpandOutcome, Job, Judged, RespondOutcome
 from agents.nodes.fold import TreeFold, expansion_observation, prune_reason
 from agents.params import RunParams
 from agents.state import NodeRecord, new_node
+from calls.errors import BudgetExhausted
 
 METRICS = {"llm_calls": 3}
 

@@ -9,14 +9,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from agents.accounting import Accountant, CallTracker
-from agents.cache import MemoryStore, RoleCache
 from agents.context import RunContext
 from agents.events import discard
-from agents.memo import IdentityMemo
 from agents.params import RunParams
-from agents.settings import Settings
-from agents.structured import structured
 from app.heap import freeze_startup_heap
+from app.settings import Settings
+from calls.cache import MemoryStore, RoleCache
+from calls.memo import IdentityMemo
+from calls.structured import structured
 from testkit.fakes import FakeModels
 
 

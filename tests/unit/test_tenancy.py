@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from agents.settings import Settings
-from app.hosts import allowed_hosts, host_of
-from app.limits import KeyLimits, RateLimited, TokenBucket
-from app.settings import ServiceSettings
-from app.tenancy import ADMIN, SINGLE_USER, Caller, KeyRing
+from agents.settings import EngineSettings
+from app.access.limits import KeyLimits, RateLimited, TokenBucket
+from app.access.tenancy import ADMIN, SINGLE_USER, Caller, KeyRing
+from app.http.hosts import allowed_hosts, host_of
+from app.settings import Settings
+from calls.settings import ModelSettings
+from tools.settings import ToolSettings
 
 
 def test_keys_are_named_or_take_their_position_as_name() -> None:
@@ -133,12 +135,13 @@ def test_service_settings_read_named_keys_and_limits(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("LATS_ALLOWED_HOSTS", "api, localhost")
     monkeypatch.setenv("LATS_MAX_RUNS_PER_KEY", "3")
 
-    settings = ServiceSettings(_env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
 
     assert settings.key_ring().names == ["alice", "key2"]
     assert settings.allowed_hosts == ["api", "localhost"]
     assert settings.max_runs_per_key == 3
-    assert "data_dir" not in Settings.model_fields  # the core does not know the service's
+    core = (ModelSettings, EngineSettings, ToolSettings)  # the core does not know the service's
+    assert all("data_dir" not in part.model_fields for part in core)
 
 
 @pytest.mark.parametrize(
@@ -156,4 +159,4 @@ def test_bad_service_settings_fail_clearly(
     monkeypatch.setenv(name, value)
 
     with pytest.raises(ValidationError):
-        ServiceSettings(_env_file=None)  # type: ignore[call-arg]
+        Settings(_env_file=None)  # type: ignore[call-arg]

@@ -11,9 +11,9 @@ import pytest
 from langchain_core.tools import BaseTool, tool
 
 from agents.engine import Engine, RunResult
-from agents.models import SettingsModelFactory
 from agents.params import RunParams
-from agents.settings import Settings
+from app.settings import Settings
+from calls.models import SettingsModelFactory
 from testkit.gemini_roles import SimulatorMaker, from_scenario, role_of
 from testkit.gemini_sim import Fault, GeminiSimulator, RandomFaults, Script, Text
 from testkit.scenario import Scenario

@@ -14,9 +14,9 @@ import pytest
 from langchain_core.tools import tool
 
 from agents.engine import Engine
-from agents.models import SettingsModelFactory
 from agents.params import RunParams
-from agents.settings import Settings
+from app.settings import Settings
+from calls.models import SettingsModelFactory
 
 pytestmark = pytest.mark.e2e
 

@@ -11,10 +11,10 @@ import pytest
 from langchain_core.tools import tool
 
 from agents.engine import Engine, RunResult
-from agents.local_model import local_stats
-from agents.models import SettingsModelFactory
 from agents.params import RunParams
-from agents.settings import Settings
+from app.settings import Settings
+from calls.local_model import local_stats
+from calls.models import SettingsModelFactory
 from tests.conftest import EventLog
 
 pytestmark = pytest.mark.e2e

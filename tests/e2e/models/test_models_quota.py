@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from agents.engine import Engine, RunResult
-from agents.models import SettingsModelFactory
 from agents.params import RunParams
-from agents.settings import Settings
+from app.settings import Settings
+from calls.models import SettingsModelFactory
 from testkit.fakes import FakeCall
 from testkit.gemini_roles import SimulatorMaker, from_scenario
 from testkit.gemini_sim import Fault, GeminiSimulator, Quota, SimRequest

@@ -21,13 +21,14 @@ import asyncio
 from langchain_core.tracers.langchain import wait_for_all_tracers
 from agents.engine import Engine
 from agents.params import RunParams
-from agents.settings import Settings
+from agents.settings import EngineSettings
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 
 async def main() -> str:
-    engine = Engine(settings=Settings(_env_file=None), models=FakeModels(Scenario(plan=["A"])),
-                    tools=[])
+    engine = Engine(
+        settings=EngineSettings(_env_file=None), models=FakeModels(Scenario(plan=["A"])), tools=[]
+    )
     return (await engine.run("q", RunParams(max_paths=1))).run_id
 
 print(asyncio.run(main()))

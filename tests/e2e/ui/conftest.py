@@ -27,7 +27,7 @@ from playwright.async_api import (
     expect,
 )
 
-from app.settings import ServiceSettings
+from app.settings import Settings
 from testkit.fakes import FakeCall, Reply, Script, step_to_execute
 from testkit.scenario import Scenario
 from tests.support.server import Service, serve
@@ -93,7 +93,7 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
 
 
 @pytest.fixture
-def service_for(settings: ServiceSettings) -> ServiceMaker:
+def service_for(settings: Settings) -> ServiceMaker:
     """`async with service_for(script, tools=[…], **setting_overrides) as svc:`."""
 
     def make(

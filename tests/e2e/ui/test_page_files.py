@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from app.routes.ui import PAGES_DIR, STATIC_DIR
+from app.http.routes.ui import PAGES_DIR, STATIC_DIR
 from testkit.scenario import Scenario
 from tests.e2e.ui.conftest import ServiceMaker
 

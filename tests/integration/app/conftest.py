@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.settings import ServiceSettings
+from app.settings import Settings
 from app.store.base import RunStore
 from app.store.postgres import PostgresRunStore
 from app.store.sqlite import SqliteRunStore
@@ -22,7 +22,7 @@ Opener = Callable[[], Awaitable[RunStore]]
 
 
 @pytest.fixture
-def service_for(settings: ServiceSettings) -> ServiceMaker:
+def service_for(settings: Settings) -> ServiceMaker:
     """`async with service_for(script, **setting_overrides) as svc:` — a running server."""
 
     def make(script: Script, **overrides: Any) -> AbstractAsyncContextManager[Service]:

@@ -6,7 +6,7 @@ import httpx
 from pydantic import SecretStr
 
 from app.main import create_app
-from app.settings import ServiceSettings
+from app.settings import Settings
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 from tests.integration.app.conftest import ServiceMaker
@@ -120,7 +120,7 @@ async def test_openapi_documents_the_run_body_and_errors(service_for: ServiceMak
     assert body["max_paths"]["maximum"] == 50
 
 
-async def test_readyz_counts_the_runs_waiting_for_any_worker(settings: ServiceSettings) -> None:
+async def test_readyz_counts_the_runs_waiting_for_any_worker(settings: Settings) -> None:
     app = create_app(settings, models=FakeModels(TREE), tools=[], worker=False)
     async with (
         app.router.lifespan_context(app),

@@ -13,11 +13,11 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from app import security_headers
+from app.http import security_headers
+from app.http.openapi import REDOC_STYLE_HASHES
+from app.http.security_headers import API_CSP, COMMON_HEADERS, PAGE_CSP
 from app.main import create_app
-from app.openapi import REDOC_STYLE_HASHES
-from app.security_headers import API_CSP, COMMON_HEADERS, PAGE_CSP
-from app.settings import ServiceSettings
+from app.settings import Settings
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 from tests.integration.app.conftest import ServiceMaker
@@ -43,7 +43,7 @@ def page_policy(response: httpx.Response) -> str:
     return security_headers.policy_for("text/html", sources)
 
 
-def get_paths(settings: ServiceSettings) -> list[str]:
+def get_paths(settings: Settings) -> list[str]:
     """The app's GET routes that take no path parameter (the pages and the listing routes)."""
     app = create_app(settings, models=FakeModels(TREE), tools=[])
     # Included routers are resolved lazily; this walks them as the OpenAPI builder does.
@@ -66,7 +66,7 @@ def test_the_page_policy_allows_no_inline_script_style_or_other_origin() -> None
 
 
 async def test_every_html_route_has_the_page_policy_and_framing_headers(
-    service_for: ServiceMaker, settings: ServiceSettings
+    service_for: ServiceMaker, settings: Settings
 ) -> None:
     paths = get_paths(settings)
     async with service_for(TREE) as svc:

@@ -137,7 +137,7 @@ async def test_the_trace_streams_every_event_in_order(service_for: ServiceMaker)
 async def test_pages_of_the_trace_join_without_gaps(
     service_for: ServiceMaker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("app.run_access.TRACE_PAGE", 2)  # several pages for a short run
+    monkeypatch.setattr("app.access.run_access.TRACE_PAGE", 2)  # several pages for a short run
     async with service_for(TREE) as svc:
         run_id = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
         await svc.client.get(f"/runs/{run_id}/events")

@@ -11,7 +11,7 @@ from langchain_core.exceptions import ModelRateLimitError
 from langchain_core.tools import tool
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.settings import ServiceSettings
+from app.settings import Settings
 from testkit.fakes import FakeCall, Reply
 from testkit.scenario import Scenario
 from tests.support.server import serve
@@ -67,7 +67,7 @@ async def _solve(client: httpx.AsyncClient) -> dict[str, Any]:
     return run
 
 
-async def test_a_run_moves_the_counters_by_what_it_did(settings: ServiceSettings) -> None:
+async def test_a_run_moves_the_counters_by_what_it_did(settings: Settings) -> None:
     async with serve(settings, TREE, tools=[lookup, broken]) as svc:
         before = await _scrape(svc.client)
         run = await _solve(svc.client)
@@ -99,7 +99,7 @@ async def test_a_run_moves_the_counters_by_what_it_did(settings: ServiceSettings
     assert delta("plantree_http_requests_total", route="/metrics", status="200") == 1
 
 
-async def test_a_repeated_run_counts_cache_hits_not_model_calls(settings: ServiceSettings) -> None:
+async def test_a_repeated_run_counts_cache_hits_not_model_calls(settings: Settings) -> None:
     async with serve(settings, TREE, tools=[lookup, broken]) as svc:
         await _solve(svc.client)
         before = await _scrape(svc.client)
@@ -111,7 +111,7 @@ async def test_a_repeated_run_counts_cache_hits_not_model_calls(settings: Servic
     assert _delta(before, after, "plantree_model_calls_total") == again["metrics"]["llm_calls"]
 
 
-async def test_unknown_paths_are_one_label_not_one_per_path(settings: ServiceSettings) -> None:
+async def test_unknown_paths_are_one_label_not_one_per_path(settings: Settings) -> None:
     async with serve(settings, TREE) as svc:
         before = await _scrape(svc.client)
         for n in range(3):
@@ -123,7 +123,7 @@ async def test_unknown_paths_are_one_label_not_one_per_path(settings: ServiceSet
     assert _delta(before, after, "plantree_http_requests_total", route="/runs/{run_id}") == 1
 
 
-async def test_the_call_policy_reports_rate_limits_and_retries(settings: ServiceSettings) -> None:
+async def test_the_call_policy_reports_rate_limits_and_retries(settings: Settings) -> None:
     refused: list[str] = []
 
     def script(call: FakeCall) -> Reply:
@@ -143,7 +143,7 @@ async def test_the_call_policy_reports_rate_limits_and_retries(settings: Service
     assert _sum(after, "plantree_model_rate_limit") > 0  # the adaptive limit now in force
 
 
-async def test_events_the_service_writes_itself_are_counted(settings: ServiceSettings) -> None:
+async def test_events_the_service_writes_itself_are_counted(settings: Settings) -> None:
     gate = asyncio.Event()  # never set: the run is cancelled while its first step waits
     stuck = Scenario(plan=["A"], gate=gate)
     async with serve(settings, stuck) as svc:

@@ -1,4 +1,4 @@
-"""The pools' check before a checkout (agents/pg_check.py), on the real PostgreSQL: a healthy
+"""The pools' check before a checkout (app/store/pg_check.py), on the real PostgreSQL: a healthy
 idle connection is handed out without a round trip, one the server ended is replaced before a
 request meets it."""
 
@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from agents import pg_check
+from app.store import pg_check
 
 
 def _kill(url: str, pid: int, fileno: int) -> None:

@@ -10,7 +10,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from agents.engine import Engine
 from agents.params import RunParams
-from app.settings import ServiceSettings
+from app.settings import Settings
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 from tests.integration.app.conftest import ServiceMaker
@@ -60,7 +60,7 @@ async def test_cancel_on_postgres(service_for: ServiceMaker, postgres_url: str) 
 
 
 async def test_engine_resumes_from_a_postgres_checkpoint(
-    settings: ServiceSettings, postgres_url: str
+    settings: Settings, postgres_url: str
 ) -> None:
     async with AsyncPostgresSaver.from_conn_string(postgres_url) as saver:
         await saver.setup()

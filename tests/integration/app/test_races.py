@@ -12,10 +12,10 @@ from typing import Any
 from agents.engine import Engine
 from agents.events import NodeStarted
 from agents.params import RunParams
-from app.execution import RunWriter
-from app.live import LiveRun
-from app.manager import RunManager
-from app.settings import ServiceSettings
+from app.runs.execution import RunWriter
+from app.runs.live import LiveRun
+from app.runs.manager import RunManager
+from app.settings import Settings
 from app.store import open_backend
 from app.store.base import RunRecord, RunStore
 from testkit.fakes import FakeModels
@@ -59,7 +59,7 @@ async def _deliver() -> None:
 
 @asynccontextmanager
 async def running(
-    settings: ServiceSettings, gate: tuple[str, str]
+    settings: Settings, gate: tuple[str, str]
 ) -> AsyncIterator[tuple[RunManager, GatedStore]]:
     async with open_backend(settings) as (store, checkpointer):
         gated = GatedStore(store, *gate)
@@ -80,7 +80,7 @@ async def running(
 
 
 async def test_a_cancel_during_an_event_write_lets_the_write_finish_and_ids_continue(
-    settings: ServiceSettings,
+    settings: Settings,
 ) -> None:
     async with open_backend(settings) as (store, _):
         gated = GatedStore(store, "append_event", "node_started")
@@ -110,7 +110,7 @@ async def test_a_cancel_during_an_event_write_lets_the_write_finish_and_ids_cont
 
 
 async def test_a_cancelled_run_whose_event_write_was_in_flight_has_a_whole_history(
-    settings: ServiceSettings,
+    settings: Settings,
 ) -> None:
     async with running(settings, ("append_event", "node_started")) as (manager, gated):
         record = await manager.submit("t", RunParams(max_paths=1))
@@ -130,7 +130,7 @@ async def test_a_cancelled_run_whose_event_write_was_in_flight_has_a_whole_histo
 
 
 async def test_a_cancel_during_finish_keeps_the_end_status_and_answer(
-    settings: ServiceSettings,
+    settings: Settings,
 ) -> None:
     async with running(settings, ("finish", "done")) as (manager, gated):
         record = await manager.submit("t", RunParams(max_paths=1))

@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 
 from agents.events import RunDone
-from app.settings import ServiceSettings
+from app.settings import Settings
 from app.store.base import RunRecord
 from app.store.sqlite import SqliteRunStore
 from testkit.scenario import Scenario
@@ -15,7 +15,7 @@ from tests.integration.app.conftest import ServiceMaker
 
 
 async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_with_its_answer(
-    service_for: ServiceMaker, settings: ServiceSettings
+    service_for: ServiceMaker, settings: Settings
 ) -> None:
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
     now = datetime.now(UTC)
@@ -49,7 +49,7 @@ async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_with_its
 
 
 async def test_start_up_leaves_alone_a_run_another_live_process_holds(
-    service_for: ServiceMaker, settings: ServiceSettings
+    service_for: ServiceMaker, settings: Settings
 ) -> None:
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
     now = datetime.now(UTC)
@@ -85,7 +85,7 @@ async def _died_holding(store: SqliteRunStore, run_id: str, deaths: int) -> None
 
 
 async def test_a_run_whose_workers_keep_dying_is_failed_not_run_again(
-    service_for: ServiceMaker, settings: ServiceSettings
+    service_for: ServiceMaker, settings: Settings
 ) -> None:
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
     # `max_takeovers` is 3: this start-up's take-over is the third of one run, the fourth of

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app import retention
-from app.retention import Retention
-from app.settings import ServiceSettings
+from app.runs import retention
+from app.runs.retention import Retention
+from app.settings import Settings
 from app.store.base import RunRecord, RunStore
 from app.store.sqlite import SqliteRunStore
 from tests.integration.app.conftest import Opener, ServiceMaker
@@ -86,7 +86,7 @@ async def test_delete_answers_409_while_a_run_is_open_then_204_then_404(
 
 
 async def test_a_worker_sweeps_at_start_up_when_a_retention_is_set(
-    service_for: ServiceMaker, settings: ServiceSettings
+    service_for: ServiceMaker, settings: Settings
 ) -> None:
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
     ended, running = await _run(store, finished=True), await _run(store, finished=False)

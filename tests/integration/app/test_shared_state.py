@@ -12,14 +12,14 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration
 
-from agents.cache import RoleCache
-from agents.cache_postgres import PostgresCacheStore
-from agents.cache_redis import RedisCacheStore
 from agents.params import RunParams
-from agents.settings import Settings
-from app.queue import QueueFull
+from app.backends.cache_postgres import PostgresCacheStore
+from app.backends.cache_redis import RedisCacheStore
+from app.backends.signals_redis import RedisSignals
+from app.runs.queue import QueueFull
 from app.service import run_service
-from app.signals_redis import RedisSignals
+from app.settings import Settings
+from calls.cache import RoleCache
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 from tests.conftest import REDIS_URL

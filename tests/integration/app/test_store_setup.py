@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.settings import ServiceSettings
+from app.settings import Settings
 from app.store import open_backend
 from tests.conftest import POSTGRES_ADMIN_URL
 
@@ -35,7 +35,7 @@ def fresh_url() -> Iterator[str]:
 
 
 async def test_processes_starting_together_all_finish_the_migrations(fresh_url: str) -> None:
-    settings = ServiceSettings(database_url=fresh_url)
+    settings = Settings(database_url=fresh_url)
     opened: list[int] = []
 
     async def start(index: int) -> None:

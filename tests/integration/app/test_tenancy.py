@@ -13,7 +13,7 @@ import psycopg
 from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl, SecretStr
 
-from app.settings import ServiceSettings
+from app.settings import Settings
 from testkit.scenario import Scenario
 from tests.integration.app.conftest import ServiceMaker
 from tests.integration.app.test_mcp_http import mcp_session
@@ -69,7 +69,7 @@ async def test_another_key_gets_404_everywhere_and_the_admin_sees_all(
 
 
 async def test_the_store_keeps_the_key_name_never_the_key(
-    service_for: ServiceMaker, settings: ServiceSettings
+    service_for: ServiceMaker, settings: Settings
 ) -> None:
     keys = [SecretStr(f"alice:{ALICE}"), SecretStr(BOB)]  # Bob's key is bare: named key2
     async with service_for(TREE, api_keys=keys, admin_key=SecretStr(ADMIN)) as svc:
@@ -86,7 +86,7 @@ async def test_the_store_keeps_the_key_name_never_the_key(
 
 
 async def test_without_keys_there_is_one_user_whose_runs_belong_to_nobody(
-    service_for: ServiceMaker, settings: ServiceSettings
+    service_for: ServiceMaker, settings: Settings
 ) -> None:
     async with service_for(TREE) as svc:
         run_id = (await svc.client.post("/runs", json=BODY)).json()["run_id"]

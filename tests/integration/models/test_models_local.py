@@ -11,9 +11,9 @@ from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
-from agents.errors import ModelError
-from agents.models import ResilientChatModel, SettingsModelFactory
-from agents.settings import Settings
+from app.settings import Settings
+from calls.errors import ModelError
+from calls.models import ResilientChatModel, SettingsModelFactory
 
 
 class Plan(BaseModel):

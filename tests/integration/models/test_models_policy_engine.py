@@ -9,7 +9,7 @@ from langchain_core.exceptions import ModelAPIError
 
 from agents.engine import Engine
 from agents.params import RunParams
-from agents.settings import Settings
+from app.settings import Settings
 from testkit.fakes import FakeCall, FakeModels, Reply
 from testkit.policy_models import ThroughPolicy
 from testkit.scenario import Scenario

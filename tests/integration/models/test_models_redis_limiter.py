@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from agents.ratelimit_redis import RedisLimiter
+from app.backends.model_limiter_redis import RedisLimiter
 from tests.conftest import REDIS_URL
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from agents.engine import Engine
-from agents.errors import ConfigError
 from agents.params import RunParams
-from agents.settings import Settings
+from app.settings import Settings
+from calls.errors import ConfigError
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 from tests.support.tool_fixtures import CallTool

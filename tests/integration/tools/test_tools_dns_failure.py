@@ -24,8 +24,8 @@ async def test_unresolvable_host_becomes_a_network_observation(
 
     # Real clock and real clients; only the process-wide limiter and cache are kept out, and
     # the jitter draw counts the backoffs.
-    overrides = ToolOverrides(limiters=LimiterRegistry(), cache=TtlCache(), jitter=jitter)
-    [tool] = build_tools(settings, overrides=overrides)
+    overrides = ToolOverrides(cache=TtlCache(), jitter=jitter)
+    [tool] = build_tools(settings, overrides=overrides, limiters=LimiterRegistry())
 
     started = time.monotonic()
     message = await call_tool(tool, {"query": "tree of thoughts"})

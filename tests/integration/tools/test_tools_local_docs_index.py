@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agents.errors import ConfigError
+from calls.errors import ConfigError
 from tools.local_docs import load_index
 from tools.registry import ToolOverrides, build_tools
 from tools.runtime import TtlCache

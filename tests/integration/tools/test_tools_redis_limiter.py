@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from app.backends.tool_limiter_redis import RedisLimiterRegistry, Slot
 from tests.conftest import REDIS_URL
-from tools.ratelimit_redis import RedisLimiterRegistry, Slot
 from tools.registry import ToolOverrides, build_tools
 from tools.runtime import TtlCache
 
@@ -91,7 +91,7 @@ async def test_an_unreachable_redis_falls_back_to_spacing_in_the_process(
 ) -> None:
     registry = RedisLimiterRegistry(UNREACHABLE, clock=clock, sleep=clock.sleep)
     limiter = registry.limiter("web_search", 2.0)
-    caplog.set_level(logging.WARNING, logger="tools.ratelimit_redis")
+    caplog.set_level(logging.WARNING, logger="app.backends.tool_limiter_redis")
 
     first = _granted(await limiter.reserve())
     second = _granted(await limiter.reserve())
@@ -122,7 +122,8 @@ async def test_a_tool_called_in_one_process_is_held_back_in_the_other(
     [first, second] = [
         build_tools(
             settings,
-            overrides=ToolOverrides(web_search_fn=search, cache=TtlCache(), limiters=registry),
+            overrides=ToolOverrides(web_search_fn=search, cache=TtlCache()),
+            limiters=registry,
         )[0]
         for registry in processes
     ]

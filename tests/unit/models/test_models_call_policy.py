@@ -18,10 +18,10 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import tool
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.errors import ConfigError, ModelError
-from agents.policy import ResilientChatModel, _retarget
-from agents.ratelimit import LimiterStats, Outcome, Permit
-from agents.retry import is_retryable
+from calls.errors import ConfigError, ModelError
+from calls.policy import ResilientChatModel, _retarget
+from calls.ratelimit import LimiterStats, Outcome, Permit
+from calls.retry import is_retryable
 
 
 class HttpError(Exception):

@@ -19,7 +19,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field
 
-from agents.local_model import (
+from calls.local_model import (
     FINAL_ANSWER,
     GGUF_NAME,
     LocalChatModel,

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from agents.aimd import AimdState
-from agents.ratelimit import LocalLimiter, Permit, TokenBucket, model_limiter
+from calls.aimd import AimdState
+from calls.ratelimit import LocalLimiter, Permit, TokenBucket, model_limiter
 
 
 class Clock:

@@ -10,8 +10,8 @@ import pytest
 from google.genai.errors import ClientError
 from langchain_core.exceptions import ModelRateLimitError
 
-from agents.aimd import parse_duration_s
-from agents.retry import (
+from calls.aimd import parse_duration_s
+from calls.retry import (
     Backoff,
     Verdict,
     is_rate_limit,

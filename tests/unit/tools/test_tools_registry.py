@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agents.errors import ConfigError
-from tools.ratelimit_redis import RedisRateLimiter, redis_limiters
+from app.backends.tool_limiter_redis import RedisRateLimiter, redis_limiters
+from calls.errors import ConfigError
 from tools.registry import ToolOverrides, build_tools
 from tools.results import ToolResult, read_artifact
 from tools.runtime import PROCESS_LIMITERS, ToolRuntime, TtlCache
@@ -102,7 +102,7 @@ async def test_an_injected_cache_is_the_one_the_tools_fill(make_settings, call_t
     assert len(cache) == 1
 
 
-def test_a_redis_url_gives_every_tool_the_process_s_limiter_shared_through_redis(
+def test_redis_limiters_give_every_tool_the_process_s_limiter_shared_through_redis(
     make_settings,
 ) -> None:
     # Nothing listens there, and a test without an event loop could not open a connection:
@@ -110,7 +110,7 @@ def test_a_redis_url_gives_every_tool_the_process_s_limiter_shared_through_redis
     url = "redis://127.0.0.1:1/0"
     settings = make_settings(tools=["web_search", "arxiv"], tool_min_interval_s=0.5)
 
-    tools = build_tools(settings, redis_url=url)
+    tools = build_tools(settings, limiters=redis_limiters(url))
 
     limiters = {tool.name: _runtime(tool).limiter for tool in tools}
     assert limiters == redis_limiters(url).limiters()

@@ -1,0 +1,282 @@
+"""The adaptive model limiter shared by every process through Redis (`LATS_REDIS_URL`).
+
+The state of `calls.aimd.AimdState` lives in one Redis hash per model, and its two rules —
+reserve a slot; take a success or a 429 — run as Lua scripts, atomically, on Redis's clock, so
+processes on different hosts agree. The in-flight cap stays per process. When Redis cannot be
+reached, the process falls back to its own in-process state and says so once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from app.backends.redis_clients import LoopClients
+from calls.aimd import DEFAULT_BETA, DEFAULT_FLOOR, DEFAULT_GROWTH, DEFAULT_RETRY_AFTER_S, AimdState
+from calls.ratelimit import (
+    InFlightGate,
+    LimiterSource,
+    LimiterStats,
+    LocalLimiter,
+    ModelLimiter,
+    Outcome,
+    Permit,
+    shared_limiter,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PREFIX = "plantree:model-rate"
+STATE_TTL_S = 24 * 3600  # an idle model's state goes away; the next grant starts afresh
+
+_LUA_COMMON = """
+local h = KEYS[1]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local function num(field, default)
+  local v = redis.call('HGET', h, field)
+  if v then return tonumber(v) end
+  return default
+end
+local function put(field, value) redis.call('HSET', h, field, string.format('%.6f', value)) end
+local NEVER = -1e18
+local ceiling = tonumber(ARGV[1])
+local function effective()
+  local rate = num('rate', 0)
+  local eff = nil
+  if rate > 0 then eff = rate end
+  if ceiling > 0 and (eff == nil or ceiling < eff) then eff = ceiling end
+  return eff
+end
+"""
+
+# ARGV: ceiling (0: none), burst, ttl, epoch of the slot the caller waited for (-1: none yet).
+# Returns {start, now, epoch} as strings (Lua numbers would be cut to integers on the way out);
+# start is 'go' when the caller's slot is still of the current epoch.
+_RESERVE = (
+    _LUA_COMMON
+    + """
+local epoch = num('epoch', 0)
+local held = tonumber(ARGV[4])
+if held >= 0 and held == epoch then
+  return {'go', string.format('%.6f', now), tostring(epoch)}
+end
+local burst = math.max(1, tonumber(ARGV[2]))
+local start = math.max(now, num('cooldown', NEVER))
+local eff = effective()
+if eff then
+  local interval = 1.0 / eff
+  local tat = num('tat', NEVER)
+  if eff == num('rate', 0) then burst = 1 end
+  start = math.max(start, tat - (burst - 1) * interval)
+  put('tat', math.max(tat, start) + interval)
+end
+if held < 0 then
+  local ws = num('win_start', NEVER)
+  local wc = num('win_count', 0)
+  if start - ws >= 1.0 then
+    local prev = 0
+    if start - ws < 2.0 and wc > 0 then prev = wc / (start - ws) end
+    put('obs_prev', prev)
+    put('win_start', start)
+    wc = 0
+  end
+  put('win_count', wc + 1)
+  redis.call('HINCRBY', h, 'grants', 1)
+end
+redis.call('EXPIRE', h, tonumber(ARGV[3]))
+return {string.format('%.6f', start), string.format('%.6f', now), tostring(epoch)}
+"""
+)
+
+# ARGV: ceiling, kind ('ok' | 'rate_limited'), the slot's epoch, retry_after (< 0: unknown), beta,
+# growth, floor, default retry. Returns {rate (0: none), cut (0/1)}.
+_FEEDBACK = (
+    _LUA_COMMON
+    + """
+local kind = ARGV[2]
+local epoch = tonumber(ARGV[3])
+local retry_after = tonumber(ARGV[4])
+local beta, growth, floor = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local rate = num('rate', 0)
+if kind == 'ok' then
+  if rate > 0 then
+    rate = rate + growth * num('base', rate) / rate
+    if ceiling > 0 and rate > ceiling then rate = ceiling end
+    put('rate', rate)
+  end
+  return {string.format('%.6f', rate), '0'}
+end
+redis.call('HINCRBY', h, 'rate_limited', 1)
+local pause = tonumber(ARGV[8])
+if retry_after >= 0 then pause = retry_after end
+put('cooldown', math.max(num('cooldown', NEVER), now + pause))
+if epoch ~= num('epoch', 0) then return {string.format('%.6f', rate), '0'} end
+local current = effective()
+if current == nil then
+  local ws = num('win_start', NEVER)
+  current = math.max(num('obs_prev', 0), num('win_count', 0) / math.max(now - ws, 1.0))
+end
+rate = math.max(floor, beta * current)
+if ceiling > 0 and rate > ceiling then rate = ceiling end
+put('rate', rate)
+put('base', rate)
+redis.call('HINCRBY', h, 'epoch', 1)
+put('tat', math.max(now, num('cooldown', NEVER)))
+redis.call('HINCRBY', h, 'cuts', 1)
+return {string.format('%.6f', rate), '1'}
+"""
+)
+
+
+class RedisLimiter:
+    """`ModelLimiter` whose rate state is shared through Redis; see the module docstring."""
+
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        *,
+        ceiling: float | None,
+        burst: int,
+        max_in_flight: int,
+        prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        self.url = url
+        self.key = f"{prefix}:{model}"
+        self.ceiling = ceiling or 0.0
+        self.burst = max(1, burst)
+        self.gate = InFlightGate(max_in_flight)
+        self.name = model
+        self._clients = LoopClients(url, (_RESERVE, _FEEDBACK), socket_timeout=2.0)
+        self._fallback = LocalLimiter(AimdState(ceiling=ceiling, burst=burst), max_in_flight)
+        self._warned = False
+        self._rate: float | None = None
+        self._grants = 0
+        self._rate_limited = 0
+        self._cuts = 0
+
+    def _scripts(self) -> tuple[Any, Any, Any]:
+        made = self._clients.get()
+        return (made.client, *made.scripts)
+
+    def _redis_failed(self, error: Exception) -> None:
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "model rate limiter: Redis at %s failed (%s); using this process's own rate",
+                self.url,
+                type(error).__name__,
+            )
+
+    async def acquire(self) -> Permit:
+        from redis.exceptions import RedisError
+
+        await self.gate.enter()
+        try:
+            held = -1  # the epoch of the slot waited for: a cut meanwhile means reserve again
+            start = 0.0
+            while True:
+                try:
+                    _, reserve, _ = self._scripts()
+                    start_s, now_s, epoch_s = await reserve(
+                        keys=[self.key], args=[self.ceiling, self.burst, STATE_TTL_S, held]
+                    )
+                except (RedisError, OSError) as e:
+                    self._redis_failed(e)
+                    self.gate.leave()
+                    permit = await self._fallback.acquire()
+                    return Permit(granted_at=permit.granted_at, epoch=permit.epoch, fallback=True)
+                if start_s == b"go":
+                    break
+                if held < 0:
+                    self._grants += 1
+                start, now, held = float(start_s), float(now_s), int(epoch_s)
+                if start <= now:
+                    break
+                await asyncio.sleep(start - now)
+        except BaseException:
+            self.gate.leave()
+            raise
+        return Permit(granted_at=start, epoch=held)
+
+    async def release(
+        self, permit: Permit, outcome: Outcome, retry_after_s: float | None = None
+    ) -> None:
+        from redis.exceptions import RedisError
+
+        if permit.fallback:
+            await self._fallback.release(permit, outcome, retry_after_s)
+            return
+        self.gate.leave()
+        if outcome == "error":
+            return  # says nothing about the rate
+        try:
+            _, _, feedback = self._scripts()
+            rate_s, cut = await feedback(
+                keys=[self.key],
+                args=[
+                    self.ceiling,
+                    outcome,
+                    permit.epoch,
+                    -1.0 if retry_after_s is None else retry_after_s,
+                    DEFAULT_BETA,
+                    DEFAULT_GROWTH,
+                    DEFAULT_FLOOR,
+                    DEFAULT_RETRY_AFTER_S,
+                ],
+            )
+        except (RedisError, OSError) as e:
+            self._redis_failed(e)
+            return
+        rate = float(rate_s)
+        self._rate = rate if rate > 0 else None
+        if outcome == "rate_limited":
+            self._rate_limited += 1
+        if int(cut):
+            self._cuts += 1
+            logger.warning(
+                "%s: rate limited by the provider; shared allowed rate now %.2f/s", self.name, rate
+            )
+
+    def stats(self) -> LimiterStats:
+        """This process's view: the last shared rate it saw and its own counts."""
+        rates = [r for r in (self._rate, self.ceiling or None) if r]
+        return LimiterStats(
+            rate=min(rates) if rates else None,
+            in_flight=self.gate.held,
+            max_in_flight=self.gate.limit,
+            grants=self._grants,
+            rate_limited=self._rate_limited,
+            cuts=self._cuts,
+        )
+
+    async def shared_state(self) -> dict[str, str]:
+        """The Redis hash as it is now (for tests and diagnostics)."""
+        client, _, _ = self._scripts()
+        raw = await client.hgetall(self.key)
+        return {k.decode(): v.decode() for k, v in raw.items()}
+
+    async def aclose(self) -> None:
+        """Close this loop's connection."""
+        await self._clients.aclose()
+
+
+def redis_model_limiters(url: str) -> LimiterSource:
+    """A `LimiterSource` whose limiters share each model's rate through the Redis at `url`
+    (one limiter per model and settings in the process, like `model_limiter`)."""
+
+    def source(
+        model: str, *, ceiling: float | None, burst: int, max_in_flight: int
+    ) -> ModelLimiter:
+        ceiling = ceiling if ceiling else None
+
+        def make() -> ModelLimiter:
+            return RedisLimiter(
+                url, model, ceiling=ceiling, burst=burst, max_in_flight=max_in_flight
+            )
+
+        return shared_limiter(("redis", url, model, ceiling, burst, max_in_flight), make)
+
+    return source

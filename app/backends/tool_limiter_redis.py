@@ -1,0 +1,232 @@
+"""The tools' rate limits shared by every process through Redis (`LATS_REDIS_URL`).
+
+A tool's spacing is the in-process one's (`tools.runtime.RateLimiter`: a GCRA of one slot) with
+its one number, the start of the tool's next free slot, kept in a Redis string per tool name.
+The reservation runs as a Lua script on Redis's clock, atomically, so processes on different
+hosts space one tool's calls together. The string expires once its slot has passed (it then
+says nothing). When Redis fails, calls are spaced by the process's own limiter for that tool
+instead (one warning per outage), and Redis is tried again after `RECHECK_S`, so a dead Redis
+does not cost every call a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass
+
+from app.backends.redis_clients import LoopClients
+from tools.runtime import Clock, LimiterRegistry, RateLimiter, Sleep
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PREFIX = "plantree:tool-rate"
+SOCKET_TIMEOUT_S = 2.0
+RECHECK_S = 5.0
+NO_LIMIT_S = 1e18  # "wait as long as it takes" for the script (Lua cannot read "inf")
+
+# KEYS: the tool's key. ARGV: interval, max wait (s). Returns {granted '1'|'0', start, now} as
+# strings (Lua numbers would be cut to integers on the way out). A refusal writes nothing.
+_RESERVE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local interval = tonumber(ARGV[1])
+local max_wait = tonumber(ARGV[2])
+local start = math.max(now, tonumber(redis.call('GET', KEYS[1]) or '0'))
+local function reply(granted)
+  return {granted, string.format('%.6f', start), string.format('%.6f', now)}
+end
+if start - now > max_wait then return reply('0') end
+local next_start = start + interval
+local ttl_ms = math.ceil((next_start - now) * 1000) + 1
+redis.call('SET', KEYS[1], string.format('%.6f', next_start), 'PX', ttl_ms)
+return reply('1')
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One reserved start of a tool call, read on one clock: Redis's, or the process's own
+    monotonic one for a slot its in-process stand-in gave (`fallback`)."""
+
+    start: float
+    now: float
+    fallback: bool = False
+
+    @property
+    def wait_s(self) -> float:
+        """How long the caller waits for its start."""
+        return max(0.0, self.start - self.now)
+
+
+class RedisLink:
+    """The reservation script on the Redis at `url`; after a failure, says so once per outage
+    and rests Redis for `RECHECK_S`."""
+
+    def __init__(self, url: str, *, clock: Clock = time.monotonic) -> None:
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+
+        self.url = url
+        self._clients = LoopClients(
+            url,
+            [_RESERVE],
+            socket_timeout=SOCKET_TIMEOUT_S,
+            socket_connect_timeout=SOCKET_TIMEOUT_S,
+            # One immediate retry (a pooled connection Redis dropped), not the default's three
+            # with backoff: the time counts against the tool call's deadline.
+            retry=Retry(NoBackoff(), 1),
+        )
+        self._clock = clock
+        self._failing = False
+        self._recheck_at = -math.inf
+
+    def available(self) -> bool:
+        """False for `RECHECK_S` after a failure: callers space their calls in the process."""
+        return self._clock() >= self._recheck_at
+
+    async def reserve(self, key: str, interval_s: float, max_wait_s: float) -> Slot | None:
+        """The script's answer; raises `RedisError` or `OSError` when Redis fails."""
+        [script] = self._clients.get().scripts
+        granted, start, now = await script(keys=[key], args=[interval_s, max_wait_s])
+        if self._failing:
+            self._failing = False
+            logger.info("tool rate limiter: Redis at %s answers again", self.url)
+        return Slot(start=float(start), now=float(now)) if granted == b"1" else None
+
+    def failed(self, name: str, error: Exception) -> None:
+        """Note a failure of Redis (by a call of tool `name`); the first of an outage is
+        logged."""
+        self._recheck_at = self._clock() + RECHECK_S
+        if not self._failing:
+            self._failing = True
+            logger.warning(
+                "tool %s: rate limiter's Redis at %s failed (%s); spacing calls per process",
+                name,
+                self.url,
+                type(error).__name__,
+            )
+
+    async def aclose(self) -> None:
+        """Close the running loop's connection."""
+        await self._clients.aclose()
+
+
+class RedisRateLimiter:
+    """Spaces the starts of one tool's calls at least `min_interval_s` apart across every
+    process using the same Redis and key (a `ToolLimiter`, like the in-process `RateLimiter`,
+    which stands in for it while Redis fails)."""
+
+    def __init__(
+        self,
+        link: RedisLink,
+        key: str,
+        name: str,
+        fallback: RateLimiter,
+        *,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.link = link
+        self.key = key
+        self.name = name
+        self.fallback = fallback
+        self._clock = clock
+        self._sleep = sleep
+
+    @property
+    def min_interval_s(self) -> float:
+        return self.fallback.min_interval_s
+
+    @min_interval_s.setter
+    def min_interval_s(self, value: float) -> None:
+        self.fallback.min_interval_s = value
+
+    async def reserve(self, max_wait_s: float = math.inf) -> Slot | None:
+        """Take the next free slot without waiting for it; None (no slot taken) when it is
+        more than `max_wait_s` away."""
+        from redis.exceptions import RedisError
+
+        interval = self.min_interval_s
+        if interval <= 0:
+            now = self._clock()
+            return Slot(start=now, now=now)
+        limit = max_wait_s if math.isfinite(max_wait_s) else NO_LIMIT_S
+        if self.link.available():
+            try:
+                return await self.link.reserve(self.key, interval, limit)
+            except (RedisError, OSError) as e:
+                self.link.failed(self.name, e)
+        now = self._clock()
+        wait = self.fallback.reserve(max_wait_s)
+        return None if wait is None else Slot(start=now + wait, now=now, fallback=True)
+
+    async def acquire(self, max_wait_s: float = math.inf) -> bool:
+        """Wait for this call's slot; False (no slot taken) when it is over `max_wait_s` away."""
+        slot = await self.reserve(max_wait_s)
+        if slot is None:
+            return False
+        if slot.wait_s > 0:
+            await self._sleep(slot.wait_s)
+        return True
+
+
+class RedisLimiterRegistry:
+    """One `RedisRateLimiter` per tool name, all through one `RedisLink`, each with its
+    in-process stand-in from a `LimiterRegistry` of the registry's own."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.link = RedisLink(url, clock=clock)
+        self.prefix = prefix
+        self._clock = clock
+        self._sleep = sleep
+        self._fallback = LimiterRegistry(clock=clock, sleep=sleep)
+        self._limiters: dict[str, RedisRateLimiter] = {}
+        self._lock = threading.Lock()
+
+    def limiter(self, name: str, min_interval_s: float) -> RedisRateLimiter:
+        """The limiter for `name`, created on first use; the latest interval asked for wins.
+        Nothing reaches Redis before the first call."""
+        fallback = self._fallback.limiter(name, min_interval_s)
+        with self._lock:
+            limiter = self._limiters.get(name)
+            if limiter is None:
+                key = f"{self.prefix}:{name}"
+                limiter = RedisRateLimiter(
+                    self.link, key, name, fallback, clock=self._clock, sleep=self._sleep
+                )
+                self._limiters[name] = limiter
+            return limiter
+
+    def limiters(self) -> dict[str, RedisRateLimiter]:
+        """The limiters made so far, by tool name (diagnostics and tests)."""
+        with self._lock:
+            return dict(self._limiters)
+
+    async def aclose(self) -> None:
+        """Close this loop's connection."""
+        await self.link.aclose()
+
+
+_shared: dict[str, RedisLimiterRegistry] = {}
+_shared_lock = threading.Lock()
+
+
+def redis_limiters(url: str) -> RedisLimiterRegistry:
+    """The process's registry for the Redis at `url`, so every `build_tools` call of the
+    process (every run) uses the same limiters, as `PROCESS_LIMITERS` does without Redis."""
+    with _shared_lock:
+        registry = _shared.get(url)
+        if registry is None:
+            registry = _shared[url] = RedisLimiterRegistry(url)
+        return registry

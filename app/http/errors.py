@@ -1,0 +1,133 @@
+"""Translation of core errors to HTTP responses. The only place that knows both."""
+
+from __future__ import annotations
+
+import json
+import logging
+from http import HTTPStatus
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agents.errors import RunNotFinished, RunNotFound
+from app.access.limits import RateLimited
+from app.runs.queue import QueueFull
+from calls.errors import LatsError
+
+logger = logging.getLogger(__name__)
+
+RETRY_AFTER_S = 5
+
+
+class Unauthorized(LatsError):
+    code = "unauthorized"
+
+
+_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+_MESSAGE_MAX_CHARS = 300
+
+
+def _body(code: str, message: str, **extra: object) -> dict[str, object]:
+    return {"code": code, "message": message, **extra}
+
+
+def _code(status: int) -> str:
+    return _CODES.get(status, "http_error")
+
+
+class PlainErrorsAsJson:
+    """Turns an error response written as plain text below the exception handlers (Starlette's
+    body-size limit answers 413 "Content Too Large" on its own) into the `{code, message}` JSON
+    body every other error has. Pure ASGI, so streamed responses pass through untouched."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        text = b""
+
+        async def send_json(message: Message) -> None:
+            nonlocal start, text
+            if message["type"] == "http.response.start":
+                content_type = MutableHeaders(scope=message).get("content-type", "")
+                if message["status"] >= 400 and content_type.startswith("text/plain"):
+                    start = message  # held until its body is complete
+                    return
+            elif start is not None and message["type"] == "http.response.body":
+                text += message.get("body", b"")[: _MESSAGE_MAX_CHARS - len(text)]
+                if message.get("more_body", False):
+                    return
+                status = start["status"]
+                message_text = text.decode("utf-8", "replace").strip()
+                body = json.dumps(_body(_code(status), message_text or HTTPStatus(status).phrase))
+                headers = MutableHeaders(scope=start)
+                headers["content-type"] = "application/json"
+                headers["content-length"] = str(len(body.encode()))
+                await send(start)
+                message = {"type": "http.response.body", "body": body.encode()}
+            await send(message)
+
+        await self.app(scope, receive, send_json)
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn errors into `ErrorBody` responses, and wrap the whole
+    middleware stack in `PlainErrorsAsJson` (a plain-text error from inside it, such as the
+    body limit's, would otherwise go out as it is)."""
+    build = app.build_middleware_stack
+
+    def build_wrapped() -> ASGIApp:
+        return PlainErrorsAsJson(build())
+
+    app.build_middleware_stack = build_wrapped  # type: ignore[method-assign]
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        fields = [
+            {"loc": list(e.get("loc", [])), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
+        return JSONResponse(
+            _body("invalid_request", "the request is not valid", fields=fields), 422
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = exc.detail if isinstance(exc.detail, str) else "request refused"
+        return JSONResponse(
+            _body(_code(exc.status_code), message), exc.status_code, headers=exc.headers
+        )
+
+    @app.exception_handler(LatsError)
+    async def core_error(request: Request, exc: LatsError) -> JSONResponse:
+        if isinstance(exc, RunNotFound):
+            return JSONResponse(_body("not_found", str(exc)), 404)
+        if isinstance(exc, RunNotFinished):
+            return JSONResponse(_body(exc.code, str(exc)), 409)
+        if isinstance(exc, QueueFull):
+            return JSONResponse(
+                _body(exc.code, str(exc)), 429, headers={"Retry-After": str(RETRY_AFTER_S)}
+            )
+        if isinstance(exc, RateLimited):
+            return JSONResponse(
+                _body(exc.code, str(exc)), 429, headers={"Retry-After": str(exc.retry_after_s)}
+            )
+        if isinstance(exc, Unauthorized):
+            return JSONResponse(
+                _body(exc.code, str(exc)), 401, headers={"WWW-Authenticate": "Bearer"}
+            )
+        logger.warning("request failed: %s (%s)", exc.code, exc)
+        return JSONResponse(_body(exc.code, "the request could not be served"), 503)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return JSONResponse(_body("internal", "internal error"), 500)

@@ -1,0 +1,40 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from app.http.deps import AppSettings, Manager
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", summary="The process is alive")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", summary="The store answers and a model is configured")
+async def readyz(manager: Manager, settings: AppSettings) -> JSONResponse:
+    checks: dict[str, str] = {}
+    waiting: int | None = None
+    try:
+        await manager.store.ping()
+        waiting = await manager.store.count_unclaimed()
+        checks["database"] = "ok"
+    except Exception:
+        checks["database"] = "unreachable"
+    checks["model"] = settings.model if settings.model else "missing"
+    ready = checks["database"] == "ok" and checks["model"] != "missing"
+    return JSONResponse(
+        {
+            "status": "ready" if ready else "not_ready",
+            "checks": checks,
+            "active_runs": manager.active,
+            "queued_runs": manager.queued,
+            # Stored runs no worker holds yet, whichever process stored them (None: no store).
+            "waiting_runs": waiting,
+        },
+        200 if ready else 503,
+    )

@@ -1,0 +1,208 @@
+"""Runs: start (streaming or background), follow, look up, list, trace, cancel. Each route
+reaches only the caller's runs (app/access/run_access.py)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from app.http.deps import AppSettings, CallerRuns
+from app.http.schemas import ErrorBody, RunAccepted, RunList, RunView, SolveRequest
+from app.http.sse import HEARTBEAT, SSE_HEADERS, frame, parse_last_event_id
+from app.store.base import RunRecord, RunStatus, StoredEvent
+
+logger = logging.getLogger(__name__)
+router = APIRouter(tags=["runs"])
+
+MAX_EVENT_ID = 10_000_000  # no run has more events; a larger resume point is a client error
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "The body is not JSON, or the Host is not served."},
+    401: {"model": ErrorBody, "description": "An API key is required."},
+    404: {"model": ErrorBody, "description": "No such run (or another key's)."},
+    413: {"model": ErrorBody, "description": "The body is too large."},
+    422: {"model": ErrorBody, "description": "The body or a parameter is invalid."},
+    429: {
+        "model": ErrorBody,
+        "description": "The run queue is full, or a limit of the key is reached; see Retry-After.",
+    },
+}
+SSE_DOC: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-Sent Events; each `data:` is one event of docs/events.md.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+}
+
+
+def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunView:
+    result = record.result or {}
+    return RunView(
+        run_id=record.id,
+        status=record.status,
+        task=record.task,
+        params=record.params,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        answer=result.get("answer"),
+        partial=bool(result.get("partial", False)),
+        chosen_id=result.get("chosen_id"),
+        path=result.get("path", []),
+        sources=result.get("sources", []),
+        stop_reason=result.get("stop_reason"),
+        metrics=result.get("metrics", {}),
+        error=result.get("error"),
+        nodes=nodes,
+    )
+
+
+async def _framed(events: AsyncIterator[StoredEvent | None]) -> AsyncIterator[bytes]:
+    async for event in events:
+        yield HEARTBEAT if event is None else frame(event)
+
+
+def _stream(frames: AsyncIterator[bytes], run_id: str) -> StreamingResponse:
+    headers = {**SSE_HEADERS, "Content-Location": f"/runs/{run_id}"}
+    return StreamingResponse(frames, media_type="text/event-stream", headers=headers)
+
+
+def _invalid(where: str, name: str, message: str) -> RequestValidationError:
+    return RequestValidationError([{"loc": [where, name], "msg": message, "type": "value_error"}])
+
+
+@router.post(
+    "/solve",
+    summary="Run a task and stream its progress",
+    responses={**ERRORS, **SSE_DOC},
+    response_model=None,
+)
+async def solve(
+    body: SolveRequest,
+    runs: CallerRuns,
+    settings: AppSettings,
+    accept: Annotated[str | None, Header()] = None,
+) -> Response:
+    """Starts a run and streams its events as SSE (the run goes on if the client leaves).
+    With `Accept: application/json`, waits and returns the finished run instead."""
+    if accept and "application/json" in accept and "text/event-stream" not in accept:
+        record = await runs.submit(body.task, body.params())
+        done = await runs.wait(record.id)
+        return JSONResponse(
+            view(done, await runs.tree(done)).model_dump(mode="json"),
+            headers={"Content-Location": f"/runs/{record.id}"},
+        )
+    new = await runs.submit_streamed(body.task, body.params())
+    events = runs.follow_new(new, settings.sse_heartbeat_s)
+    return _stream(new.slot.hold(_framed(events)), new.record.id)
+
+
+@router.post(
+    "/runs",
+    status_code=202,
+    response_model=RunAccepted,
+    summary="Start a run in the background",
+    responses=ERRORS,
+)
+async def start_run(body: SolveRequest, runs: CallerRuns, response: Response) -> RunAccepted:
+    record = await runs.submit(body.task, body.params())
+    response.headers["Location"] = f"/runs/{record.id}"
+    return RunAccepted(run_id=record.id, status=record.status, events=f"/runs/{record.id}/events")
+
+
+@router.get(
+    "/runs/{run_id}/events",
+    summary="Follow a run's events (replay, then live)",
+    responses={**ERRORS, **SSE_DOC},
+    response_model=None,
+)
+async def run_events(
+    run_id: str,
+    runs: CallerRuns,
+    settings: AppSettings,
+    after: Annotated[
+        int | None, Query(ge=0, le=MAX_EVENT_ID, description="Replay events after this id.")
+    ] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """Replays the events after `Last-Event-ID` (or `?after=`), then tails the run live until
+    its terminal event. A finished run replays and closes. A resume point beyond the run's
+    last event is refused (422) before the stream starts."""
+    await runs.get(run_id)
+    start = parse_last_event_id(last_event_id)
+    where, name = ("header", "last-event-id") if start is not None else ("query", "after")
+    if start is None:
+        start = after or 0
+    if start > MAX_EVENT_ID or start > await runs.last_event_id(run_id):
+        raise _invalid(where, name, "beyond the run's last event id")
+    frames = _framed(runs.follow(run_id, start, settings.sse_heartbeat_s))
+    return _stream(runs.stream_slot().hold(frames), run_id)
+
+
+@router.get(
+    "/runs/{run_id}", response_model=RunView, summary="A run with its tree", responses=ERRORS
+)
+async def get_run(run_id: str, runs: CallerRuns) -> RunView:
+    record = await runs.get(run_id)
+    return view(record, await runs.tree(record))
+
+
+@router.get(
+    "/runs", response_model=RunList, summary="The caller's runs, newest first", responses=ERRORS
+)
+async def list_runs(
+    runs: CallerRuns,
+    status: RunStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> RunList:
+    """The caller's runs (every run for the admin key, or without keys)."""
+    page, next_offset = await runs.list(status=status, limit=limit, offset=offset)
+    return RunList(runs=[view(r) for r in page], next_offset=next_offset)
+
+
+@router.get(
+    "/runs/{run_id}/trace",
+    summary="The run's events as JSON Lines",
+    responses={**ERRORS, 200: {"content": {"application/x-ndjson": {}}}},
+    response_model=None,
+)
+async def trace(run_id: str, runs: CallerRuns) -> StreamingResponse:
+    """Every stored event, one JSON object a line, streamed from the store a page at a time."""
+    await runs.get(run_id)
+
+    async def lines() -> AsyncIterator[bytes]:
+        async for e in runs.stored_events(run_id):
+            yield f'{{"id": {e.seq}, "event": {e.data}}}\n'.encode()
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+
+@router.post(
+    "/runs/{run_id}/cancel", response_model=RunView, summary="Cancel a run", responses=ERRORS
+)
+async def cancel_run(run_id: str, runs: CallerRuns) -> RunView:
+    """Idempotent: stops in-flight calls and ends the stream with `cancelled`; a finished run
+    is returned as it is."""
+    record = await runs.cancel(run_id)
+    logger.info("run=%s cancel asked by caller=%s", run_id, runs.caller.label)
+    return view(record)
+
+
+@router.delete(
+    "/runs/{run_id}",
+    status_code=204,
+    summary="Delete a finished run and its events",
+    responses={
+        **ERRORS,
+        409: {"model": ErrorBody, "description": "The run has not ended; cancel it first."},
+    },
+)
+async def delete_run(run_id: str, runs: CallerRuns) -> Response:
+    """A finished run (done, failed or cancelled) is removed with its whole event log; an
+    unfinished one is refused (409) until it ends."""
+    await runs.delete(run_id)
+    return Response(status_code=204)

@@ -1,0 +1,267 @@
+"""Prometheus metrics at `/metrics`: runs, the run queue, model and tool calls, the cache,
+event latency and HTTP requests.
+
+Model and tool figures come from a callback handler riding along every call (through
+`agents.observers`), run figures from the run's events, queue figures from the run queue.
+With several processes (API replicas, workers), set `PROMETHEUS_MULTIPROC_DIR` to an empty
+directory shared by them before they start: each process then writes its values there and
+`/metrics` sums them (docs/integrations.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from uuid import UUID
+
+from fastapi import APIRouter, FastAPI, Response
+from langchain_core.callbacks import BaseCallbackHandler
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agents import observers
+from agents.events import Event, RunError
+from app.http.auth import Authorized
+from app.integrations.call_watch import CallWatcher, ModelCall, ToolCall
+from app.runs.queue import LocalRunQueue, RunQueue
+from app.settings import Settings
+from calls.settings import Role
+
+logger = logging.getLogger(__name__)
+
+_FAST = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+_SLOW = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
+
+RUNS = Counter("plantree_runs", "Runs that ended, by status.", ["status"])
+RUNS_ACTIVE = Gauge("plantree_runs_active", "Runs executing now.", multiprocess_mode="livesum")
+RUNS_QUEUED = Gauge(
+    "plantree_runs_queued", "Runs waiting for a slot (queue depth).", multiprocess_mode="livesum"
+)
+QUEUE_WAIT = Histogram(
+    "plantree_run_queue_wait_seconds", "Time a run waited for a slot.", buckets=_SLOW
+)
+RUN_ERRORS = Counter(
+    "plantree_run_errors",
+    "Runs that failed, by error code (docs/events.md; `worker_lost`: its workers died holding "
+    "it too often).",
+    ["code"],
+)
+EVENTS = Counter("plantree_events", "Run events, by type.", ["type"])
+EVENT_LATENCY = Histogram(
+    "plantree_event_latency_seconds",
+    "Time to persist one run event and hand it to its followers.",
+    buckets=_FAST,
+)
+MODEL_CALLS = Counter(
+    "plantree_model_calls", "Model calls (cache hits excluded).", ["role", "model"]
+)
+MODEL_TOKENS = Counter(
+    "plantree_model_tokens", "Model tokens, by kind (input, output).", ["role", "model", "kind"]
+)
+MODEL_ERRORS = Counter(
+    "plantree_model_errors", "Model calls that failed.", ["role", "model", "error"]
+)
+MODEL_RATE_LIMITED = Counter(
+    "plantree_model_rate_limited",
+    "Model calls refused with 429/RESOURCE_EXHAUSTED.",
+    ["role", "model"],
+)
+MODEL_RETRIES = Counter(
+    "plantree_model_retries", "Model call retries, by reason.", ["role", "model", "reason"]
+)
+MODEL_SECONDS = Histogram(
+    "plantree_model_call_seconds", "Model call wall time.", ["role", "model"], buckets=_SLOW
+)
+RATE_LIMIT = Gauge(
+    "plantree_model_rate_limit",
+    "The adaptive model rate limit (requests/s).",
+    ["model"],
+    multiprocess_mode="livemax",
+)
+CACHE_HITS = Counter("plantree_cache_hits", "Model calls served by the cache.", ["role"])
+TOOL_CALLS = Counter("plantree_tool_calls", "Tool calls.", ["tool"])
+TOOL_ERRORS = Counter("plantree_tool_errors", "Tool calls that failed.", ["tool", "error"])
+TOOL_SECONDS = Histogram(
+    "plantree_tool_call_seconds", "Tool call wall time.", ["tool"], buckets=_SLOW
+)
+HTTP_REQUESTS = Counter(
+    "plantree_http_requests", "HTTP requests, by route and status.", ["method", "route", "status"]
+)
+HTTP_SECONDS = Histogram(
+    "plantree_http_request_seconds",
+    "HTTP request time (a stream: until it closes).",
+    ["method", "route"],
+    buckets=_SLOW,
+)
+
+_TERMINAL_STATUS = {"done": "done", "error": "failed", "cancelled": "cancelled"}
+
+
+class MetricsObserver:
+    """Counts what runs do; installed once per process (`agents.observers.add`)."""
+
+    # -- run events ---------------------------------------------------------------------------
+    def on_event(self, event: Event, seconds: float) -> None:
+        EVENTS.labels(event.type).inc()
+        EVENT_LATENCY.observe(seconds)
+        status = _TERMINAL_STATUS.get(event.type)
+        if status is not None:
+            RUNS.labels(status).inc()
+        if isinstance(event, RunError):
+            RUN_ERRORS.labels(event.code).inc()
+
+    def handler(self, run_id: str, node_id: str | None, role: Role) -> BaseCallbackHandler:
+        return CallWatcher(self, run_id, node_id, role)
+
+    def on_rate_limit(self, model: str, value: float) -> None:
+        RATE_LIMIT.labels(model).set(value)
+
+    def on_retry(self, role: Role, model: str, reason: str) -> None:
+        MODEL_RETRIES.labels(role, model, reason).inc()
+        if reason == "429":
+            MODEL_RATE_LIMITED.labels(role, model).inc()
+
+    # -- calls (CallListener) -----------------------------------------------------------------
+    def model_started(self, call: ModelCall, key: UUID) -> None:
+        pass
+
+    def model_ended(self, call: ModelCall, key: UUID) -> None:
+        if call.cache_hit:
+            CACHE_HITS.labels(call.role).inc()
+            return
+        MODEL_CALLS.labels(call.role, call.model).inc()
+        MODEL_SECONDS.labels(call.role, call.model).observe(call.seconds)
+        if call.error is not None:
+            MODEL_ERRORS.labels(call.role, call.model, call.error).inc()
+        if call.rate_limited:
+            MODEL_RATE_LIMITED.labels(call.role, call.model).inc()
+        MODEL_TOKENS.labels(call.role, call.model, "input").inc(call.input_tokens)
+        MODEL_TOKENS.labels(call.role, call.model, "output").inc(call.output_tokens)
+
+    def tool_started(self, call: ToolCall, key: UUID) -> None:
+        pass
+
+    def tool_ended(self, call: ToolCall, key: UUID) -> None:
+        TOOL_CALLS.labels(call.name).inc()
+        TOOL_SECONDS.labels(call.name).observe(call.seconds)
+        if not call.ok:
+            TOOL_ERRORS.labels(call.name, call.error or "error").inc()
+
+
+OBSERVER = MetricsObserver()
+
+
+class WatchedQueue:
+    """The run queue, reporting its depth, active runs and each run's wait for a slot."""
+
+    def __init__(self, inner: RunQueue) -> None:
+        self._inner = inner
+
+    @property
+    def active(self) -> int:
+        return self._inner.active
+
+    @property
+    def waiting(self) -> int:
+        return self._inner.waiting
+
+    @property
+    def has_room(self) -> bool:
+        return self._inner.has_room
+
+    def _update(self) -> None:
+        RUNS_ACTIVE.set(self._inner.active)
+        RUNS_QUEUED.set(self._inner.waiting)
+
+    def admit(self, *, force: bool = False) -> None:
+        self._inner.admit(force=force)
+        self._update()
+
+    def withdraw(self) -> None:
+        self._inner.withdraw()
+        self._update()
+
+    @asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        asked = time.perf_counter()
+        try:
+            async with self._inner.slot():
+                QUEUE_WAIT.observe(time.perf_counter() - asked)
+                self._update()
+                yield
+        finally:
+            self._update()
+
+    def slot(self) -> AbstractAsyncContextManager[None]:
+        return self._slot()
+
+
+class HttpMetrics:
+    """ASGI middleware counting requests by route template (never the raw path) and status."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            method = str(scope.get("method", "GET"))
+            HTTP_REQUESTS.labels(method, route, str(status)).inc()
+            HTTP_SECONDS.labels(method, route).observe(time.perf_counter() - started)
+
+
+def exposition() -> bytes:
+    """The metrics in Prometheus' text format: this process's, or every process's when
+    `PROMETHEUS_MULTIPROC_DIR` is set."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        # prometheus-client leaves this constructor unannotated.
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return generate_latest(registry)
+    return generate_latest(REGISTRY)
+
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
+async def metrics(_: Authorized) -> Response:
+    return Response(exposition(), media_type=CONTENT_TYPE_LATEST)
+
+
+def watched_queue(settings: Settings) -> WatchedQueue:
+    """The service's in-process run queue, reporting to the metrics."""
+    return WatchedQueue(LocalRunQueue(settings.max_active_runs, settings.max_queued_runs))
+
+
+def install(app: FastAPI) -> None:
+    """`/metrics`, the HTTP middleware and the run observer."""
+    observers.add(OBSERVER)
+    app.add_middleware(HttpMetrics)
+    app.include_router(router)

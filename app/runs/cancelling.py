@@ -1,0 +1,84 @@
+"""Cancelling a run from any process.
+
+Only the run's owner writes its end. A cancel for a run this process owns cancels its task; for
+any other run the request is stored as a flag (so it is never lost) and signalled to the owner,
+whose listener cancels the task. A run nobody owns (still waiting for a worker, or its worker
+died) is claimed here and ended here, as its new owner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from agents.errors import RunNotFound
+from app.runs.execution import Executor
+from app.runs.following import Follower
+from app.runs.live import LiveRun
+from app.runs.signals import LocalSignals
+from app.store.base import FINISHED, RunStore
+
+logger = logging.getLogger(__name__)
+
+
+class Canceller:
+    """Stops runs wherever they execute."""
+
+    def __init__(
+        self,
+        *,
+        store: RunStore,
+        owner: str,
+        ttl_s: float,
+        lives: dict[str, LiveRun],
+        signals: LocalSignals,
+        executor: Executor,
+        follower: Follower,
+    ) -> None:
+        self.store = store
+        self.owner = owner
+        self.ttl_s = ttl_s
+        self._lives = lives
+        self.signals = signals
+        self.executor = executor
+        self.follower = follower
+
+    def cancel_here(self, run_id: str) -> bool:
+        """Cancel the task of a run this process owns; False when it owns no such run."""
+        live = self._lives.get(run_id)
+        if live is None or live.task is None or live.task.done() or live.draining:
+            return False
+        if not live.cancelling:  # signals and the heartbeat may repeat the request
+            live.cancelling = True
+            logger.info("run=%s cancelling", run_id)
+            live.task.cancel()
+        return True
+
+    async def cancel(self, run_id: str, wait_s: float) -> None:
+        """Cancel `run_id` and wait (up to `wait_s`) until its end is stored."""
+        record = await self.store.get_run(run_id)
+        if record is None:
+            raise RunNotFound(f"no run {run_id}")
+        if record.status in FINISHED:
+            return
+        live = self._lives.get(run_id)
+        if live is not None and self.cancel_here(run_id):
+            assert live.task is not None
+            await asyncio.gather(live.task, return_exceptions=True)
+            return
+        await self.store.request_cancel(run_id)
+        await self.signals.publish_cancel(run_id)
+        claimed = await self.store.claim(run_id, self.owner, self.ttl_s)
+        if claimed is not None:
+            logger.info("run=%s had no live owner; ended here as cancelled", run_id)
+            orphan = LiveRun(run_id, [])
+            await self.executor.end_cancelled(orphan, self.executor.writer(orphan))
+            return
+        # The owner ends it; its terminal event tells when.
+        last = await self.store.last_seq(run_id)
+        try:
+            async with asyncio.timeout(wait_s):
+                async for _ in self.follower.follow(run_id, last, heartbeat_s=wait_s):
+                    pass
+        except TimeoutError:
+            logger.warning("run=%s cancel requested; its owner has not ended it yet", run_id)

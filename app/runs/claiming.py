@@ -1,0 +1,78 @@
+"""Claiming: a worker takes runs that no live worker holds.
+
+Those are runs queued by an API-only process, runs given back by a draining process, and runs
+whose owner stopped renewing its lease (it died). A worker claims only while it has a free
+execution slot, so runs wait in the store for whichever worker frees up first. It claims when
+signalled that a run is waiting and, to take over expired leases, on a sweep every third of
+the lease time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from app.runs.queue import RunQueue
+from app.runs.signals import LocalSignals
+from app.store.base import RunRecord, RunStore
+
+logger = logging.getLogger(__name__)
+
+
+class Claimer:
+    """The worker's intake loop."""
+
+    def __init__(
+        self,
+        *,
+        store: RunStore,
+        owner: str,
+        ttl_s: float,
+        queue: RunQueue,
+        signals: LocalSignals,
+        adopt: Callable[[RunRecord], Awaitable[None]],
+    ) -> None:
+        self.store = store
+        self.owner = owner
+        self.ttl_s = ttl_s
+        self.queue = queue
+        self.signals = signals
+        self._adopt = adopt
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Claim what is claimable now (start-up resumption), then keep claiming."""
+        await self.claim_free()
+        self._task = asyncio.create_task(self._loop(), name="lats-claim")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def slot_freed(self) -> None:
+        """A local run ended: maybe a waiting run can come here."""
+        self.signals.run_queued()
+
+    async def claim_free(self) -> int:
+        """Claim runs while there is room; how many."""
+        claimed = 0
+        while self.queue.has_room:
+            record = await self.store.claim_next(self.owner, self.ttl_s)
+            if record is None:
+                break
+            logger.info("run=%s claimed by owner=%s (was %s)", record.id, self.owner, record.status)
+            await self._adopt(record)
+            claimed += 1
+        return claimed
+
+    async def _loop(self) -> None:
+        while True:
+            await self.signals.wait_queued(self.ttl_s / 3)
+            try:
+                await self.claim_free()
+            except Exception as e:
+                logger.warning(
+                    "owner=%s claiming failed (%s); retrying", self.owner, type(e).__name__
+                )

@@ -1,0 +1,270 @@
+"""Executing a run this worker owns: the engine in one task, its events written by one writer.
+
+The writer is the only code that writes a run's history. Event ids come from the store; every
+write is fenced by the lease and shielded from cancellation (a cancel that lands mid-write
+waits for the write to finish, so the store and the live buffer never disagree); the engine's
+terminal event is held back and stored by `finish` together with the status and the result,
+in one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from agents import observers
+from agents.engine import Engine, RunResult
+from agents.errors import RunNotFound
+from agents.events import Event, RunCancelled, RunError
+from agents.params import RunParams
+from agents.tree import by_id
+from app.runs.live import TERMINAL, LiveRun
+from app.runs.queue import RunQueue
+from app.store.base import LeaseLost, RunRecord, RunStatus, RunStore, StoredEvent
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+NODES_READ_S = 5.0
+
+
+async def shielded(work: Awaitable[T]) -> T:
+    """Run `work` to completion even if the caller is cancelled meanwhile; then re-raise the
+    cancellation. A write that must not be half-done goes through here."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+        except BaseException:
+            break  # the task ended with an error: `result()` raises it below
+    if cancelled:
+        if not task.cancelled() and task.exception() is not None:
+            logger.warning("a shielded write failed while cancelled: %r", task.exception())
+        raise asyncio.CancelledError
+    return task.result()
+
+
+class RunWriter:
+    """The single writer of one run's history while this worker owns it."""
+
+    def __init__(
+        self, store: RunStore, owner: str, live: LiveRun, wake: Callable[[str], None]
+    ) -> None:
+        self.store = store
+        self.owner = owner
+        self.live = live
+        self._wake = wake
+
+    async def emit(self, event: Event) -> None:
+        """The engine's sink. The terminal event is held for `finish`."""
+        live = self.live
+        if live.lost or live.ended or live.terminal is not None:
+            return
+        if event.type in TERMINAL:
+            live.terminal = event
+            return
+        await shielded(self._append(event))
+
+    async def _append(self, event: Event) -> None:
+        live = self.live
+        async with live.lock:
+            if live.lost or live.ended:
+                return
+            data = event.model_dump_json()
+            try:
+                seq = await self.store.append_event(live.run_id, self.owner, event.type, data)
+            except LeaseLost:
+                logger.warning("run=%s lease lost; event %s dropped", live.run_id, event.type)
+                live.lose()
+                return
+            await live.push(StoredEvent(seq=seq, type=event.type, data=data))
+        self._wake(live.run_id)
+
+    async def finish(
+        self, terminal: Event, status: RunStatus, result: dict[str, Any] | None
+    ) -> bool:
+        """Store the terminal event, the status and the result at once; False if the lease
+        was gone (nothing written). Callers shield it."""
+        live = self.live
+        from_engine = terminal is live.terminal  # the engine's sink already reported it
+        async with live.lock:
+            if live.lost or live.ended:
+                return False
+            data = terminal.model_dump_json()
+            started = time.perf_counter()
+            try:
+                seq = await self.store.finish(
+                    live.run_id, self.owner, terminal.type, data, status, result
+                )
+            except LeaseLost:
+                logger.warning("run=%s lease lost before its end was stored", live.run_id)
+                live.lose()
+                return False
+            live.ended = True
+            await live.push(StoredEvent(seq=seq, type=terminal.type, data=data))
+        if not from_engine:
+            observers.written(terminal, live.run_id, time.perf_counter() - started)
+        self._wake(live.run_id)
+        return True
+
+
+class Executor:
+    """Runs a claimed run on the engine and stores how it ended."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        store: RunStore,
+        owner: str,
+        queue: RunQueue,
+        checkpointer: BaseCheckpointSaver[str] | None,
+        wake: Callable[[str], None],
+    ) -> None:
+        self.engine = engine
+        self.store = store
+        self.owner = owner
+        self.queue = queue
+        self.checkpointer = checkpointer
+        self._wake = wake
+
+    def writer(self, live: LiveRun) -> RunWriter:
+        return RunWriter(self.store, self.owner, live, self._wake)
+
+    async def execute(self, live: LiveRun, record: RunRecord, *, resume: bool) -> None:
+        """The body of a run's task (its slot in the queue is taken here)."""
+        run_id = record.id
+        writer = self.writer(live)
+        result: RunResult | None = None
+        try:
+            async with self.queue.slot():
+                # The flag as of now: a cancel sent before this run was registered here
+                # found no task to stop.
+                if record.cancel_requested or await self.store.mark_running(run_id, self.owner):
+                    raise asyncio.CancelledError
+                result = await self._drive(record, writer, resume=resume)
+        except asyncio.CancelledError:
+            await self._stopped(live, writer)
+        except LeaseLost:
+            live.lose()
+        except Exception:
+            logger.exception("run=%s failed outside the engine", run_id)
+            error = RunError(
+                run_id=run_id, code="internal", message="the run failed on an internal error"
+            )
+            failed = {"run_id": run_id, "status": "failed"}
+            await self._end(writer, live.terminal or error, "failed", failed)
+        else:
+            assert result is not None
+            # The engine always ends with a terminal event; belt and braces.
+            early = RunError(run_id=run_id, code="internal", message="the run ended early")
+            await self._end(
+                writer, live.terminal or early, result.status, result.model_dump(mode="json")
+            )
+
+    async def _end(
+        self,
+        writer: RunWriter,
+        terminal: Event,
+        status: RunStatus,
+        result: dict[str, Any] | None,
+    ) -> None:
+        """The run's end, stored once; a cancel landing meanwhile waits for it."""
+
+        async def end() -> None:
+            if await writer.finish(terminal, status, result):
+                await self._forget_checkpoint(writer.live.run_id)
+
+        await shielded(end())
+
+    async def _drive(self, record: RunRecord, writer: RunWriter, *, resume: bool) -> RunResult:
+        params = RunParams.model_validate(record.params)
+        if resume:
+            try:
+                return await self.engine.resume(record.id, sink=writer.emit)
+            except RunNotFound:  # queued before it ever checkpointed
+                pass
+        return await self.engine.run(
+            record.task, params, run_id=record.id, sink=writer.emit, announce=False
+        )
+
+    async def _stopped(self, live: LiveRun, writer: RunWriter) -> None:
+        """The task was cancelled: a drain gives the run back, a lost lease writes nothing,
+        anything else is the caller's cancel."""
+        if live.lost:
+            return
+        if live.draining:
+            with contextlib.suppress(LeaseLost):
+                await shielded(self.store.release(live.run_id, self.owner, "interrupted"))
+            return
+        await self.end_cancelled(live, writer)
+
+    async def end_cancelled(self, live: LiveRun, writer: RunWriter) -> None:
+        """Store the run's end as cancelled, with the tree as last checkpointed."""
+        run_id = live.run_id
+        held = live.terminal
+        terminal = held if isinstance(held, RunCancelled) else RunCancelled(run_id=run_id)
+
+        async def end() -> None:
+            result = {
+                "run_id": run_id,
+                "status": "cancelled",
+                "metrics": terminal.metrics,
+                "nodes": await self._nodes(run_id),
+            }
+            if await writer.finish(terminal, "cancelled", result):
+                await self._forget_checkpoint(run_id)
+
+        # One unit: a second cancel must not stop the end between reading the tree and
+        # storing it.
+        await shielded(end())
+
+    async def end_failed(self, live: LiveRun, writer: RunWriter, error: RunError) -> None:
+        """Store the run's end as failed with `error`, without running it; the tree as last
+        checkpointed is kept."""
+        run_id = live.run_id
+
+        async def end() -> None:
+            result = {
+                "run_id": run_id,
+                "status": "failed",
+                "stop_reason": "error",
+                "error": {"code": error.code, "message": error.message},
+                "nodes": await self._nodes(run_id),
+            }
+            if await writer.finish(error, "failed", result):
+                await self._forget_checkpoint(run_id)
+
+        await shielded(end())
+
+    async def _nodes(self, run_id: str) -> list[dict[str, Any]]:
+        """The tree as last checkpointed (a cancelled run keeps what it found)."""
+        if self.checkpointer is None:
+            return []
+        try:
+            # Bounded: the end must be stored even if the checkpoint cannot be read.
+            async with asyncio.timeout(NODES_READ_S):
+                snapshot = await self.engine.graph.aget_state(
+                    {"configurable": {"thread_id": run_id}}
+                )
+        except Exception:
+            logger.warning("run=%s tree not readable from its checkpoint", run_id)
+            return []
+        nodes = (snapshot.values or {}).get("nodes", {})
+        return [dict(n) for n in sorted(nodes.values(), key=by_id)]
+
+    async def _forget_checkpoint(self, run_id: str) -> None:
+        # A finished run is kept in the run store; its checkpoints are only needed to resume.
+        if self.checkpointer is not None:
+            try:
+                await self.checkpointer.adelete_thread(run_id)
+            except Exception:
+                logger.warning("run=%s checkpoint not deleted", run_id)

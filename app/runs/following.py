@@ -1,0 +1,93 @@
+"""Following a run: replay its stored events, then tail it live wherever it executes.
+
+Followers only read. A run this process owns is tailed from its live buffer; any other run is
+read from the store each time a signal says it has news (or a heartbeat interval passes, which
+also covers a lost signal).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from app.runs.live import TERMINAL, LiveRun
+from app.runs.signals import LocalSignals
+from app.store.base import FINISHED, RunStore, StoredEvent
+
+
+class Follower:
+    """Streams of run events for any number of readers."""
+
+    def __init__(self, store: RunStore, signals: LocalSignals, lives: dict[str, LiveRun]) -> None:
+        self.store = store
+        self.signals = signals
+        self._lives = lives
+
+    async def follow(
+        self, run_id: str, after: int, heartbeat_s: float
+    ) -> AsyncIterator[StoredEvent | None]:
+        """Events after `after` up to the terminal one. Yields None when `heartbeat_s` passes
+        without an event (time for a heartbeat)."""
+        seq = after
+        while True:
+            live = self._lives.get(run_id)
+            if live is not None:
+                async for event in self._tail(live, seq, heartbeat_s):
+                    if event is not None:
+                        seq = event.seq
+                        if event.type in TERMINAL:
+                            yield event
+                            return
+                    yield event
+                continue  # the run left this process (drained, lost): go on from the store
+            with self.signals.watch(run_id) as news:
+                news.clear()
+                events = await self.store.events_after(run_id, seq)
+                for event in events:
+                    seq = event.seq
+                    yield event
+                    if event.type in TERMINAL:
+                        return
+                if events:
+                    continue
+                record = await self.store.get_run(run_id)
+                if record is None:
+                    return
+                if record.status in FINISHED:
+                    # The end may have been stored between the two reads: read once more.
+                    # (A record from before terminal events were stored with the status has
+                    # none, and its stream ends here.)
+                    for event in await self.store.events_after(run_id, seq):
+                        yield event
+                        if event.type in TERMINAL:
+                            return
+                    return
+                if run_id in self._lives:
+                    continue  # it just started here: tail the buffer
+                if not await _wait(news, heartbeat_s):
+                    yield None
+
+    async def _tail(
+        self, live: LiveRun, after: int, heartbeat_s: float
+    ) -> AsyncIterator[StoredEvent | None]:
+        seq = after
+        while True:
+            batch = await live.wait_after(seq, heartbeat_s)
+            if not batch:
+                if live.finished.is_set() and live.last_seq <= seq:
+                    return
+                yield None
+                continue
+            for event in batch:
+                seq = event.seq
+                yield event
+                if event.type in TERMINAL:
+                    return
+
+
+async def _wait(flag: asyncio.Event, within_s: float) -> bool:
+    try:
+        await asyncio.wait_for(flag.wait(), within_s)
+    except TimeoutError:
+        return False
+    return True

@@ -1,0 +1,324 @@
+"""The run manager: the service's one entry to the run lifecycle, composed of one role each:
+
+- leases and claiming (app/runs/lease.py, app/runs/claiming.py): which worker owns which run;
+- execution (app/runs/execution.py): the owner's task per run and its single history writer;
+- following (app/runs/following.py): readers of any run, wherever it executes;
+- cancelling (app/runs/cancelling.py): stopping a run from any process.
+
+A process is an API, a worker, or both (`worker=False`: API only). Runs submitted to a process
+with a worker are owned by it from the start; an API-only process stores them for any worker
+to claim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from agents import observers
+from agents.engine import Engine
+from agents.errors import RunNotFound
+from agents.events import RunError, RunStarted
+from agents.params import RunParams
+from agents.tree import by_id
+from app.runs.cancelling import Canceller
+from app.runs.claiming import Claimer
+from app.runs.execution import Executor
+from app.runs.following import Follower
+from app.runs.lease import LeaseKeeper, worker_id
+from app.runs.live import TERMINAL, LiveRun
+from app.runs.queue import LocalRunQueue, RunQueue, SharedAdmission
+from app.runs.retention import Retention
+from app.runs.signals import LocalSignals
+from app.settings import Settings
+from app.store.base import LeaseLost, RunRecord, RunStatus, RunStore, StoredEvent
+
+logger = logging.getLogger(__name__)
+CANCEL_WAIT_S = 10.0
+
+
+class RunManager:
+    """Starts, follows, cancels and resumes runs."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        store: RunStore,
+        settings: Settings,
+        checkpointer: BaseCheckpointSaver[str] | None = None,
+        queue: RunQueue | None = None,
+        signals: LocalSignals | None = None,
+        worker: bool = True,
+        owner: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.store = store
+        self.settings = settings
+        self.worker = worker
+        self.owner = owner or worker_id()
+        self.queue = queue or LocalRunQueue(settings.max_active_runs, settings.max_queued_runs)
+        self.signals = signals or LocalSignals()
+        self.admission = SharedAdmission(store, settings.max_queued_runs)
+        self._live: dict[str, LiveRun] = {}
+        ttl = settings.lease_ttl_s
+        self.executor = Executor(
+            engine=engine,
+            store=store,
+            owner=self.owner,
+            queue=self.queue,
+            checkpointer=checkpointer,
+            wake=self.signals.event_written,
+        )
+        self.follower = Follower(store, self.signals, self._live)
+        self.canceller = Canceller(
+            store=store,
+            owner=self.owner,
+            ttl_s=ttl,
+            lives=self._live,
+            signals=self.signals,
+            executor=self.executor,
+            follower=self.follower,
+        )
+        self.signals.on_cancel = self.canceller.cancel_here
+        self.leases = LeaseKeeper(store, self.owner, ttl, self._live, self.canceller.cancel_here)
+        self.claimer = Claimer(
+            store=store,
+            owner=self.owner,
+            ttl_s=ttl,
+            queue=self.queue,
+            signals=self.signals,
+            adopt=self._adopt,
+        )
+        days = settings.run_retention_days
+        self.retention = Retention(store, days) if worker and days is not None else None
+
+    # -- process lifecycle -----------------------------------------------------------------
+    async def start(self) -> None:
+        """Listen for signals, keep leases, and (a worker) claim the runs nobody holds."""
+        await self.signals.start()
+        self.leases.start()
+        if self.worker:
+            await self.claimer.start()
+        if self.retention is not None:
+            await self.retention.start()
+        logger.info("owner=%s started (%s)", self.owner, "worker" if self.worker else "api only")
+
+    async def stop(self) -> None:
+        """Stop claiming, drain the runs held here (they resume elsewhere or at the next
+        start), stop renewing and listening."""
+        await self.claimer.stop()
+        if self.retention is not None:
+            await self.retention.stop()
+        await self.drain()
+        await self.leases.stop()
+        await self.signals.close()
+
+    async def check_cancels(self) -> None:
+        """Cancel the runs held here that someone flagged (a signal from another process)."""
+        for run_id in await self.store.cancel_requests(self.owner):
+            self.canceller.cancel_here(run_id)
+
+    # -- counts --------------------------------------------------------------------------------
+    @property
+    def active(self) -> int:
+        return self.queue.active
+
+    @property
+    def queued(self) -> int:
+        return self.queue.waiting
+
+    # -- starting ------------------------------------------------------------------------------
+    async def submit(self, task: str, params: RunParams, tenant: str | None = None) -> RunRecord:
+        """Create a run of `tenant` (an API key's name). A worker process with a free slot
+        takes it on at once; otherwise it is stored for whichever worker frees up first, if
+        fewer than `max_queued_runs` runs already wait in the store (else `QueueFull`)."""
+        record, _ = await self.submit_with_event(task, params, tenant)
+        return record
+
+    async def submit_with_event(
+        self, task: str, params: RunParams, tenant: str | None = None
+    ) -> tuple[RunRecord, StoredEvent]:
+        """`submit`, with the run's first event (`run_started`) as stored: a stream of the new
+        run begins with it instead of reading it back."""
+        if not (self.worker and self.queue.has_room):
+            await self.admission.admit()
+            return await self._create(task, params, owner=None, tenant=tenant)
+        self.queue.admit()
+        try:
+            record, started = await self._create(task, params, owner=self.owner, tenant=tenant)
+        except BaseException:
+            self.queue.withdraw()
+            raise
+        self._begin(record, [started], resume=False)
+        return record, started
+
+    async def _create(
+        self, task: str, params: RunParams, *, owner: str | None, tenant: str | None
+    ) -> tuple[RunRecord, StoredEvent]:
+        now = datetime.now(UTC)
+        record = RunRecord(
+            id=uuid.uuid4().hex,
+            task=task,
+            params=params.model_dump(mode="json"),
+            status="queued",
+            created_at=now,
+            updated_at=now,
+            owner=owner,
+            tenant=tenant,
+        )
+        event = RunStarted(run_id=record.id, task=task, params=record.params)
+        started = StoredEvent(seq=1, type="run_started", data=event.model_dump_json())
+        began = time.perf_counter()
+        await self.store.create_run(
+            record, started=started.data, owner=owner, ttl_s=self.settings.lease_ttl_s
+        )
+        observers.written(event, record.id, time.perf_counter() - began)
+        if owner is None:
+            self.signals.announce_queued()
+        logger.info("run=%s queued (owner=%s, caller=%s)", record.id, owner, tenant or "local")
+        return record, started
+
+    def _begin(self, record: RunRecord, history: list[StoredEvent], *, resume: bool) -> None:
+        live = LiveRun(record.id, history)
+        self._live[record.id] = live
+        live.task = asyncio.create_task(self._run(live, record, resume=resume))
+
+    async def _run(self, live: LiveRun, record: RunRecord, *, resume: bool) -> None:
+        try:
+            await self.executor.execute(live, record, resume=resume)
+        finally:
+            self._live.pop(record.id, None)
+            await live.close()
+            if live.draining and not live.lost:
+                self.signals.announce_queued()  # given back: for the other workers
+            if self.worker:
+                self.claimer.slot_freed()
+
+    async def _adopt(self, record: RunRecord) -> None:
+        """Take on a run just claimed: settle it if its end is already stored, fail it if its
+        workers died holding it more than `max_takeovers` times, else resume."""
+        history = await self.store.events_after(record.id, 0)
+        if history and history[-1].type in TERMINAL:
+            last = history[-1]
+            result = _result_from_terminal(record.id, last)
+            try:
+                await self.store.settle(record.id, self.owner, _status_of(last.type), result)
+            except LeaseLost:
+                logger.warning("run=%s lost before it was settled", record.id)
+            return
+        if record.takeovers > self.settings.max_takeovers:
+            logger.error(
+                "run=%s: its worker died holding it %d times; failed, not run again",
+                record.id,
+                record.takeovers,
+            )
+            live = LiveRun(record.id, history)
+            error = RunError(
+                run_id=record.id,
+                code="worker_lost",
+                message=f"the run's worker stopped while running it {record.takeovers} times "
+                "(a crash or an out-of-memory kill, say); it is not run again",
+            )
+            await self.executor.end_failed(live, self.executor.writer(live), error)
+            return
+        self.queue.admit(force=True)
+        self._begin(record, history, resume=True)
+
+    async def resume_interrupted(self) -> int:
+        """Claim and resume the runs no live worker holds; how many."""
+        return await self.claimer.claim_free()
+
+    # -- following -----------------------------------------------------------------------------
+    async def get(self, run_id: str) -> RunRecord:
+        record = await self.store.get_run(run_id)
+        if record is None:
+            raise RunNotFound(f"no run {run_id}")
+        return record
+
+    async def tree(self, record: RunRecord) -> list[dict[str, Any]]:
+        """The run's tree: stored with the result, or read live from the checkpoint."""
+        if record.result is not None and "nodes" in record.result:
+            return list(record.result["nodes"])
+        snapshot = await self.engine.graph.aget_state({"configurable": {"thread_id": record.id}})
+        nodes = (snapshot.values or {}).get("nodes", {})
+        return sorted(nodes.values(), key=by_id)
+
+    async def follow(
+        self, run_id: str, after: int, heartbeat_s: float
+    ) -> AsyncIterator[StoredEvent | None]:
+        """Events after `after`, live until the terminal one. Yields None when `heartbeat_s`
+        passes without an event (time for a heartbeat)."""
+        if run_id not in self._live:  # a run executing here exists: no store read (and wait)
+            await self.get(run_id)
+        async for event in self.follower.follow(run_id, after, heartbeat_s):
+            yield event
+
+    async def follow_new(
+        self, run_id: str, first: StoredEvent, heartbeat_s: float
+    ) -> AsyncIterator[StoredEvent | None]:
+        """`follow` of a run `submit_with_event` just created here: its first event as
+        written, then the rest (the run is known to exist, so nothing is read to check it)."""
+        yield first
+        async for event in self.follower.follow(run_id, first.seq, heartbeat_s):
+            yield event
+
+    async def wait(self, run_id: str) -> RunRecord:
+        """Wait until the run ends; its final record."""
+        live = self._live.get(run_id)
+        if live is not None:
+            await live.finished.wait()
+        else:
+            async for _ in self.follower.follow(run_id, 0, self.settings.sse_heartbeat_s):
+                pass
+        return await self.get(run_id)
+
+    # -- stopping ------------------------------------------------------------------------------
+    async def cancel(self, run_id: str) -> RunRecord:
+        """Cancel a run (idempotent; a finished run is left as it is)."""
+        await self.canceller.cancel(run_id, CANCEL_WAIT_S)
+        return await self.get(run_id)
+
+    async def drain(self) -> None:
+        """Stop every run held here for a shutdown; each resumes at the next start (or on
+        another worker)."""
+        lives = list(self._live.values())
+        for live in lives:
+            live.draining = True
+            if live.task is not None:
+                live.task.cancel()
+        await asyncio.gather(*(lv.task for lv in lives if lv.task), return_exceptions=True)
+        if lives:
+            logger.info("drained %d run(s); they resume at the next start", len(lives))
+
+
+_STATUS_OF_TERMINAL: dict[str, RunStatus] = {
+    "done": "done",
+    "error": "failed",
+    "cancelled": "cancelled",
+}
+
+
+def _status_of(terminal_type: str) -> RunStatus:
+    return _STATUS_OF_TERMINAL[terminal_type]
+
+
+def _result_from_terminal(run_id: str, event: StoredEvent) -> dict[str, Any]:
+    """A result rebuilt from a stored terminal event: a `done` event carries the answer,
+    sources, path and metrics; `error` its code and message."""
+    data: dict[str, Any] = json.loads(event.data)
+    result: dict[str, Any] = {"run_id": run_id, "status": _status_of(event.type)}
+    for key in ("answer", "partial", "chosen_id", "path", "sources", "stop_reason", "metrics"):
+        if key in data:
+            result[key] = data[key]
+    if event.type == "error":
+        result["error"] = {"code": data.get("code", "internal"), "message": data.get("message", "")}
+    return result
