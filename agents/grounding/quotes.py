@@ -1,5 +1,5 @@
 """Finding a quote in a passage: text folding with a map back to the original offsets, and the
-exact, normalised and fuzzy matches whose rules agents/verify.py documents."""
+exact, normalised and fuzzy matches whose rules agents/grounding/verify.py documents."""
 
 from __future__ import annotations
 

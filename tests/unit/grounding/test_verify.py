@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import pytest
 from pydantic import TypeAdapter
 
-from agents.evidence import Evidence, NewEvidence, add_evidence, join_sentences
-from agents.sentences import split_sentences
-from agents.verify import (
+from agents.grounding.evidence import Evidence, NewEvidence, add_evidence, join_sentences
+from agents.grounding.sentences import split_sentences
+from agents.grounding.verify import (
     CitationClaim,
     CitedAnswer,
     VerifiedAnswer,

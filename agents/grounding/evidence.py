@@ -1,6 +1,6 @@
 """Evidence items: the passages a run's tools returned, each under a run-stable id ("E1", "E2",
 ...) that an answer's citations name, so a quote can be checked against the very text the model
-saw (agents/verify.py).
+saw (agents/grounding/verify.py).
 
 A run keeps its evidence as plain data, a dict of items keyed by id and merged by
 `merge_evidence`, so a checkpointer saves it like the tree. Ids are handed out by one writer

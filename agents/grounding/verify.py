@@ -2,7 +2,7 @@
 they name, and how much of the answer they cover.
 
 The responder replies with a `CitedAnswer`: an answer with markers `[1]`, `[2]`, ... and, for
-each marker, citations naming an evidence item (agents/evidence.py) and a quote from it.
+each marker, citations naming an evidence item (agents/grounding/evidence.py) and a quote from it.
 `verify_answer` keeps a citation only when its quote is found in that item's text, by these
 rules, applied in this order to each citation:
 
@@ -27,7 +27,7 @@ rules, applied in this order to each citation:
    the character range it covers in the item's original text and the sentences it overlaps.
 
 Markers without a verified citation are removed from the answer; surviving markers keep their
-numbers. The answer is split into sentences (agents/sentences.py); a sentence is supported
+numbers. The answer is split into sentences (agents/grounding/sentences.py); a sentence is supported
 when one of its markers has a verified citation, and groundedness is the share of supported
 sentences (0.0 for an answer without sentences).
 
@@ -48,9 +48,9 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from agents.evidence import Evidence, EvidenceSource, sentence_ids_for
-from agents.quotes import Folded, MatchKind, find_quote, fold
-from agents.sentences import MARKER, split_sentences
+from agents.grounding.evidence import Evidence, EvidenceSource, sentence_ids_for
+from agents.grounding.quotes import Folded, MatchKind, find_quote, fold
+from agents.grounding.sentences import MARKER, split_sentences
 
 RejectReason = Literal[
     "unknown_evidence", "quote_not_found", "quote_too_short", "marker_not_in_answer", "duplicate"

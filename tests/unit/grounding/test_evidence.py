@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from agents.evidence import (
+from agents.grounding.evidence import (
     EVIDENCE_MAX_CHARS,
     Evidence,
     NewEvidence,

@@ -1,5 +1,5 @@
 """Answer sentences: where a sentence ends, and which citation markers belong to it (the
-sentence rule of agents/verify.py)."""
+sentence rule of agents/grounding/verify.py)."""
 
 from __future__ import annotations
 
