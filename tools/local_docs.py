@@ -2,6 +2,8 @@
 
 Files are split into passages of about `PASSAGE_CHARS` (a heading starts a new passage), and the
 index is built once per folder and content: `load_index` reuses it until a file changes.
+`LocalDocsIndex.from_documents` indexes documents held in memory instead, one passage each
+(`tools.local_corpus` builds a tool over such an index).
 """
 
 from __future__ import annotations
@@ -9,8 +11,11 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import bm25s  # type: ignore[import-untyped]  # bm25s ships no type information
 import Stemmer  # type: ignore[import-not-found]  # PyStemmer is a C extension without stubs
@@ -27,6 +32,7 @@ SUFFIXES = frozenset({".md", ".txt"})
 MAX_FILE_BYTES = 2_000_000
 PASSAGE_CHARS = 1200
 MAX_PASSAGES = 5
+DOCUMENT_MAX_CHARS = 8000
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 
 Fingerprint = tuple[tuple[str, int, int], ...]
@@ -38,19 +44,55 @@ class LocalDocsInput(BaseModel):
     query: str = Field(description="Keywords to look for in the private documents.")
 
 
+class SentenceSpan(NamedTuple):
+    """Where sentence `sent_id` of a document lies in its text: `text[start:end]`."""
+
+    sent_id: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusDocument:
+    """A document held in memory: `doc_id` is what evidence names it by, `title` what is shown."""
+
+    doc_id: str
+    title: str
+    text: str
+    sentences: tuple[SentenceSpan, ...] = ()
+    url: str = ""
+    """Its address where it has one; empty for a document known only by its id."""
+
+    def __post_init__(self) -> None:
+        for span in self.sentences:
+            if not 0 <= span.start <= span.end <= len(self.text):
+                raise ValueError(
+                    f"document {self.doc_id!r}: sentence {span.sent_id} spans "
+                    f"{span.start}-{span.end}, outside its {len(self.text)} characters"
+                )
+
+
 @dataclass(frozen=True, slots=True)
 class Passage:
-    """A piece of one file: `path` is relative to the folder, in POSIX form."""
+    """A piece of one file, or one in-memory document.
+
+    `path` is the file relative to the folder, in POSIX form, or the document's `doc_id`;
+    `sentences` are spans into `text` (only for documents that carry them).
+    """
 
     path: str
     title: str
     text: str
+    sentences: tuple[SentenceSpan, ...] = ()
 
 
 class LocalDocsIndex:
-    """A BM25 index over the passages of one folder; `search` is safe to call from threads."""
+    """A BM25 index over the passages of one folder (or of documents held in memory, `folder`
+    None); `search` is safe to call from threads."""
 
-    def __init__(self, folder: Path, passages: list[Passage], fingerprint: Fingerprint) -> None:
+    def __init__(
+        self, folder: Path | None, passages: list[Passage], fingerprint: Fingerprint
+    ) -> None:
         self.folder = folder
         self.passages = passages
         self.fingerprint = fingerprint
@@ -85,6 +127,22 @@ class LocalDocsIndex:
             "local_docs: indexed %s passages from %s files in %s", len(passages), len(files), folder
         )
         return cls(folder, passages, fingerprint(folder, files))
+
+    @classmethod
+    def from_documents(
+        cls, documents: Sequence[CorpusDocument], max_chars: int = DOCUMENT_MAX_CHARS
+    ) -> LocalDocsIndex:
+        """Index each document as one passage, in order (`passages[i]` is `documents[i]`).
+
+        A document is never split; one longer than `max_chars` is cut after its last whole
+        sentence that fits. Raises ValueError when two documents share a `doc_id`.
+        """
+        repeated = sorted(
+            doc_id for doc_id, n in Counter(d.doc_id for d in documents).items() if n > 1
+        )
+        if repeated:
+            raise ValueError(f"documents share an id: {', '.join(map(repr, repeated))}")
+        return cls(None, [document_passage(d, max_chars) for d in documents], ())
 
     def search(self, query: str, k: int = MAX_PASSAGES) -> list[tuple[Passage, float]]:
         """The best `k` passages with a positive score, best first."""
@@ -175,6 +233,23 @@ def split_passages(path: str, text: str, max_chars: int = PASSAGE_CHARS) -> list
         chunk.append(paragraph)
     flush()
     return passages
+
+
+def document_passage(document: CorpusDocument, max_chars: int = DOCUMENT_MAX_CHARS) -> Passage:
+    """`document` as one passage, cut after its last whole sentence within `max_chars` (or at
+    `max_chars` when even its first sentence is longer) if it is longer."""
+    text, sentences = document.text, document.sentences
+    if len(text) > max_chars:
+        end = max((span.end for span in sentences if span.end <= max_chars), default=0)
+        text = text[: end or max_chars]
+        sentences = tuple(span for span in sentences if span.end <= len(text))
+        logger.info(
+            "local_docs: document %r cut from %s to %s characters",
+            document.doc_id,
+            len(document.text),
+            len(text),
+        )
+    return Passage(path=document.doc_id, title=document.title, text=text, sentences=sentences)
 
 
 _INDEXES: dict[Path, LocalDocsIndex] = {}

@@ -1,7 +1,8 @@
 """What a tool hands back: model-facing text bounded in size, and a plain-dict artifact.
 
 Every tool returns `(content, artifact)` (LangChain's `content_and_artifact`). The artifact is
-`{"ok": bool, "error_kind": str | None, "sources": [{"title": str, "url": str}, ...]}`:
+`{"ok": bool, "error_kind": str | None, "sources": [{"title": str, "url": str}, ...]}`, and for
+tools that can say which sentences they showed, an optional `passages` list (`PassageRecord`):
 
 - `ok=False`: the tool could not do its job; `error_kind` is one of `FAILURE_KINDS`.
 - `ok=True, error_kind=None`: results; `sources` lists exactly the results shown in `content`.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, TypedDict, get_args
+from typing import Literal, NotRequired, Protocol, TypedDict, get_args
 
 FailureKind = Literal[
     "timeout", "rate_limited", "http_error", "network", "bad_response", "invalid_input", "internal"
@@ -49,12 +50,32 @@ class Source(TypedDict):
     url: str
 
 
+class SentenceRecord(TypedDict):
+    """One whole sentence of a passage: `text[start:end]` of its `PassageRecord`."""
+
+    sent_id: int
+    start: int
+    end: int
+
+
+class PassageRecord(TypedDict):
+    """One passage as the model read it: `text` appears verbatim in the tool's content."""
+
+    doc_id: str
+    title: str
+    url: str
+    text: str
+    sentences: list[SentenceRecord]
+
+
 class ToolArtifact(TypedDict):
     """The structured half of every tool result; the engine turns it into a `tool_call` event."""
 
     ok: bool
     error_kind: str | None
     sources: list[Source]
+    passages: NotRequired[list[PassageRecord]]
+    """Evidence for later checks, one per passage shown; only tools over sentence-split text."""
 
 
 ToolResult = tuple[str, ToolArtifact]
@@ -116,6 +137,38 @@ def options_offered(tool: str, query: str, options: Sequence[str], max_chars: in
     return "\n".join(lines), {"ok": True, "error_kind": "disambiguation", "sources": []}
 
 
+class Body(Protocol):
+    """How one hit's text is measured and cut to its share of the budget."""
+
+    def __len__(self) -> int: ...
+
+    def cut(self, max_chars: int) -> str:
+        """The text to show in at most `max_chars` characters ("" shows the header alone)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SquashedBody:
+    """The default: whitespace collapsed, cut at a word boundary with an ellipsis."""
+
+    text: str
+
+    def __len__(self) -> int:
+        return len(self.text)
+
+    def cut(self, max_chars: int) -> str:
+        return shorten(self.text, max_chars)
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Hits formatted for the model: `shown` pairs each hit shown with its body exactly as it
+    appears in `content` ("" when only its header is there)."""
+
+    content: str
+    shown: list[tuple[Hit, str]]
+
+
 def render_hits(
     tool: str, query: str, hits: Sequence[Hit], max_chars: int, footer: str = ""
 ) -> ToolResult:
@@ -126,10 +179,43 @@ def render_hits(
     """
     if not hits:
         return no_results(tool, query)
+    layout = layout_hits(tool, query, hits, max_chars, footer)
+    return layout.content, {"ok": True, "error_kind": None, "sources": shown_sources(layout)}
+
+
+def shown_sources(layout: Layout) -> list[Source]:
+    """The sources of the hits shown, in order, one per URL."""
+    sources: list[Source] = []
+    seen_urls: set[str] = set()
+    for hit, _body in layout.shown:
+        if hit.url not in seen_urls:
+            seen_urls.add(hit.url)
+            sources.append({"title": shorten(hit.title, TITLE_MAX_CHARS), "url": hit.url})
+    return sources
+
+
+def layout_hits(
+    tool: str,
+    query: str,
+    hits: Sequence[Hit],
+    max_chars: int,
+    footer: str = "",
+    bodies: Sequence[Body] | None = None,
+) -> Layout:
+    """The text of `render_hits` for one or more hits, and which hits it shows with what body.
+
+    `bodies` (one per hit) decide how each text is measured and cut; by default
+    `SquashedBody(squash(hit.text))`.
+    """
+    if not hits:
+        raise ValueError("layout_hits needs at least one hit")
+    if bodies is None:
+        bodies = [SquashedBody(squash(hit.text)) for hit in hits]
+    if len(bodies) != len(hits):
+        raise ValueError(f"{len(bodies)} bodies for {len(hits)} hits")
     head = f'{tool} results for "{shorten(query, 200)}":'
     tail = f"\n\n{shorten(footer, max_chars // 4)}" if footer else ""
     headers = [_hit_header(index, hit) for index, hit in enumerate(hits, start=1)]
-    bodies = [squash(hit.text) for hit in hits]
     # Each block is "\n\n" + header (+ "\n" + body). Fewer hits with readable text beat many
     # bare links: keep the most hits that still leave each one MIN_BODY_CHARS of text.
     count = len(hits)
@@ -143,26 +229,23 @@ def render_hits(
     fixed = len(head) + len(tail) + sum(len(h) + 3 for h in headers)
     shares = _fair_shares([len(b) for b in bodies], max(max_chars - fixed, 0))
     blocks: list[str] = []
-    sources: list[Source] = []
-    seen_urls: set[str] = set()
+    shown: list[tuple[Hit, str]] = []
     used = len(head) + len(tail)
     for hit, header, body, share in zip(hits, headers, bodies, shares, strict=True):
-        text = shorten(body, share)
+        text = body.cut(share)
         block = f"{header}\n{text}" if text else header
         if used + 2 + len(block) > max_chars:
             break
         blocks.append(block)
+        shown.append((hit, text))
         used += 2 + len(block)
-        if hit.url not in seen_urls:
-            seen_urls.add(hit.url)
-            sources.append({"title": shorten(hit.title, TITLE_MAX_CHARS), "url": hit.url})
     if not blocks:
-        # Even one header is too long for the budget: show the first hit cut to size.
-        first = shorten(f"{headers[0]} {bodies[0]}", max(max_chars - len(head) - 2, 0))
+        # Even one header is too long for the budget: show the first hit cut to size. Its body
+        # is then mixed with its header, so none of it counts as shown verbatim.
+        first = shorten(f"{headers[0]} {squash(hits[0].text)}", max(max_chars - len(head) - 2, 0))
         blocks.append(first)
-        sources.append({"title": shorten(hits[0].title, TITLE_MAX_CHARS), "url": hits[0].url})
-    content = "\n\n".join([head, *blocks]) + tail
-    return content, {"ok": True, "error_kind": None, "sources": sources}
+        shown.append((hits[0], ""))
+    return Layout("\n\n".join([head, *blocks]) + tail, shown)
 
 
 def read_artifact(artifact: object) -> ToolArtifact:

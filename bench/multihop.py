@@ -1,0 +1,311 @@
+"""The multi-hop benchmark: HotpotQA questions (distractor setting) searched by the real engine.
+
+Per question, its own paragraphs are the only tool (`tools.local_corpus`, one passage per
+paragraph), and each search configuration (`CONFIGS`) runs once at one equal model-call budget,
+on a fresh engine (a cold model cache) with LangGraph's in-memory checkpointer. Answers are
+scored by the official metrics (`bench.multihop_metrics`). Supporting-fact and joint metrics
+need the sentences an answer rests on; they will come from verified citations, through
+`supporting_fact_metrics`.
+
+    .venv/bin/python -m bench.multihop --limit 10            # the models of LATS_MODEL...
+    .venv/bin/python -m bench.multihop --scripted --limit 2  # testkit's scripted reader
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypedDict
+from urllib.parse import unquote
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from agents.engine import Engine
+from agents.models import ModelFactory, SettingsModelFactory
+from agents.params import RunParams
+from agents.settings import Settings
+from agents.state import Source
+from app.settings import ServiceSettings
+from bench.engine_runs import bench_settings
+from bench.multihop_data import HOTPOTQA_DEV_100, Question, documents, load
+from bench.multihop_metrics import Scores, score_question, supporting_fact_scores
+from bench.process import ROOT
+from bench.quality import STRATEGIES, inline_threads, quiet_runs
+from testkit.fakes import FakeModels
+from testkit.multihop_reader import MultihopReader
+from testkit.policy_models import ThroughPolicy
+from tools.local_corpus import NAME as CORPUS_TOOL
+from tools.local_corpus import URL_SCHEME, build_corpus_tool
+from tools.runtime import RateLimiter, ToolRuntime, TtlCache, tool_executor
+
+logger = logging.getLogger(__name__)
+
+# Configuration name -> run-parameter overrides, applied over `FIXED`. `chain` is a plain
+# plan-and-execute agent (one path, never branching); the others are bench/quality.py's
+# strategies of the same names: `breadth` keeps every proposal, scores none and prunes none,
+# shallowest first; `mcts` is the service's default; `beam` keeps the best two per layer.
+CONFIGS: dict[str, dict[str, Any]] = {
+    "chain": {"max_paths": 1, "max_candidates": 1},
+    "breadth": STRATEGIES["breadth"],
+    "mcts": STRATEGIES["mcts"],
+    "beam": STRATEGIES["beam"],
+}
+DEFAULT = "mcts"
+# Every run: path and node limits at their bounds, so the call budget is what stops the search
+# (except `chain`, which stops at its one path by definition).
+FIXED: dict[str, Any] = {"max_paths": 50, "max_nodes": 500}
+# Task text: the question, and the answer's form the official metrics reward.
+TASK = (
+    "{question}\n\nAnswer with the shortest phrase that answers the question (a name, a "
+    "date, a number, or yes or no), without explanation."
+)
+_LINK = re.compile(r"\[[^\]]*\]\([^)\s]*\)")  # [title](url), as the responder cites
+
+ModelsFor = Callable[[Question, Settings], ModelFactory]
+"""The models of one question's runs: the same factory for every question, or a script each."""
+
+
+@dataclass(frozen=True)
+class MultihopConfig:
+    """Which questions and configurations, at which budget."""
+
+    data: Path = HOTPOTQA_DEV_100
+    limit: int | None = None
+    configs: tuple[str, ...] = tuple(CONFIGS)
+    max_llm_calls: int = 40
+    # Over the 100 vendored questions (each question and gold title as a query, 5 passages),
+    # every gold sentence of a gold paragraph shown is shown whole at 5,000 characters; at the
+    # service's default of 3,000, 22 of 592 are cut off.
+    tool_result_max_chars: int = 5000
+    passages: int = 5
+    settings: dict[str, Any] = field(default_factory=dict)
+    """Further settings for every run (e.g. timeouts for a slow local model)."""
+
+
+class Row(TypedDict):
+    id: str
+    type: str
+    config: str
+    gold: str
+    answer: str | None  # the run's answer as given
+    predicted: str | None  # what is scored (`predicted_answer`)
+    em: float
+    f1: float
+    precision: float
+    recall: float
+    status: str
+    stop_reason: str | None
+    llm_calls: int
+    tool_calls: int
+    paths: int
+    wall_s: float
+    gold_seen: float  # share of the gold paragraphs that any tool call of the run showed
+    gold_on_path: float  # the same for the chosen path's sources
+
+
+def params_for(name: str, max_llm_calls: int) -> RunParams:
+    """The run parameters of configuration `name` at the budget."""
+    return RunParams.model_validate({"max_llm_calls": max_llm_calls, **FIXED, **CONFIGS[name]})
+
+
+def predicted_answer(answer: str | None) -> str | None:
+    """What of a run's answer is scored: its first non-empty line, citation links removed."""
+    if answer is None:
+        return None
+    text = _LINK.sub("", answer)
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def supporting_fact_metrics(question: Question, predicted: Sequence[tuple[str, int]]) -> Scores:
+    """Supporting-fact EM/F1 of predicted (title, sent_id) pairs, titles as in the data file
+    (`CorpusDocument.doc_id`); for the facts of verified citations, once they exist."""
+    return supporting_fact_scores(predicted, question.supporting_facts)
+
+
+def corpus_runtime(settings: Settings) -> ToolRuntime:
+    """A runtime of its own for one run's corpus tool: nothing remote, so no spacing, no
+    retries, and a fresh cache."""
+    return ToolRuntime(
+        name=CORPUS_TOOL,
+        timeout_s=settings.tool_timeout_s,
+        max_retries=0,
+        max_chars=settings.tool_result_max_chars,
+        cache_ttl_s=settings.tool_cache_ttl_s,
+        limiter=RateLimiter(0.0, clock=time.monotonic, sleep=asyncio.sleep),
+        cache=TtlCache(),
+        executor=tool_executor(settings.tool_max_workers),
+    )
+
+
+def _doc_ids(sources: Iterable[Source]) -> set[str]:
+    """The corpus documents that `sources` cite (`corpus://<doc_id>` URLs)."""
+    return {
+        unquote(source["url"].removeprefix(URL_SCHEME))
+        for source in sources
+        if source["url"].startswith(URL_SCHEME)
+    }
+
+
+async def run_one(
+    question: Question, name: str, config: MultihopConfig, settings: Settings, models: ModelFactory
+) -> Row:
+    """One configuration on one question; the row holds its answer scores."""
+    tool = build_corpus_tool(documents(question), corpus_runtime(settings), k=config.passages)
+    engine = Engine(settings=settings, models=models, tools=[tool], checkpointer=InMemorySaver())
+    params = params_for(name, config.max_llm_calls)
+    started = time.monotonic()
+    with inline_threads():
+        result = await engine.run(
+            TASK.format(question=question.question), params, run_id=f"{question.id}-{name}"
+        )
+    wall = time.monotonic() - started
+    predicted = predicted_answer(result.answer)
+    scores = score_question(question.answer, question.supporting_facts, predicted, None)
+    gold = {title for title, _ in question.supporting_facts}
+    seen = _doc_ids([s for node in result.nodes for s in node["sources"]])
+    return {
+        "id": question.id,
+        "type": question.type,
+        "config": name,
+        "gold": question.answer,
+        "answer": result.answer,
+        "predicted": predicted,
+        "em": scores.answer.em,
+        "f1": round(scores.answer.f1, 4),
+        "precision": round(scores.answer.precision, 4),
+        "recall": round(scores.answer.recall, 4),
+        "status": result.status,
+        "stop_reason": result.stop_reason,
+        "llm_calls": int(result.metrics.get("llm_calls", 0)),
+        "tool_calls": int(result.metrics.get("tool_calls", 0)),
+        "paths": int(result.metrics.get("paths_completed", 0)),
+        "wall_s": round(wall, 3),
+        "gold_seen": _share(gold, seen),
+        "gold_on_path": _share(gold, _doc_ids(result.sources)),
+    }
+
+
+def _share(gold: set[str], found: set[str]) -> float:
+    return round(len(gold & found) / len(gold), 4) if gold else 0.0
+
+
+def summarise(rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
+    """Per configuration, means over its questions (wall: the median)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(row["config"] for row in rows):
+        mine: list[Mapping[str, Any]] = [row for row in rows if row["config"] == name]
+        means = {
+            key: round(statistics.fmean(float(row[key]) for row in mine), 4)
+            for key in ("em", "f1", "llm_calls", "tool_calls", "gold_seen", "gold_on_path")
+        }
+        done = sum(1 for row in mine if row["status"] == "done")
+        wall = round(statistics.median(row["wall_s"] for row in mine), 3)
+        out[name] = {"n": len(mine), "done": done, **means, "wall_s": wall}
+    return out
+
+
+async def run_multihop(
+    config: MultihopConfig, models_for: ModelsFor, work_dir: Path
+) -> dict[str, Any]:
+    """Every configuration on every question, JSON-ready (`save` writes it)."""
+    questions = load(config.data, config.limit)
+    unknown = sorted(set(config.configs) - set(CONFIGS))
+    if unknown:
+        raise ValueError(f"unknown configuration(s) {', '.join(unknown)}; known: {list(CONFIGS)}")
+    settings = bench_settings(
+        work_dir, tool_result_max_chars=config.tool_result_max_chars, **config.settings
+    )
+    rows: list[Row] = []
+    with quiet_runs():
+        for number, question in enumerate(questions, start=1):
+            for name in config.configs:
+                models = models_for(question, settings)
+                rows.append(await run_one(question, name, config, settings, models))
+            logger.info("multihop: %s/%s questions", number, len(questions))
+    out = {
+        "config": {
+            "data": _shown_path(config.data),
+            "questions": len(questions),
+            "max_llm_calls": config.max_llm_calls,
+            "tool_result_max_chars": config.tool_result_max_chars,
+            "passages": config.passages,
+            "configs": {name: CONFIGS[name] for name in config.configs},
+            "fixed": FIXED,
+            "default": DEFAULT,
+            "task": TASK,
+        },
+        "totals": summarise(rows),
+        "rows": rows,
+    }
+    return out
+
+
+def save(out: dict[str, Any], results: Path) -> Path:
+    """`out` as `results/multihop.json`; returns the file's path."""
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / "multihop.json"
+    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def _shown_path(path: Path) -> str:
+    resolved = path.resolve()
+    return str(resolved.relative_to(ROOT) if resolved.is_relative_to(ROOT) else path)
+
+
+def scripted_models(question: Question, settings: Settings) -> ModelFactory:
+    """testkit's scripted reader for `question`, behind the production call policy."""
+    return ThroughPolicy(FakeModels(MultihopReader(question.question, CORPUS_TOOL)), settings)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.multihop", description=__doc__)
+    parser.add_argument("--data", type=Path, default=HOTPOTQA_DEV_100)
+    parser.add_argument("--limit", type=int, default=None, help="the first N questions only")
+    parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated")
+    parser.add_argument("--budget", type=int, default=MultihopConfig.max_llm_calls)
+    parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument(
+        "--scripted", action="store_true", help="testkit's scripted reader instead of LATS_MODEL"
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    config = MultihopConfig(
+        data=args.data,
+        limit=args.limit,
+        configs=tuple(c.strip() for c in args.configs.split(",") if c.strip()),
+        max_llm_calls=args.budget,
+    )
+    if args.scripted:
+        models_for: ModelsFor = scripted_models
+    else:
+        # The models a user's service would use (LATS_MODEL..., from the environment).
+        factory = SettingsModelFactory(ServiceSettings())
+        factory.check()
+
+        def models_for(question: Question, settings: Settings) -> ModelFactory:
+            return factory
+
+    with tempfile.TemporaryDirectory(prefix="bench-multihop-") as work:
+        out = asyncio.run(run_multihop(config, models_for, Path(work)))
+    save(out, args.results)
+    for name, total in out["totals"].items():
+        sys.stdout.write(
+            f"{name:<8} EM {total['em']:.2f}  F1 {total['f1']:.2f}  calls {total['llm_calls']:.1f}"
+            f"  gold seen {total['gold_seen']:.2f}\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""A scripted reader for multi-hop questions: every role of a run, answering from the corpus
+tool's results without knowing the gold answer.
+
+The plan is one search step; its executor searches the corpus for the question's own words
+and reports the title of the passage ranked first, and the responder answers with that title.
+A floor to set real models beside (it can only be right when the answer is a paragraph's
+title), and a way to run the multi-hop benchmark end to end without a provider.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage
+
+from testkit.fakes import FakeCall, Reply, tool_call
+
+STEP = "Search the documents for the question"
+_FIRST_HIT = re.compile(r"^\[1\] (.+)$", re.MULTILINE)
+_FOUND = re.compile(r"^Top passage: (.+)$", re.MULTILINE)
+NOTHING = "nothing found"
+
+
+@dataclass(frozen=True)
+class MultihopReader:
+    """The script of `FakeModels` for one question, `tool` being the corpus tool's name."""
+
+    question: str
+    tool: str = "local_corpus"
+
+    def __call__(self, call: FakeCall) -> Reply:
+        if call.role == "planner":
+            return {"steps": [STEP]}
+        if call.role == "executor":
+            return self.execute(call)
+        if call.role == "replanner":
+            return {"complete": True, "candidates": [], "next_steps": []}
+        if call.role == "evaluator":
+            return {"score": 0.5, "reason": "one search done"}
+        if call.role == "responder":
+            found = _FOUND.findall(call.prompt)
+            return found[-1].strip() if found else NOTHING
+        if call.role == "voter":
+            return {"choice": call.enum[0], "reason": "first shown"}
+        raise AssertionError(f"unexpected role {call.role}")
+
+    def execute(self, call: FakeCall) -> Reply:
+        results: list[Any] = [m for m in call.messages if m.type == "tool"]
+        if not results:
+            return tool_call(self.tool, {"query": self.question})
+        first = _FIRST_HIT.search(results[-1].text)
+        return AIMessage(content=f"Top passage: {first.group(1).strip() if first else NOTHING}")

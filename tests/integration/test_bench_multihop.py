@@ -1,0 +1,70 @@
+"""The multi-hop benchmark through the real engine, with testkit's scripted reader: every
+configuration searches each question's own corpus and is scored by the official metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.multihop import CONFIGS, MultihopConfig, run_multihop, save, scripted_models
+
+# The reader answers with the title of the passage ranked first for the question's words.
+RIGHT = {
+    "id": "t1",
+    "question": "Who wrote the novel Lanterns?",
+    "answer": "Ann Smith",
+    "type": "bridge",
+    "level": "hard",
+    "supporting_facts": [["Ann Smith", 0]],
+    "context": [
+        ["Ann Smith", ["Ann Smith wrote the novel Lanterns.", " She lives in Leeds."]],
+        ["Leeds", ["Leeds is a city."]],
+    ],
+}
+
+
+async def test_every_configuration_answers_two_questions_through_the_corpus(
+    tmp_path: Path,
+) -> None:
+    out = await run_multihop(MultihopConfig(limit=2), scripted_models, tmp_path)
+
+    rows = out["rows"]
+    assert [(row["id"], row["config"]) for row in rows[:4]] == [
+        ("5a8133725542995ce29dcbdb", name) for name in CONFIGS
+    ]
+    assert len(rows) == 8
+    for row in rows:
+        assert row["status"] == "done"
+        assert row["tool_calls"] == 1
+        assert row["llm_calls"] <= out["config"]["max_llm_calls"]
+        assert row["gold_seen"] == 1.0  # the question's own words find both gold paragraphs
+        assert 0.0 <= row["f1"] <= 1.0
+    assert rows[0]["predicted"] == "Henry Roth"  # the reader's guess: the first passage
+    assert (rows[0]["em"], rows[0]["f1"]) == (0.0, 0.0)
+    assert set(out["totals"]) == set(CONFIGS)
+    assert out["totals"]["mcts"]["n"] == 2
+
+
+async def test_a_right_answer_scores_full_marks_in_every_configuration(tmp_path: Path) -> None:
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps(RIGHT) + "\n", encoding="utf-8")
+
+    out = await run_multihop(MultihopConfig(data=data), scripted_models, tmp_path / "work")
+
+    assert [(row["predicted"], row["em"], row["f1"]) for row in out["rows"]] == [
+        ("Ann Smith", 1.0, 1.0)
+    ] * len(CONFIGS)
+    assert out["totals"]["chain"]["em"] == 1.0
+
+
+async def test_the_results_are_written_as_multihop_json(tmp_path: Path) -> None:
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps(RIGHT) + "\n", encoding="utf-8")
+    out = await run_multihop(
+        MultihopConfig(data=data, configs=("chain",)), scripted_models, tmp_path / "work"
+    )
+
+    path = save(out, tmp_path / "results")
+
+    assert path == tmp_path / "results" / "multihop.json"
+    assert json.loads(path.read_text(encoding="utf-8")) == out

@@ -1,0 +1,228 @@
+"""Reading the multi-hop JSON Lines format, the vendored HotpotQA slice, and corpus documents."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.multihop_data import (
+    HOTPOTQA_DEV_100,
+    FormatError,
+    Paragraph,
+    Question,
+    documents,
+    load,
+    parse_question,
+)
+
+README_SHA256 = "ad99ca54eb53f1ace984c7dffe4b1074074b61f0aa4d0e3e11fe67622ab53dfb"
+
+
+def _record(**changes: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "id": "q1",
+        "question": "Who wrote it?",
+        "answer": "Ann",
+        "type": "bridge",
+        "level": "hard",
+        "supporting_facts": [["Book", 1], ["Ann", 0]],
+        "context": [
+            ["Book", ["Book is a novel.", " It was written by Ann."]],
+            ["Ann", ["Ann is a writer."]],
+        ],
+    }
+    record.update(changes)
+    return record
+
+
+def _write(tmp_path: Path, *lines: str) -> Path:
+    path = tmp_path / "questions.jsonl"
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _error(tmp_path: Path, *lines: str) -> FormatError:
+    with pytest.raises(FormatError) as caught:
+        load(_write(tmp_path, *lines))
+    return caught.value
+
+
+def test_a_line_becomes_a_typed_question() -> None:
+    question = parse_question(json.dumps(_record(extra={"official_dev_index": 7})))
+
+    assert question == Question(
+        id="q1",
+        question="Who wrote it?",
+        answer="Ann",
+        type="bridge",
+        level="hard",
+        supporting_facts=(("Book", 1), ("Ann", 0)),
+        context=(
+            Paragraph("Book", ("Book is a novel.", " It was written by Ann.")),
+            Paragraph("Ann", ("Ann is a writer.",)),
+        ),
+        extra={"official_dev_index": 7},
+    )
+
+
+def test_extra_is_optional() -> None:
+    assert parse_question(json.dumps(_record())).extra == {}
+
+
+def test_the_vendored_slice_is_the_first_100_questions_in_official_order() -> None:
+    questions = load(HOTPOTQA_DEV_100)
+
+    indices = [q.extra["official_dev_index"] for q in questions]
+    assert len(questions) == 100
+    assert indices == sorted(indices)
+    assert questions[0].id == "5a8133725542995ce29dcbdb"
+    assert questions[0].answer == "Robert Erskine Childers DSC"
+
+
+def test_the_vendored_slice_matches_the_checksum_in_its_readme() -> None:
+    digest = hashlib.sha256(HOTPOTQA_DEV_100.read_bytes()).hexdigest()
+
+    assert digest == README_SHA256
+    assert README_SHA256 in (HOTPOTQA_DEV_100.parent / "README.md").read_text(encoding="utf-8")
+
+
+def test_limit_reads_only_the_first_questions() -> None:
+    questions = load(HOTPOTQA_DEV_100, limit=3)
+
+    assert [q.id for q in questions] == [q.id for q in load(HOTPOTQA_DEV_100)[:3]]
+
+
+def test_every_sentence_span_slices_the_text_back_to_its_sentence() -> None:
+    for question in load(HOTPOTQA_DEV_100):
+        for document, paragraph in zip(documents(question), question.context, strict=True):
+            assert document.text == "".join(paragraph.sentences)
+            sliced = [document.text[span.start : span.end] for span in document.sentences]
+            assert sliced == list(paragraph.sentences)
+            assert [span.sent_id for span in document.sentences] == list(
+                range(len(paragraph.sentences))
+            )
+
+
+def test_sentences_keep_their_leading_spaces() -> None:
+    [book, _] = documents(parse_question(json.dumps(_record())))
+
+    assert book.text == "Book is a novel. It was written by Ann."
+    start, end = book.sentences[1].start, book.sentences[1].end
+    assert book.text[start:end] == " It was written by Ann."
+
+
+def test_titles_are_unescaped_for_display_but_kept_as_ids() -> None:
+    [question] = [q for q in load(HOTPOTQA_DEV_100) if q.id == "5a87411d5542994846c1cd37"]
+
+    [verlag] = [d for d in documents(question) if d.doc_id.startswith("Verlag")]
+
+    assert verlag.doc_id == "Verlag Freies Geistesleben &amp; Urachhaus"
+    assert verlag.title == "Verlag Freies Geistesleben & Urachhaus"
+
+
+def test_every_supporting_fact_names_a_document_and_one_of_its_sentences() -> None:
+    for question in load(HOTPOTQA_DEV_100):
+        spans = {d.doc_id: {s.sent_id for s in d.sentences} for d in documents(question)}
+        for title, sent_id in question.supporting_facts:
+            assert sent_id in spans[title]
+
+
+def test_blank_lines_are_skipped_and_do_not_shift_line_numbers(tmp_path: Path) -> None:
+    error = _error(tmp_path, json.dumps(_record()), "", "{")
+
+    assert error.line == 3
+
+
+def test_invalid_json_names_its_line(tmp_path: Path) -> None:
+    error = _error(tmp_path, json.dumps(_record()), '{"id": ')
+
+    assert error.line == 2
+    assert "line 2" in str(error)
+    assert "not valid JSON" in str(error)
+
+
+def test_a_line_that_is_not_an_object_is_refused(tmp_path: Path) -> None:
+    error = _error(tmp_path, "[1, 2]")
+
+    assert (error.line, error.field) == (1, "")
+    assert "expected a JSON object, got a list" in str(error)
+
+
+def test_a_missing_field_is_named(tmp_path: Path) -> None:
+    record = _record()
+    del record["answer"]
+
+    error = _error(tmp_path, json.dumps(record))
+
+    assert (error.line, error.field, error.problem) == (1, "answer", "missing")
+
+
+def test_a_field_of_the_wrong_type_is_named(tmp_path: Path) -> None:
+    error = _error(tmp_path, json.dumps(_record(answer=42)))
+
+    assert error.field == "answer"
+    assert "expected a string, got a number" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("facts", "field"),
+    [
+        ([["Book", "1"]], "supporting_facts[0][1]"),
+        ([["Book", True]], "supporting_facts[0][1]"),
+        ([["Book", -1]], "supporting_facts[0][1]"),
+        ([["Book", 0], [3, 0]], "supporting_facts[1][0]"),
+        ([["Book"]], "supporting_facts[0]"),
+        ({"Book": 0}, "supporting_facts"),
+    ],
+)
+def test_a_malformed_supporting_fact_is_named(tmp_path: Path, facts: object, field: str) -> None:
+    error = _error(tmp_path, json.dumps(_record(supporting_facts=facts)))
+
+    assert error.field == field
+
+
+@pytest.mark.parametrize(
+    ("context", "field"),
+    [
+        ([["Book", "Book is a novel."]], "context[0][1]"),
+        ([["Book", ["Book is a novel.", 3]]], "context[0][1][1]"),
+        ([["Book", ["x"]], [None, ["y"]]], "context[1][0]"),
+        ([["Book", ["x"], "extra"]], "context[0]"),
+    ],
+)
+def test_a_malformed_paragraph_is_named(tmp_path: Path, context: object, field: str) -> None:
+    error = _error(tmp_path, json.dumps(_record(context=context)))
+
+    assert error.field == field
+
+
+def test_a_repeated_title_in_one_context_is_refused(tmp_path: Path) -> None:
+    context = [["Book", ["x"]], ["Ann", ["y"]], ["Book", ["z"]]]
+
+    error = _error(tmp_path, json.dumps(_record(context=context)))
+
+    assert error.field == "context[2][0]"
+    assert "repeats the title 'Book' of context[0]" in str(error)
+
+
+def test_a_repeated_question_id_is_refused(tmp_path: Path) -> None:
+    error = _error(tmp_path, json.dumps(_record()), json.dumps(_record()))
+
+    assert (error.line, error.field) == (2, "id")
+    assert "of line 1" in str(error)
+
+
+def test_the_error_names_the_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, "nope")
+
+    with pytest.raises(ValueError, match=r"questions\.jsonl, line 1: not valid JSON"):
+        load(path)
+
+
+def test_a_negative_limit_is_refused() -> None:
+    with pytest.raises(ValueError, match="limit"):
+        load(HOTPOTQA_DEV_100, limit=-1)

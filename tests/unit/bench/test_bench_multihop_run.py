@@ -1,0 +1,52 @@
+"""The multi-hop benchmark's pure parts: the configuration table, what of an answer is
+scored, and the supporting-fact hook."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.multihop import CONFIGS, params_for, predicted_answer, supporting_fact_metrics
+from bench.multihop_data import HOTPOTQA_DEV_100, load
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_every_configuration_gets_the_same_call_budget(name: str) -> None:
+    assert params_for(name, 37).max_llm_calls == 37
+
+
+def test_the_single_chain_never_branches_and_stops_at_one_path() -> None:
+    params = params_for("chain", 40)
+
+    assert (params.max_paths, params.max_candidates) == (1, 1)
+
+
+def test_the_searches_stop_on_the_budget_not_on_paths() -> None:
+    assert {params_for(name, 40).max_paths for name in CONFIGS if name != "chain"} == {50}
+
+
+def test_breadth_scores_nothing_and_prunes_nothing() -> None:
+    params = params_for("breadth", 40)
+
+    assert (params.evaluate, params.min_score) == (False, 0.0)
+
+
+def test_the_default_configuration_is_the_service_default() -> None:
+    params = params_for("mcts", 40)
+
+    assert (params.strategy, params.evaluate) == ("mcts", True)
+
+
+def test_the_scored_answer_is_the_first_line_without_citation_links() -> None:
+    answer = "Robert Erskine Childers [Robert Erskine Childers](corpus://Robert%20Erskine)\n\nWhy"
+
+    assert predicted_answer(answer) == "Robert Erskine Childers"
+    assert predicted_answer(None) is None
+    assert predicted_answer("  \n") == ""
+
+
+def test_supporting_facts_are_scored_against_the_question_s_gold_pairs() -> None:
+    question = load(HOTPOTQA_DEV_100, limit=1)[0]  # gold: (Henry Roth, 0), (R. E. Childers, 0)
+
+    scores = supporting_fact_metrics(question, [("Henry Roth", 0), ("Henry Roth", 1)])
+
+    assert (scores.precision, scores.recall, scores.em) == (0.5, 0.5, 0.0)
