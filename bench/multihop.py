@@ -31,16 +31,15 @@ from urllib.parse import unquote
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agents.engine import Engine
-from agents.models import ModelFactory, SettingsModelFactory
 from agents.params import RunParams
-from agents.settings import Settings
 from agents.state import Source
-from app.settings import ServiceSettings
+from app.settings import Settings
 from bench.engine_runs import bench_settings
 from bench.multihop_data import HOTPOTQA_DEV_100, Question, documents, load
 from bench.multihop_metrics import Scores, score_question, supporting_fact_scores
 from bench.process import ROOT
 from bench.quality import STRATEGIES, inline_threads, quiet_runs
+from calls.models import ModelFactory, SettingsModelFactory
 from testkit.fakes import FakeModels
 from testkit.multihop_reader import MultihopReader
 from testkit.policy_models import ThroughPolicy
@@ -290,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         models_for: ModelsFor = scripted_models
     else:
         # The models a user's service would use (LATS_MODEL..., from the environment).
-        factory = SettingsModelFactory(ServiceSettings())
+        factory = SettingsModelFactory(Settings())
         factory.check()
 
         def models_for(question: Question, settings: Settings) -> ModelFactory:
