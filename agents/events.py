@@ -203,7 +203,15 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
-TERMINAL_TYPES = frozenset({"done", "error", "cancelled"})
+EndStatus = Literal["done", "failed", "cancelled"]
+# How a run ends: its terminal event's type, and the status the run then has. Every stream of
+# a run's events ends with exactly one of these types.
+STATUS_OF_TERMINAL: dict[str, EndStatus] = {
+    "done": "done",
+    "error": "failed",
+    "cancelled": "cancelled",
+}
+TERMINAL_TYPES = frozenset(STATUS_OF_TERMINAL)
 
 EventSink = Callable[[Event], Awaitable[None]]
 

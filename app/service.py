@@ -35,10 +35,7 @@ def make_signals(settings: Settings, store: RunStore) -> LocalSignals:
     """Wake-ups across processes: Redis when configured, else through the backend in use."""
     if settings.redis_url:
         from app.backends.signals_redis import RedisSignals
-        from app.store.postgres import PostgresRunStore
 
-        if isinstance(store, PostgresRunStore):
-            store.notify = False  # nobody listens: Redis carries the wake-ups
         return RedisSignals(settings.redis_url)
     if settings.database_url:
         return PostgresSignals(settings.database_url)
@@ -101,8 +98,6 @@ async def run_service(
             worker=worker,
             queue=queue,
         )
-        if isinstance(signals, SqliteSignals):
-            signals.check_cancels = manager.check_cancels
         await manager.start()
         freeze_startup_heap()  # everything built so far lives as long as the process
         try:

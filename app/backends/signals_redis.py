@@ -45,7 +45,7 @@ class RedisSignals(LocalSignals):
         self._client: Any = None
         self._publish_failing = False
 
-    async def start(self) -> None:
+    async def _open(self) -> None:
         import redis.asyncio as aioredis
 
         self._client = aioredis.Redis.from_url(self._url, socket_connect_timeout=5)

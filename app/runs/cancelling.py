@@ -14,7 +14,7 @@ import logging
 from agents.errors import RunNotFound
 from app.runs.execution import Executor
 from app.runs.following import Follower
-from app.runs.live import LiveRun
+from app.runs.live import LiveRuns
 from app.runs.signals import LocalSignals
 from app.store.base import FINISHED, RunStore
 
@@ -30,7 +30,7 @@ class Canceller:
         store: RunStore,
         owner: str,
         ttl_s: float,
-        lives: dict[str, LiveRun],
+        lives: LiveRuns,
         signals: LocalSignals,
         executor: Executor,
         follower: Follower,
@@ -38,21 +38,10 @@ class Canceller:
         self.store = store
         self.owner = owner
         self.ttl_s = ttl_s
-        self._lives = lives
+        self.lives = lives
         self.signals = signals
         self.executor = executor
         self.follower = follower
-
-    def cancel_here(self, run_id: str) -> bool:
-        """Cancel the task of a run this process owns; False when it owns no such run."""
-        live = self._lives.get(run_id)
-        if live is None or live.task is None or live.task.done() or live.draining:
-            return False
-        if not live.cancelling:  # signals and the heartbeat may repeat the request
-            live.cancelling = True
-            logger.info("run=%s cancelling", run_id)
-            live.task.cancel()
-        return True
 
     async def cancel(self, run_id: str, wait_s: float) -> None:
         """Cancel `run_id` and wait (up to `wait_s`) until its end is stored."""
@@ -61,17 +50,16 @@ class Canceller:
             raise RunNotFound(f"no run {run_id}")
         if record.status in FINISHED:
             return
-        live = self._lives.get(run_id)
-        if live is not None and self.cancel_here(run_id):
-            assert live.task is not None
-            await asyncio.gather(live.task, return_exceptions=True)
+        live = self.lives.get(run_id)
+        if live is not None and self.lives.cancel(run_id):
+            await live.wait_closed()
             return
         await self.store.request_cancel(run_id)
         await self.signals.publish_cancel(run_id)
         claimed = await self.store.claim(run_id, self.owner, self.ttl_s)
         if claimed is not None:
             logger.info("run=%s had no live owner; ended here as cancelled", run_id)
-            orphan = LiveRun(run_id, [])
+            orphan = self.lives.detached(run_id)
             await self.executor.end_cancelled(orphan, self.executor.writer(orphan))
             return
         # The owner ends it; its terminal event tells when.

@@ -21,10 +21,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from agents import observers
 from agents.engine import Engine, RunResult
 from agents.errors import RunNotFound
-from agents.events import Event, RunCancelled, RunError
+from agents.events import TERMINAL_TYPES, Event, RunCancelled, RunError
 from agents.params import RunParams
 from agents.tree import by_id
-from app.runs.live import TERMINAL, LiveRun
+from app.runs.live import LiveRun, Phase
 from app.runs.queue import RunQueue
 from app.store.base import LeaseLost, RunRecord, RunStatus, RunStore, StoredEvent
 
@@ -66,17 +66,17 @@ class RunWriter:
     async def emit(self, event: Event) -> None:
         """The engine's sink. The terminal event is held for `finish`."""
         live = self.live
-        if live.lost or live.ended or live.terminal is not None:
+        if not live.may_write or live.held_terminal is not None:
             return
-        if event.type in TERMINAL:
-            live.terminal = event
+        if event.type in TERMINAL_TYPES:
+            live.held_terminal = event
             return
         await shielded(self._append(event))
 
     async def _append(self, event: Event) -> None:
         live = self.live
         async with live.lock:
-            if live.lost or live.ended:
+            if not live.may_write:
                 return
             data = event.model_dump_json()
             try:
@@ -94,9 +94,9 @@ class RunWriter:
         """Store the terminal event, the status and the result at once; False if the lease
         was gone (nothing written). Callers shield it."""
         live = self.live
-        from_engine = terminal is live.terminal  # the engine's sink already reported it
+        from_engine = terminal is live.held_terminal  # the engine's sink already reported it
         async with live.lock:
-            if live.lost or live.ended:
+            if not live.may_write:
                 return False
             data = terminal.model_dump_json()
             started = time.perf_counter()
@@ -108,7 +108,7 @@ class RunWriter:
                 logger.warning("run=%s lease lost before its end was stored", live.run_id)
                 live.lose()
                 return False
-            live.ended = True
+            live.end()
             await live.push(StoredEvent(seq=seq, type=terminal.type, data=data))
         if not from_engine:
             observers.written(terminal, live.run_id, time.perf_counter() - started)
@@ -148,6 +148,7 @@ class Executor:
             async with self.queue.slot():
                 # The flag as of now: a cancel sent before this run was registered here
                 # found no task to stop.
+                live.start()
                 if record.cancel_requested or await self.store.mark_running(run_id, self.owner):
                     raise asyncio.CancelledError
                 result = await self._drive(record, writer, resume=resume)
@@ -161,13 +162,13 @@ class Executor:
                 run_id=run_id, code="internal", message="the run failed on an internal error"
             )
             failed = {"run_id": run_id, "status": "failed"}
-            await self._end(writer, live.terminal or error, "failed", failed)
+            await self._end(writer, live.held_terminal or error, "failed", failed)
         else:
             assert result is not None
             # The engine always ends with a terminal event; belt and braces.
             early = RunError(run_id=run_id, code="internal", message="the run ended early")
             await self._end(
-                writer, live.terminal or early, result.status, result.model_dump(mode="json")
+                writer, live.held_terminal or early, result.status, result.model_dump(mode="json")
             )
 
     async def _end(
@@ -199,9 +200,9 @@ class Executor:
     async def _stopped(self, live: LiveRun, writer: RunWriter) -> None:
         """The task was cancelled: a drain gives the run back, a lost lease writes nothing,
         anything else is the caller's cancel."""
-        if live.lost:
+        if live.phase is Phase.LOST:
             return
-        if live.draining:
+        if live.phase is Phase.DRAINING:
             with contextlib.suppress(LeaseLost):
                 await shielded(self.store.release(live.run_id, self.owner, "interrupted"))
             return
@@ -210,7 +211,7 @@ class Executor:
     async def end_cancelled(self, live: LiveRun, writer: RunWriter) -> None:
         """Store the run's end as cancelled, with the tree as last checkpointed."""
         run_id = live.run_id
-        held = live.terminal
+        held = live.held_terminal
         terminal = held if isinstance(held, RunCancelled) else RunCancelled(run_id=run_id)
 
         async def end() -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from app.runs.live import TERMINAL, LiveRun
+from agents.events import TERMINAL_TYPES
+from app.runs.live import LiveRun, LiveRuns
 from app.runs.signals import LocalSignals
 from app.store.base import FINISHED, RunStore, StoredEvent
 
@@ -18,10 +19,10 @@ from app.store.base import FINISHED, RunStore, StoredEvent
 class Follower:
     """Streams of run events for any number of readers."""
 
-    def __init__(self, store: RunStore, signals: LocalSignals, lives: dict[str, LiveRun]) -> None:
+    def __init__(self, store: RunStore, signals: LocalSignals, lives: LiveRuns) -> None:
         self.store = store
         self.signals = signals
-        self._lives = lives
+        self.lives = lives
 
     async def follow(
         self, run_id: str, after: int, heartbeat_s: float
@@ -30,12 +31,12 @@ class Follower:
         without an event (time for a heartbeat)."""
         seq = after
         while True:
-            live = self._lives.get(run_id)
+            live = self.lives.get(run_id)
             if live is not None:
                 async for event in self._tail(live, seq, heartbeat_s):
                     if event is not None:
                         seq = event.seq
-                        if event.type in TERMINAL:
+                        if event.type in TERMINAL_TYPES:
                             yield event
                             return
                     yield event
@@ -46,7 +47,7 @@ class Follower:
                 for event in events:
                     seq = event.seq
                     yield event
-                    if event.type in TERMINAL:
+                    if event.type in TERMINAL_TYPES:
                         return
                 if events:
                     continue
@@ -59,10 +60,10 @@ class Follower:
                     # none, and its stream ends here.)
                     for event in await self.store.events_after(run_id, seq):
                         yield event
-                        if event.type in TERMINAL:
+                        if event.type in TERMINAL_TYPES:
                             return
                     return
-                if run_id in self._lives:
+                if run_id in self.lives:
                     continue  # it just started here: tail the buffer
                 if not await _wait(news, heartbeat_s):
                     yield None
@@ -81,7 +82,7 @@ class Follower:
             for event in batch:
                 seq = event.seq
                 yield event
-                if event.type in TERMINAL:
+                if event.type in TERMINAL_TYPES:
                     return
 
 

@@ -17,7 +17,7 @@ import socket
 import uuid
 from collections.abc import Callable
 
-from app.runs.live import LiveRun
+from app.runs.live import LiveRuns, Phase
 from app.runs.periodic import Periodic
 from app.store.base import RunStore
 
@@ -30,20 +30,21 @@ def worker_id() -> str:
 
 
 class LeaseKeeper:
-    """Renews the leases of the runs in `lives` until stopped."""
+    """Renews the leases of the runs in `lives` until stopped; a run whose lease is gone is
+    lost here, and a cancel request found at renewal is handed to `on_cancel`."""
 
     def __init__(
         self,
         store: RunStore,
         owner: str,
         ttl_s: float,
-        lives: dict[str, LiveRun],
+        lives: LiveRuns,
         on_cancel: Callable[[str], object],
     ) -> None:
         self.store = store
         self.owner = owner
         self.ttl_s = ttl_s
-        self._lives = lives
+        self.lives = lives
         self._on_cancel = on_cancel
         self._beat_lock = asyncio.Lock()
         # A failed beat is retried at the next; until the lease expires nothing is lost.
@@ -62,11 +63,11 @@ class LeaseKeeper:
         """Renew now; stop runs whose lease is gone; pass on cancel requests."""
         async with self._beat_lock:
             # Runs registered before the renewal: one created after it is legitimately absent.
-            before = [live for live in self._lives.values() if not live.ended]
+            before = [live for live in self.lives if live.holds_lease]
             renewed = await self.store.renew(self.owner, self.ttl_s, [lv.run_id for lv in before])
             held = {h.run_id: h for h in renewed}
         for live in before:
-            if live.ended or live.draining:
+            if not live.holds_lease or live.phase is Phase.DRAINING:
                 continue
             if live.run_id not in held:
                 logger.warning("run=%s lease lost to another worker; stopping here", live.run_id)

@@ -12,7 +12,6 @@ to claim.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -26,7 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from agents import observers
 from agents.engine import Engine
 from agents.errors import RunNotFound
-from agents.events import RunError, RunStarted
+from agents.events import STATUS_OF_TERMINAL, TERMINAL_TYPES, RunError, RunStarted
 from agents.params import RunParams
 from agents.tree import by_id
 from app.runs.cancelling import Canceller
@@ -34,12 +33,12 @@ from app.runs.claiming import Claimer
 from app.runs.execution import Executor
 from app.runs.following import Follower
 from app.runs.lease import LeaseKeeper, worker_id
-from app.runs.live import TERMINAL, LiveRun
+from app.runs.live import LiveRun, LiveRuns, Phase
 from app.runs.queue import LocalRunQueue, RunQueue, SharedAdmission
 from app.runs.retention import Retention
 from app.runs.signals import LocalSignals
 from app.settings import Settings
-from app.store.base import LeaseLost, RunRecord, RunStatus, RunStore, StoredEvent
+from app.store.base import LeaseLost, RunRecord, RunStore, StoredEvent
 
 logger = logging.getLogger(__name__)
 CANCEL_WAIT_S = 10.0
@@ -68,7 +67,7 @@ class RunManager:
         self.queue = queue or LocalRunQueue(settings.max_active_runs, settings.max_queued_runs)
         self.signals = signals or LocalSignals()
         self.admission = SharedAdmission(store, settings.max_queued_runs)
-        self._live: dict[str, LiveRun] = {}
+        self.lives = LiveRuns()
         ttl = settings.lease_ttl_s
         self.executor = Executor(
             engine=engine,
@@ -78,18 +77,17 @@ class RunManager:
             checkpointer=checkpointer,
             wake=self.signals.event_written,
         )
-        self.follower = Follower(store, self.signals, self._live)
+        self.follower = Follower(store, self.signals, self.lives)
         self.canceller = Canceller(
             store=store,
             owner=self.owner,
             ttl_s=ttl,
-            lives=self._live,
+            lives=self.lives,
             signals=self.signals,
             executor=self.executor,
             follower=self.follower,
         )
-        self.signals.on_cancel = self.canceller.cancel_here
-        self.leases = LeaseKeeper(store, self.owner, ttl, self._live, self.canceller.cancel_here)
+        self.leases = LeaseKeeper(store, self.owner, ttl, self.lives, self.lives.cancel)
         self.claimer = Claimer(
             store=store,
             owner=self.owner,
@@ -104,7 +102,7 @@ class RunManager:
     # -- process lifecycle -----------------------------------------------------------------
     async def start(self) -> None:
         """Listen for signals, keep leases, and (a worker) claim the runs nobody holds."""
-        await self.signals.start()
+        await self.signals.start(on_cancel=self.lives.cancel, check_cancels=self.check_cancels)
         self.leases.start()
         if self.worker:
             await self.claimer.start()
@@ -125,7 +123,7 @@ class RunManager:
     async def check_cancels(self) -> None:
         """Cancel the runs held here that someone flagged (a signal from another process)."""
         for run_id in await self.store.cancel_requests(self.owner):
-            self.canceller.cancel_here(run_id)
+            self.lives.cancel(run_id)
 
     # -- counts --------------------------------------------------------------------------------
     @property
@@ -188,30 +186,28 @@ class RunManager:
         return record, started
 
     def _begin(self, record: RunRecord, history: list[StoredEvent], *, resume: bool) -> None:
-        live = LiveRun(record.id, history)
-        self._live[record.id] = live
-        live.task = asyncio.create_task(self._run(live, record, resume=resume))
-
-    async def _run(self, live: LiveRun, record: RunRecord, *, resume: bool) -> None:
-        try:
+        async def body(live: LiveRun) -> None:
             await self.executor.execute(live, record, resume=resume)
-        finally:
-            self._live.pop(record.id, None)
-            await live.close()
-            if live.draining and not live.lost:
-                self.signals.announce_queued()  # given back: for the other workers
-            if self.worker:
-                self.claimer.slot_freed()
+
+        self.lives.launch(record.id, history, body, after=self._closed)
+
+    def _closed(self, live: LiveRun) -> None:
+        if live.closed_from is Phase.DRAINING:
+            self.signals.announce_queued()  # given back: for the other workers
+        if self.worker:
+            self.claimer.slot_freed()
 
     async def _adopt(self, record: RunRecord) -> None:
         """Take on a run just claimed: settle it if its end is already stored, fail it if its
         workers died holding it more than `max_takeovers` times, else resume."""
         history = await self.store.events_after(record.id, 0)
-        if history and history[-1].type in TERMINAL:
+        if history and history[-1].type in TERMINAL_TYPES:
             last = history[-1]
             result = _result_from_terminal(record.id, last)
             try:
-                await self.store.settle(record.id, self.owner, _status_of(last.type), result)
+                await self.store.settle(
+                    record.id, self.owner, STATUS_OF_TERMINAL[last.type], result
+                )
             except LeaseLost:
                 logger.warning("run=%s lost before it was settled", record.id)
             return
@@ -221,7 +217,7 @@ class RunManager:
                 record.id,
                 record.takeovers,
             )
-            live = LiveRun(record.id, history)
+            live = self.lives.detached(record.id)
             error = RunError(
                 run_id=record.id,
                 code="worker_lost",
@@ -232,10 +228,6 @@ class RunManager:
             return
         self.queue.admit(force=True)
         self._begin(record, history, resume=True)
-
-    async def resume_interrupted(self) -> int:
-        """Claim and resume the runs no live worker holds; how many."""
-        return await self.claimer.claim_free()
 
     # -- following -----------------------------------------------------------------------------
     async def get(self, run_id: str) -> RunRecord:
@@ -257,7 +249,7 @@ class RunManager:
     ) -> AsyncIterator[StoredEvent | None]:
         """Events after `after`, live until the terminal one. Yields None when `heartbeat_s`
         passes without an event (time for a heartbeat)."""
-        if run_id not in self._live:  # a run executing here exists: no store read (and wait)
+        if run_id not in self.lives:  # a run executing here exists: no store read (and wait)
             await self.get(run_id)
         async for event in self.follower.follow(run_id, after, heartbeat_s):
             yield event
@@ -273,7 +265,7 @@ class RunManager:
 
     async def wait(self, run_id: str) -> RunRecord:
         """Wait until the run ends; its final record."""
-        live = self._live.get(run_id)
+        live = self.lives.get(run_id)
         if live is not None:
             await live.finished.wait()
         else:
@@ -290,32 +282,16 @@ class RunManager:
     async def drain(self) -> None:
         """Stop every run held here for a shutdown; each resumes at the next start (or on
         another worker)."""
-        lives = list(self._live.values())
-        for live in lives:
-            live.draining = True
-            if live.task is not None:
-                live.task.cancel()
-        await asyncio.gather(*(lv.task for lv in lives if lv.task), return_exceptions=True)
-        if lives:
-            logger.info("drained %d run(s); they resume at the next start", len(lives))
-
-
-_STATUS_OF_TERMINAL: dict[str, RunStatus] = {
-    "done": "done",
-    "error": "failed",
-    "cancelled": "cancelled",
-}
-
-
-def _status_of(terminal_type: str) -> RunStatus:
-    return _STATUS_OF_TERMINAL[terminal_type]
+        drained = await self.lives.drain()
+        if drained:
+            logger.info("drained %d run(s); they resume at the next start", drained)
 
 
 def _result_from_terminal(run_id: str, event: StoredEvent) -> dict[str, Any]:
     """A result rebuilt from a stored terminal event: a `done` event carries the answer,
     sources, path and metrics; `error` its code and message."""
     data: dict[str, Any] = json.loads(event.data)
-    result: dict[str, Any] = {"run_id": run_id, "status": _status_of(event.type)}
+    result: dict[str, Any] = {"run_id": run_id, "status": STATUS_OF_TERMINAL[event.type]}
     for key in ("answer", "partial", "chosen_id", "path", "sources", "stop_reason", "metrics"):
         if key in data:
             result[key] = data[key]

@@ -24,6 +24,9 @@ from contextlib import contextmanager
 logger = logging.getLogger(__name__)
 
 CancelHandler = Callable[[str], object]
+"""Cancels a run this process owns, if it owns it."""
+CancelCheck = Callable[[], Awaitable[None]]
+"""Looks up the cancel requests flagged for this process's runs and delivers them."""
 
 
 class LocalSignals:
@@ -32,9 +35,18 @@ class LocalSignals:
     def __init__(self) -> None:
         self._watchers: dict[str, set[asyncio.Event]] = {}
         self._queued = asyncio.Event()
-        self.on_cancel: CancelHandler | None = None
+        self._on_cancel: CancelHandler | None = None
+        self._check_cancels: CancelCheck | None = None
 
-    async def start(self) -> None:
+    async def start(self, *, on_cancel: CancelHandler, check_cancels: CancelCheck) -> None:
+        """Begin delivering and listening: a cancel for a run goes to `on_cancel`, and
+        `check_cancels` is called when another process may have flagged runs without a signal
+        that names them (the SQLite watcher)."""
+        self._on_cancel = on_cancel
+        self._check_cancels = check_cancels
+        await self._open()
+
+    async def _open(self) -> None:
         """Begin listening to other processes (nothing to do in one process)."""
 
     async def close(self) -> None:
@@ -86,8 +98,8 @@ class LocalSignals:
         self.cancel_received(run_id)
 
     def cancel_received(self, run_id: str) -> None:
-        if self.on_cancel is not None:
-            self.on_cancel(run_id)
+        if self._on_cancel is not None:
+            self._on_cancel(run_id)
 
 
 class PostgresSignals(LocalSignals):
@@ -99,7 +111,7 @@ class PostgresSignals(LocalSignals):
         self._task: asyncio.Task[None] | None = None
         self._listening = asyncio.Event()
 
-    async def start(self) -> None:
+    async def _open(self) -> None:
         self._task = asyncio.create_task(self._listen(), name="lats-listen")
         await asyncio.wait_for(self._listening.wait(), 10)
 
@@ -155,11 +167,10 @@ class SqliteSignals(LocalSignals):
     def __init__(self, data_version: Callable[[], Awaitable[int]], every_s: float) -> None:
         super().__init__()
         self._data_version = data_version
-        self.check_cancels: Callable[[], Awaitable[None]] | None = None
         self._every_s = every_s
         self._task: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
+    async def _open(self) -> None:
         self._task = asyncio.create_task(self._watch(), name="lats-sqlite-watch")
 
     async def close(self) -> None:
@@ -176,7 +187,7 @@ class SqliteSignals(LocalSignals):
                 if version != seen:
                     seen = version
                     self.wake_all()
-                    if self.check_cancels is not None:
-                        await self.check_cancels()
+                    if self._check_cancels is not None:
+                        await self._check_cancels()
             except Exception as e:
                 logger.warning("signals: cannot read the store (%s)", type(e).__name__)

@@ -58,7 +58,9 @@ async def open_backend(
         from app.store import pg_check
         from app.store.postgres import PostgresRunStore
 
-        pg_store = await PostgresRunStore.open(settings.database_url)
+        # With Redis carrying the wake-ups nobody listens to the store's NOTIFYs.
+        notify = settings.redis_url is None
+        pg_store = await PostgresRunStore.open(settings.database_url, notify=notify)
         # A pool, not the saver's default single connection: concurrent runs do not queue
         # behind one connection, and a connection whose query a cancel interrupted is
         # checked (and replaced) by the pool instead of stalling every later checkpoint.

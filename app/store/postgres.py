@@ -151,13 +151,13 @@ def _json(result: dict[str, Any] | None) -> Jsonb | None:
 class PostgresRunStore:
     """`RunStore` on Postgres through a connection pool."""
 
-    def __init__(self, pool: AsyncConnectionPool) -> None:
+    def __init__(self, pool: AsyncConnectionPool, *, notify: bool = True) -> None:
         self._pool = pool
         # False when another channel (Redis) carries the wake-ups: no NOTIFY in transactions.
-        self.notify = True
+        self.notify = notify
 
     @classmethod
-    async def open(cls, url: str) -> PostgresRunStore:
+    async def open(cls, url: str, *, notify: bool = True) -> PostgresRunStore:
         # `check`: a connection a database restart closed is replaced before it is handed
         # out, so the first request after a restart does not fail on it (app/store/pg_check.py).
         pool = AsyncConnectionPool(
@@ -172,7 +172,7 @@ class PostgresRunStore:
         await pool.open(wait=True, timeout=10)
         async with pool.connection() as conn, conn.transaction():
             await conn.execute(_SCHEMA)
-        return cls(pool)
+        return cls(pool, notify=notify)
 
     async def close(self) -> None:
         await self._pool.close()

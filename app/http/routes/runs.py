@@ -11,15 +11,22 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from agents.events import TERMINAL_TYPES
 from app.http.deps import AppSettings, CallerRuns
 from app.http.schemas import ErrorBody, RunAccepted, RunList, RunView, SolveRequest
-from app.http.sse import HEARTBEAT, SSE_HEADERS, frame, parse_last_event_id
+from app.http.sse import (
+    HEARTBEAT,
+    MAX_EVENT_ID,
+    SSE_HEADERS,
+    frame,
+    parse_last_event_id,
+    stream_error,
+)
 from app.store.base import RunRecord, RunStatus, StoredEvent
 
 logger = logging.getLogger(__name__)
 router = APIRouter(tags=["runs"])
 
-MAX_EVENT_ID = 10_000_000  # no run has more events; a larger resume point is a client error
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "The body is not JSON, or the Host is not served."},
     401: {"model": ErrorBody, "description": "An API key is required."},
@@ -60,9 +67,20 @@ def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunVie
     )
 
 
-async def _framed(events: AsyncIterator[StoredEvent | None]) -> AsyncIterator[bytes]:
-    async for event in events:
-        yield HEARTBEAT if event is None else frame(event)
+async def _framed(run_id: str, events: AsyncIterator[StoredEvent | None]) -> AsyncIterator[bytes]:
+    """The run's events as SSE frames, ending with exactly one terminal frame whatever fails:
+    the run's own terminal event, or an `error` frame (`stream_failed` when reading the run
+    failed, `run_deleted` when the run went away while followed)."""
+    try:
+        async for event in events:
+            yield HEARTBEAT if event is None else frame(event)
+            if event is not None and event.type in TERMINAL_TYPES:
+                return
+    except Exception:
+        logger.exception("run=%s event stream failed", run_id)
+        yield stream_error(run_id, "stream_failed", "the run's events could not be read")
+        return
+    yield stream_error(run_id, "run_deleted", "the run was deleted while it was followed")
 
 
 def _stream(frames: AsyncIterator[bytes], run_id: str) -> StreamingResponse:
@@ -97,7 +115,7 @@ async def solve(
         )
     new = await runs.submit_streamed(body.task, body.params())
     events = runs.follow_new(new, settings.sse_heartbeat_s)
-    return _stream(new.slot.hold(_framed(events)), new.record.id)
+    return _stream(new.slot.hold(_framed(new.record.id, events)), new.record.id)
 
 
 @router.post(
@@ -138,7 +156,7 @@ async def run_events(
         start = after or 0
     if start > MAX_EVENT_ID or start > await runs.last_event_id(run_id):
         raise _invalid(where, name, "beyond the run's last event id")
-    frames = _framed(runs.follow(run_id, start, settings.sse_heartbeat_s))
+    frames = _framed(run_id, runs.follow(run_id, start, settings.sse_heartbeat_s))
     return _stream(runs.stream_slot().hold(frames), run_id)
 
 

@@ -13,7 +13,7 @@ from agents.engine import Engine
 from agents.events import NodeStarted
 from agents.params import RunParams
 from app.runs.execution import RunWriter
-from app.runs.live import LiveRun
+from app.runs.live import LiveRuns
 from app.runs.manager import RunManager
 from app.settings import Settings
 from app.store import open_backend
@@ -88,7 +88,7 @@ async def test_a_cancel_during_an_event_write_lets_the_write_finish_and_ids_cont
             id="r1", task="t", params={}, status="queued", created_at=_now(), updated_at=_now()
         )
         await store.create_run(record, started="{}", owner="me", ttl_s=60)
-        live = LiveRun("r1", await store.events_after("r1", 0))
+        live = LiveRuns().detached("r1", await store.events_after("r1", 0))
         writer = RunWriter(gated, "me", live, wake=lambda _: None)  # type: ignore[arg-type]
 
         emitting = asyncio.create_task(writer.emit(NodeStarted(run_id="r1", node_id="n1")))
@@ -115,7 +115,7 @@ async def test_a_cancelled_run_whose_event_write_was_in_flight_has_a_whole_histo
     async with running(settings, ("append_event", "node_started")) as (manager, gated):
         record = await manager.submit("t", RunParams(max_paths=1))
         await gated.entered.wait()
-        assert manager.canceller.cancel_here(record.id)
+        assert manager.lives.cancel(record.id)
         await _deliver()
         gated.release.set()
         final = await manager.wait(record.id)
@@ -135,7 +135,7 @@ async def test_a_cancel_during_finish_keeps_the_end_status_and_answer(
     async with running(settings, ("finish", "done")) as (manager, gated):
         record = await manager.submit("t", RunParams(max_paths=1))
         await gated.entered.wait()
-        assert manager.canceller.cancel_here(record.id)
+        assert manager.lives.cancel(record.id)
         await _deliver()
         gated.release.set()
         final = await manager.wait(record.id)

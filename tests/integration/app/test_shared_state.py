@@ -31,11 +31,33 @@ def prefix(redis_prefix: str) -> str:
     return redis_prefix
 
 
+class Inbox:
+    """The cancels one process's signals delivered to it."""
+
+    def __init__(self) -> None:
+        self.got: list[str] = []
+        self.arrived = asyncio.Event()
+
+    def __call__(self, run_id: str) -> None:
+        self.got.append(run_id)
+        self.arrived.set()
+
+    async def check(self) -> None:
+        """Nothing is flagged in these tests' store."""
+
+
 @pytest.fixture
-async def pair(prefix: str) -> AsyncIterator[tuple[RedisSignals, RedisSignals]]:
+async def inboxes() -> tuple[Inbox, Inbox]:
+    return Inbox(), Inbox()
+
+
+@pytest.fixture
+async def pair(
+    prefix: str, inboxes: tuple[Inbox, Inbox]
+) -> AsyncIterator[tuple[RedisSignals, RedisSignals]]:
     a, b = RedisSignals(REDIS_URL, prefix), RedisSignals(REDIS_URL, prefix)
-    await a.start()
-    await b.start()
+    for signals, inbox in zip((a, b), inboxes, strict=True):
+        await signals.start(on_cancel=inbox, check_cancels=inbox.check)
     yield a, b
     await a.close()
     await b.close()
@@ -63,24 +85,15 @@ async def test_an_event_written_in_one_process_wakes_the_followers_of_the_other(
 
 
 async def test_a_cancel_published_anywhere_reaches_the_owner_once(
-    pair: tuple[RedisSignals, RedisSignals],
+    pair: tuple[RedisSignals, RedisSignals], inboxes: tuple[Inbox, Inbox]
 ) -> None:
-    a, b = pair
-    got_a: list[str] = []
-    got_b: list[str] = []
-    arrived = asyncio.Event()
-    a.on_cancel = got_a.append
-
-    def on_b(run_id: str) -> None:
-        got_b.append(run_id)
-        arrived.set()
-
-    b.on_cancel = on_b
+    a, _ = pair
+    got_a, got_b = inboxes
     await a.publish_cancel("run-9")
-    assert await _set_within(arrived)
+    assert await _set_within(got_b.arrived)
     await asyncio.sleep(0.2)
-    assert got_b == ["run-9"]
-    assert got_a == ["run-9"]  # delivered locally, and its own message skipped
+    assert got_b.got == ["run-9"]
+    assert got_a.got == ["run-9"]  # delivered locally, and its own message skipped
 
 
 async def test_a_run_stored_for_any_worker_wakes_the_idle_workers(

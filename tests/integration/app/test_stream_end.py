@@ -1,0 +1,112 @@
+"""Every event stream ends with exactly one terminal frame, whatever fails: the store failing
+while a run is followed, or the run deleted while it is followed (real SQLite store, the real
+follower and the route's framing)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from app.http.routes.runs import _framed
+from app.runs.following import Follower
+from app.runs.live import LiveRuns
+from app.runs.signals import LocalSignals
+from app.store.base import RunRecord, StoredEvent
+from app.store.sqlite import SqliteRunStore
+
+
+class FailingReads(SqliteRunStore):
+    """The real store, whose event reads fail after the first."""
+
+    reads = 0
+
+    async def events_after(
+        self, run_id: str, after: int, limit: int | None = None
+    ) -> list[StoredEvent]:
+        self.reads += 1
+        if self.reads > 1:
+            raise OSError("disk I/O error")
+        return await super().events_after(run_id, after, limit)
+
+
+async def _open_run(store: SqliteRunStore) -> str:
+    now = datetime.now(UTC)
+    run_id = uuid.uuid4().hex
+    record = RunRecord(
+        id=run_id, task="t", params={}, status="queued", created_at=now, updated_at=now
+    )
+    await store.create_run(record, started="{}", owner="elsewhere", ttl_s=60)
+    await store.append_event(run_id, "elsewhere", "plan", "{}")
+    return run_id
+
+
+def _frames(chunks: list[bytes]) -> list[dict[str, str]]:
+    frames = []
+    for chunk in chunks:
+        fields = dict(
+            line.split(": ", 1) for line in chunk.decode().strip().splitlines() if ": " in line
+        )
+        if "event" in fields:
+            frames.append(fields)
+    return frames
+
+
+async def _collect(frames: AsyncIterator[bytes]) -> list[bytes]:
+    return [chunk async for chunk in frames]
+
+
+async def test_a_store_failing_mid_follow_ends_the_stream_with_one_error_frame(
+    tmp_path: Path,
+) -> None:
+    store = await FailingReads.open(tmp_path / "runs.sqlite")
+    try:
+        run_id = await _open_run(store)
+        follower = Follower(store, LocalSignals(), LiveRuns())
+
+        frames = _frames(await _collect(_framed(run_id, follower.follow(run_id, 0, 0.01))))
+    finally:
+        await store.close()
+
+    assert [f["event"] for f in frames] == ["run_started", "plan", "error"]
+    end = json.loads(frames[-1]["data"])
+    assert (end["type"], end["code"], end["run_id"]) == ("error", "stream_failed", run_id)
+    assert "id" not in frames[-1]  # not a stored event: a re-join does not skip past it
+    assert "disk" not in frames[-1]["data"]  # no internal detail reaches the client
+
+
+async def test_a_run_deleted_while_followed_ends_the_stream_with_one_error_frame(
+    tmp_path: Path,
+) -> None:
+    store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
+    try:
+        run_id = await _open_run(store)
+        await store.finish(run_id, "elsewhere", "done", "{}", "done", {"answer": "a"})
+        follower = Follower(store, LocalSignals(), LiveRuns())
+        stream = _framed(run_id, follower.follow(run_id, 3, 0.01))
+        assert await store.delete_run(run_id)
+
+        frames = _frames(await _collect(stream))
+    finally:
+        await store.close()
+
+    assert [f["event"] for f in frames] == ["error"]
+    assert json.loads(frames[0]["data"])["code"] == "run_deleted"
+
+
+async def test_a_followed_run_that_ends_sends_its_own_terminal_event_only(
+    tmp_path: Path,
+) -> None:
+    store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
+    try:
+        run_id = await _open_run(store)
+        await store.finish(run_id, "elsewhere", "done", "{}", "done", {"answer": "a"})
+        follower = Follower(store, LocalSignals(), LiveRuns())
+
+        frames = _frames(await _collect(_framed(run_id, follower.follow(run_id, 0, 0.01))))
+    finally:
+        await store.close()
+
+    assert [f["event"] for f in frames] == ["run_started", "plan", "done"]
