@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypedDict
 
-TERMINAL = ("done", "error", "cancelled")
+# The order a run's end is looked for in its first-seen times.
+TERMINAL_ORDER = ("done", "error", "cancelled")
 
 
 class CriticalPath(TypedDict):
@@ -65,7 +66,7 @@ def critical_path(events: Sequence[Mapping[str, Any]]) -> CriticalPath:
             answers[event["node_id"]] = event
         if kind in ("plan", "node_finished", "candidates", "path_completed", "vote"):
             work += _seconds(event)
-    end = next((first[k] for k in TERMINAL if k in first), None)
+    end = next((first[k] for k in TERMINAL_ORDER if k in first), None)
     if "run_started" not in first or end is None or "plan" not in first:
         raise ValueError("the events lack run_started, plan or a terminal event")
     vote = first.get("vote")

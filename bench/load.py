@@ -24,6 +24,7 @@ from typing import Any, TypedDict
 import httpx
 
 from agents.engine import Engine
+from agents.events import TERMINAL_TYPES
 from app.settings import Settings
 from bench.engine_runs import Latency, bench_settings, server_args
 from bench.process import ServerProcess
@@ -94,7 +95,7 @@ async def solve(client: httpx.AsyncClient, body: dict[str, Any]) -> ClientResult
                     event = json.loads(line[6:])
                     latencies.append(received - datetime.fromisoformat(event["ts"]).timestamp())
                     types.append(event["type"])
-                    if event["type"] in ("done", "error", "cancelled"):
+                    if event["type"] in TERMINAL_TYPES:
                         terminal = event["type"]
                         break
     except httpx.HTTPError as e:

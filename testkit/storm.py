@@ -21,16 +21,15 @@ from typing import Any
 
 import httpx
 
+from agents.events import STATUS_OF_TERMINAL, TERMINAL_TYPES
 from testkit.events import Event, read_events
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator
 from testkit.process import ServerProcess, start_side_by_side
 
 BODY: dict[str, Any] = {"task": "What do the sources say?", "max_paths": 2}
-TERMINAL = frozenset({"done", "error", "cancelled"})
-STATUS_OF = {"done": "done", "error": "failed", "cancelled": "cancelled"}
 # Cancel answers that are already final: the run's status may not move from them.
-FINAL_STATUSES = frozenset(STATUS_OF.values())
+FINAL_STATUSES = frozenset(STATUS_OF_TERMINAL.values())
 
 
 @dataclass(frozen=True)
@@ -57,9 +56,9 @@ def check_history(url: str, run_id: str, events: list[Event]) -> History:
         problems.append(f"ids are not 1..{len(seqs)}: {seqs}")
     if not kinds or kinds[0] != "run_started":
         problems.append(f"the first event is not run_started: {kinds[:1]}")
-    if sum(k in TERMINAL for k in kinds) != 1:
+    if sum(k in TERMINAL_TYPES for k in kinds) != 1:
         problems.append(f"not exactly one terminal event: {kinds}")
-    terminal = kinds[-1] if kinds and kinds[-1] in TERMINAL else None
+    terminal = kinds[-1] if kinds and kinds[-1] in TERMINAL_TYPES else None
     if kinds and terminal is None:
         problems.append(f"the last event is not terminal: {kinds[-1]}")
     with httpx.Client(base_url=url, timeout=30) as client:
@@ -68,7 +67,7 @@ def check_history(url: str, run_id: str, events: list[Event]) -> History:
     trace = [json.loads(line)["id"] for line in lines]
     if trace != seqs:
         problems.append(f"the stored trace {trace} is not the stream {seqs}")
-    if terminal is not None and run.get("status") != STATUS_OF[terminal]:
+    if terminal is not None and run.get("status") != STATUS_OF_TERMINAL[terminal]:
         problems.append(f"status {run.get('status')!r} after a {terminal!r} event")
     if terminal == "done" and run.get("answer") != events[-1][2]["answer"]:
         problems.append("the record's answer is not the done event's")
@@ -97,7 +96,11 @@ class RunEnd:
         status never changes)."""
         found = list(self.history.problems)
         answer, terminal = self.cancel_answer, self.history.terminal
-        if answer in FINAL_STATUSES and terminal is not None and answer != STATUS_OF[terminal]:
+        if (
+            answer in FINAL_STATUSES
+            and terminal is not None
+            and answer != STATUS_OF_TERMINAL[terminal]
+        ):
             found.append(f"the cancel answered {answer!r}, the run ended {terminal!r}")
         return found
 

@@ -32,7 +32,7 @@ from prometheus_client import (
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agents import observers
-from agents.events import Event, RunError
+from agents.events import STATUS_OF_TERMINAL, Event, RunError
 from app.http.auth import Authorized
 from app.integrations.call_watch import CallWatcher, ModelCall, ToolCall
 from app.runs.queue import LocalRunQueue, RunQueue
@@ -106,8 +106,6 @@ HTTP_SECONDS = Histogram(
     buckets=_SLOW,
 )
 
-_TERMINAL_STATUS = {"done": "done", "error": "failed", "cancelled": "cancelled"}
-
 
 class MetricsObserver:
     """Counts what runs do; installed once per process (`agents.observers.add`)."""
@@ -116,7 +114,7 @@ class MetricsObserver:
     def on_event(self, event: Event, seconds: float) -> None:
         EVENTS.labels(event.type).inc()
         EVENT_LATENCY.observe(seconds)
-        status = _TERMINAL_STATUS.get(event.type)
+        status = STATUS_OF_TERMINAL.get(event.type)
         if status is not None:
             RUNS.labels(status).inc()
         if isinstance(event, RunError):

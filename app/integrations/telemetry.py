@@ -23,7 +23,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from agents import observers
-from agents.events import Event
+from agents.events import TERMINAL_TYPES, Event
 from app.integrations.call_watch import CallWatcher, ModelCall, ToolCall
 from calls import observers as call_observers
 from calls.settings import Role
@@ -109,7 +109,7 @@ class TracingObserver:
             kind, field = JOB_END[event.type]
             node_id = data[field] if field else None
             self._end_job((run_id, kind, node_id), failed=data.get("status") == "failed")
-        elif event.type in {"done", "error", "cancelled"}:
+        elif event.type in TERMINAL_TYPES:
             self._finish_run(run_id, event.type, data)
 
     def _finish_run(self, run_id: str, kind: str, data: dict[str, object]) -> None:

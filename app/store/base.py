@@ -32,7 +32,6 @@ RUN_STATUSES: tuple[RunStatus, ...] = (
 )
 FINISHED: frozenset[RunStatus] = frozenset({"done", "failed", "cancelled"})
 UNFINISHED: tuple[RunStatus, ...] = ("queued", "running", "interrupted")
-TERMINAL = frozenset({"done", "error", "cancelled"})
 
 
 class LeaseLost(LatsError):

@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
+from agents.events import TERMINAL_TYPES
 from app.access.run_access import NewStream, Runs
 from app.http.auth import Authorized
 from app.http.deps import AppSettings, CallerRuns
@@ -158,7 +159,7 @@ async def _stream(
                 yield HEARTBEAT
                 continue
             line = progress.update(event.type, event.data)
-            if event.type in {"done", "error", "cancelled"}:
+            if event.type in TERMINAL_TYPES:
                 break
             if line is not None:
                 elapsed = time.monotonic() - started
