@@ -7,12 +7,11 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from pydantic import BaseModel, Field
 
 from agents.accounting import Accountant
 from agents.context import RunContext
@@ -29,30 +28,15 @@ from agents.events import (
 )
 from agents.graph import build_graph
 from agents.params import RunParams
+from agents.result import RunResult
 from agents.settings import EngineSettings
-from agents.state import NodeRecord, RunState, Source, StopReason
+from agents.state import ErrorInfo, RunState, StopReason
 from agents.tree import by_id
 from calls.cache import CacheStore, MemoryStore, SqliteStore
-from calls.errors import LatsError
+from calls.errors import BudgetExhausted, LatsError
 from calls.models import ModelFactory
 
 logger = logging.getLogger(__name__)
-
-
-class RunResult(BaseModel):
-    """How a run ended, with the whole tree."""
-
-    run_id: str
-    status: Literal["done", "failed", "cancelled"]
-    answer: str | None = None
-    partial: bool = False
-    chosen_id: str | None = None
-    path: list[str] = Field(default_factory=list)
-    sources: list[Source] = Field(default_factory=list)
-    stop_reason: StopReason | None = None
-    metrics: dict[str, Any] = Field(default_factory=dict)
-    nodes: list[NodeRecord] = Field(default_factory=list)
-    error: dict[str, str] | None = None
 
 
 def run_metrics(state: RunState) -> dict[str, Any]:
@@ -173,7 +157,8 @@ class Engine:
             raise
         except LatsError as e:
             await ctx.pool.cancel()
-            return await self._fail(ctx, e.code, str(e))
+            reason = e.reason if isinstance(e, BudgetExhausted) else "error"
+            return await self._fail(ctx, e.code, str(e), stop_reason=reason)
         except Exception:
             await ctx.pool.cancel()
             logger.exception("run=%s crashed", run_id)
@@ -186,18 +171,9 @@ class Engine:
         run_id = ctx.run_id
         result = self._result(run_id, state)
         if result.status == "done" and result.answer is not None and result.stop_reason:
-            await ctx.sink(
-                RunDone(
-                    run_id=run_id,
-                    answer=result.answer,
-                    partial=result.partial,
-                    chosen_id=result.chosen_id,
-                    path=result.path,
-                    sources=result.sources,
-                    stop_reason=result.stop_reason,
-                    metrics=result.metrics,
-                )
-            )
+            answer = result.answer_fields()
+            del answer["error"]
+            await ctx.sink(RunDone(run_id=run_id, **answer))
         else:
             error = result.error or {"code": "internal", "message": "the run ended without result"}
             await ctx.sink(
@@ -211,16 +187,21 @@ class Engine:
             )
         return result
 
-    async def _fail(self, ctx: RunContext, code: str, message: str) -> RunResult:
+    async def _fail(
+        self, ctx: RunContext, code: str, message: str, *, stop_reason: StopReason = "error"
+    ) -> RunResult:
         metrics = ctx.accountant.snapshot()
-        await ctx.sink(RunError(run_id=ctx.run_id, code=code, message=message, metrics=metrics))
-        return RunResult(
-            run_id=ctx.run_id,
-            status="failed",
-            stop_reason="error",
-            metrics=metrics,
-            error={"code": code, "message": message},
+        await ctx.sink(
+            RunError(
+                run_id=ctx.run_id,
+                code=code,
+                message=message,
+                stop_reason=stop_reason,
+                metrics=metrics,
+            )
         )
+        result = RunResult.failed(ctx.run_id, code, message, metrics=metrics)
+        return result.model_copy(update={"stop_reason": stop_reason})
 
     def _result(self, run_id: str, state: RunState) -> RunResult:
         final = state.get("final")
@@ -233,7 +214,8 @@ class Engine:
         }
         if state.get("phase") == "done" and final is not None:
             return RunResult(status="done", **final, **common)
-        return RunResult(status="failed", error=dict(state.get("error") or {}) or None, **common)
+        error: ErrorInfo = {"code": "internal", "message": "the run ended without result"}
+        return RunResult(status="failed", error=error, **common)
 
     async def stream(
         self, task: str, params: RunParams | None = None, *, run_id: str | None = None

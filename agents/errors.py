@@ -5,6 +5,18 @@ from __future__ import annotations
 from calls.errors import LatsError
 
 
+class PlanFailed(LatsError):
+    """The planner produced no usable plan, even after being shown why its reply failed."""
+
+    code = "plan"
+
+
+class NoResult(LatsError):
+    """The search ended without any candidate answer: no research step succeeded."""
+
+    code = "no_result"
+
+
 class RunNotFound(LatsError):
     """No run (or no checkpoint for it) exists under the given id."""
 

@@ -19,12 +19,10 @@ from agents.nodes.vote import finish
 from agents.state import RunState
 
 
-async def route_after_plan(state: RunState) -> Literal["search", "__end__"]:
+async def route_after_plan(state: RunState) -> Literal["search"]:
     phase = state.get("phase")
     if phase == "search":
         return "search"
-    if phase == "failed":
-        return "__end__"
     raise RuntimeError(f"impossible phase after planning: {phase!r}")
 
 
@@ -46,7 +44,7 @@ def build_graph(
     builder.add_node("search", search)
     builder.add_node("finish", finish)
     builder.add_edge(START, "plan")
-    builder.add_conditional_edges("plan", route_after_plan, ["search", END])
+    builder.add_conditional_edges("plan", route_after_plan, ["search"])
     builder.add_conditional_edges("search", route_after_search, ["search", "finish"])
     builder.add_edge("finish", END)
     return builder.compile(checkpointer=checkpointer, name="plantree")

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from typing_extensions import TypedDict
 
 NodeStatus = Literal["pending", "running", "done", "failed", "pruned", "cancelled"]
-Phase = Literal["plan", "search", "finish", "done", "failed"]
+Phase = Literal["plan", "search", "finish", "done"]
 StopReason = Literal[
     "max_paths",
     "frontier_exhausted",
@@ -99,7 +99,6 @@ class RunState(TypedDict, total=False):
     metrics: dict[str, Any]
     elapsed_s: float
     final: FinalResult | None
-    error: ErrorInfo | None
 
 
 def new_node(

@@ -14,9 +14,10 @@ from typing import Any
 import aiosqlite
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from agents.engine import Engine, RunResult
+from agents.engine import Engine
 from agents.events import Event
 from agents.params import RunParams
+from agents.result import RunResult
 from app.settings import Settings
 from bench.critical import CriticalPath, critical_path
 from bench.models import CountingModels, Delayed

@@ -28,8 +28,9 @@ from typing import Any, TypedDict
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agents.engine import Engine, RunResult
+from agents.engine import Engine
 from agents.params import RunParams
+from agents.result import RunResult
 from agents.state import NodeRecord
 from bench.engine_runs import bench_settings
 from bench.models import CallCounter

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from agents.context import RunContext
+from agents.errors import PlanFailed
 from agents.events import NodeBrief, PlanMade
 from agents.prompts import planner_messages
 from agents.state import RunState, new_node
@@ -37,7 +38,8 @@ def _usable_steps(plan: Any, max_steps: int) -> list[str]:
 
 
 async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """Make the plan and the root node. A plan that is empty or unparseable twice fails the run."""
+    """Make the plan and the root node. A plan that is empty or unparseable twice fails the run
+    (`PlanFailed`), as does a budget too small for a plan (`BudgetExhausted`)."""
     ctx = runtime.context
     params = ctx.params
     tracker = ctx.tracker("planner", None)
@@ -52,20 +54,10 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
             what="planner",
         )
     except BudgetExhausted as e:
-        return {
-            "phase": "failed",
-            "stop_reason": e.reason,
-            "metrics": ctx.accountant.snapshot(),
-            "error": {"code": "budget", "message": "the budget ran out before a plan was made"},
-        }
+        raise BudgetExhausted(e.reason, "the budget ran out before a plan was made") from e
     except ModelError as e:
         logger.warning("run=%s planning failed: %s", ctx.run_id, e)
-        return {
-            "phase": "failed",
-            "stop_reason": "error",
-            "metrics": ctx.accountant.snapshot(),
-            "error": {"code": "plan", "message": "the planner produced no usable plan"},
-        }
+        raise PlanFailed("the planner produced no usable plan") from e
     root = new_node(parent=None, index=1, step=steps[0], planned=steps[1:])
     await ctx.emit(
         PlanMade(

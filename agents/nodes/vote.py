@@ -12,6 +12,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 
 from agents.context import RunContext
+from agents.errors import NoResult
 from agents.events import VoteCast
 from agents.nodes.responder import write_answer
 from agents.prompts import path_evidence, voter_messages
@@ -148,11 +149,7 @@ async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
     if not leaves:
         final = await _best_effort(ctx, nodes)
         if final is None:
-            return {
-                "phase": "failed",
-                "final": None,
-                "error": {"code": "no_result", "message": "no research step succeeded"},
-            }
+            raise NoResult("no research step succeeded")
         return {"phase": "done", "final": final}
     started = time.monotonic()
     leaf, method, reason = await _vote(ctx, nodes, leaves)

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.params import RunParams
-from agents.state import Source, StopReason
+from agents.result import RunAnswer
 from app.store.base import RunStatus
 
 MAX_TASK_CHARS = 4000
@@ -45,8 +45,8 @@ class RunAccepted(BaseModel):
     events: str = Field(description="Where to follow the run's events (SSE).")
 
 
-class RunView(BaseModel):
-    """A run as the API shows it."""
+class RunView(RunAnswer):
+    """A run as the API shows it: how it ended (`RunAnswer`, once it has), and what it is."""
 
     run_id: str
     status: RunStatus
@@ -54,14 +54,6 @@ class RunView(BaseModel):
     params: dict[str, Any]
     created_at: datetime
     updated_at: datetime
-    answer: str | None = None
-    partial: bool = False
-    chosen_id: str | None = None
-    path: list[str] = Field(default_factory=list)
-    sources: list[Source] = Field(default_factory=list)
-    stop_reason: StopReason | None = None
-    metrics: dict[str, Any] = Field(default_factory=dict)
-    error: dict[str, str] | None = None
     nodes: list[dict[str, Any]] | None = Field(
         default=None, description="The tree (node records); left out of run lists."
     )

@@ -4,8 +4,11 @@ the MCP server's progress notifications. Pure: no I/O."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from agents.state import Source
 
 Stage = Literal["queued", "planning", "searching", "voting", "done", "failed", "cancelled"]
 
@@ -100,9 +103,9 @@ class Progress:
         return "cancelled"
 
 
-def with_sources(answer: str, sources: list[dict[str, Any]]) -> str:
+def with_sources(answer: str, sources: Sequence[Source]) -> str:
     """The answer followed by its sources as a numbered Markdown list (none: the answer)."""
     if not sources:
         return answer
-    lines = [f"{i}. [{s.get('title') or s['url']}]({s['url']})" for i, s in enumerate(sources, 1)]
+    lines = [f"{i}. [{s['title'] or s['url']}]({s['url']})" for i, s in enumerate(sources, 1)]
     return answer.rstrip() + "\n\nSources:\n" + "\n".join(lines)

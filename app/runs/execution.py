@@ -14,15 +14,17 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from agents import observers
-from agents.engine import Engine, RunResult
+from agents.engine import Engine
 from agents.errors import RunNotFound
 from agents.events import TERMINAL_TYPES, Event, RunCancelled, RunError
 from agents.params import RunParams
+from agents.result import RunResult
+from agents.state import NodeRecord
 from agents.tree import by_id
 from app.runs.live import LiveRun, Phase
 from app.runs.queue import RunQueue
@@ -88,9 +90,7 @@ class RunWriter:
             await live.push(StoredEvent(seq=seq, type=event.type, data=data))
         self._wake(live.run_id)
 
-    async def finish(
-        self, terminal: Event, status: RunStatus, result: dict[str, Any] | None
-    ) -> bool:
+    async def finish(self, terminal: Event, status: RunStatus, result: RunResult | None) -> bool:
         """Store the terminal event, the status and the result at once; False if the lease
         was gone (nothing written). Callers shield it."""
         live = self.live
@@ -158,25 +158,22 @@ class Executor:
             live.lose()
         except Exception:
             logger.exception("run=%s failed outside the engine", run_id)
-            error = RunError(
-                run_id=run_id, code="internal", message="the run failed on an internal error"
-            )
-            failed = {"run_id": run_id, "status": "failed"}
+            message = "the run failed on an internal error"
+            error = RunError(run_id=run_id, code="internal", message=message)
+            failed = RunResult.failed(run_id, "internal", message)
             await self._end(writer, live.held_terminal or error, "failed", failed)
         else:
             assert result is not None
             # The engine always ends with a terminal event; belt and braces.
             early = RunError(run_id=run_id, code="internal", message="the run ended early")
-            await self._end(
-                writer, live.held_terminal or early, result.status, result.model_dump(mode="json")
-            )
+            await self._end(writer, live.held_terminal or early, result.status, result)
 
     async def _end(
         self,
         writer: RunWriter,
         terminal: Event,
         status: RunStatus,
-        result: dict[str, Any] | None,
+        result: RunResult | None,
     ) -> None:
         """The run's end, stored once; a cancel landing meanwhile waits for it."""
 
@@ -215,12 +212,12 @@ class Executor:
         terminal = held if isinstance(held, RunCancelled) else RunCancelled(run_id=run_id)
 
         async def end() -> None:
-            result = {
-                "run_id": run_id,
-                "status": "cancelled",
-                "metrics": terminal.metrics,
-                "nodes": await self._nodes(run_id),
-            }
+            result = RunResult(
+                run_id=run_id,
+                status="cancelled",
+                metrics=terminal.metrics,
+                nodes=await self._nodes(run_id),
+            )
             if await writer.finish(terminal, "cancelled", result):
                 await self._forget_checkpoint(run_id)
 
@@ -234,19 +231,14 @@ class Executor:
         run_id = live.run_id
 
         async def end() -> None:
-            result = {
-                "run_id": run_id,
-                "status": "failed",
-                "stop_reason": "error",
-                "error": {"code": error.code, "message": error.message},
-                "nodes": await self._nodes(run_id),
-            }
+            nodes = await self._nodes(run_id)
+            result = RunResult.failed(run_id, error.code, error.message, nodes=nodes)
             if await writer.finish(error, "failed", result):
                 await self._forget_checkpoint(run_id)
 
         await shielded(end())
 
-    async def _nodes(self, run_id: str) -> list[dict[str, Any]]:
+    async def _nodes(self, run_id: str) -> list[NodeRecord]:
         """The tree as last checkpointed (a cancelled run keeps what it found)."""
         if self.checkpointer is None:
             return []
@@ -259,8 +251,8 @@ class Executor:
         except Exception:
             logger.warning("run=%s tree not readable from its checkpoint", run_id)
             return []
-        nodes = (snapshot.values or {}).get("nodes", {})
-        return [dict(n) for n in sorted(nodes.values(), key=by_id)]
+        nodes: dict[str, NodeRecord] = (snapshot.values or {}).get("nodes", {})
+        return sorted(nodes.values(), key=by_id)
 
     async def _forget_checkpoint(self, run_id: str) -> None:
         # A finished run is kept in the run store; its checkpoints are only needed to resume.

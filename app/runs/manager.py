@@ -27,6 +27,7 @@ from agents.engine import Engine
 from agents.errors import RunNotFound
 from agents.events import STATUS_OF_TERMINAL, TERMINAL_TYPES, RunError, RunStarted
 from agents.params import RunParams
+from agents.result import RunAnswer, RunResult
 from agents.tree import by_id
 from app.runs.cancelling import Canceller
 from app.runs.claiming import Claimer
@@ -202,12 +203,9 @@ class RunManager:
         workers died holding it more than `max_takeovers` times, else resume."""
         history = await self.store.events_after(record.id, 0)
         if history and history[-1].type in TERMINAL_TYPES:
-            last = history[-1]
-            result = _result_from_terminal(record.id, last)
+            result = _result_from_terminal(record.id, history[-1])
             try:
-                await self.store.settle(
-                    record.id, self.owner, STATUS_OF_TERMINAL[last.type], result
-                )
+                await self.store.settle(record.id, self.owner, result.status, result)
             except LeaseLost:
                 logger.warning("run=%s lost before it was settled", record.id)
             return
@@ -238,8 +236,8 @@ class RunManager:
 
     async def tree(self, record: RunRecord) -> list[dict[str, Any]]:
         """The run's tree: stored with the result, or read live from the checkpoint."""
-        if record.result is not None and "nodes" in record.result:
-            return list(record.result["nodes"])
+        if record.result is not None:
+            return [dict(node) for node in record.result.nodes]
         snapshot = await self.engine.graph.aget_state({"configurable": {"thread_id": record.id}})
         nodes = (snapshot.values or {}).get("nodes", {})
         return sorted(nodes.values(), key=by_id)
@@ -287,14 +285,12 @@ class RunManager:
             logger.info("drained %d run(s); they resume at the next start", drained)
 
 
-def _result_from_terminal(run_id: str, event: StoredEvent) -> dict[str, Any]:
+def _result_from_terminal(run_id: str, event: StoredEvent) -> RunResult:
     """A result rebuilt from a stored terminal event: a `done` event carries the answer,
     sources, path and metrics; `error` its code and message."""
     data: dict[str, Any] = json.loads(event.data)
-    result: dict[str, Any] = {"run_id": run_id, "status": STATUS_OF_TERMINAL[event.type]}
-    for key in ("answer", "partial", "chosen_id", "path", "sources", "stop_reason", "metrics"):
-        if key in data:
-            result[key] = data[key]
     if event.type == "error":
-        result["error"] = {"code": data.get("code", "internal"), "message": data.get("message", "")}
-    return result
+        code, message = data.get("code", "internal"), data.get("message", "")
+        return RunResult.failed(run_id, code, message, metrics=data.get("metrics"))
+    kept = {k: data[k] for k in RunAnswer.model_fields if k in data}
+    return RunResult(run_id=run_id, status=STATUS_OF_TERMINAL[event.type], **kept)

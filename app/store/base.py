@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from agents.result import RunResult
 from calls.errors import LatsError
 
 RunStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
@@ -49,9 +50,7 @@ class RunRecord(BaseModel):
     status: RunStatus
     created_at: datetime
     updated_at: datetime
-    result: dict[str, Any] | None = Field(
-        default=None, description="The engine's RunResult as JSON once the run has ended."
-    )
+    result: RunResult | None = Field(default=None, description="How the run ended, once it has.")
     owner: str | None = Field(default=None, description="The worker holding the lease.")
     tenant: str | None = Field(
         default=None,
@@ -128,13 +127,13 @@ class RunStore(Protocol):
         type_: str,
         data: str,
         status: RunStatus,
-        result: dict[str, Any] | None,
+        result: RunResult | None,
     ) -> int:
         """In one transaction: the terminal event (next id), the status, the result, and the
         lease freed. Fenced; the terminal event's id."""
 
     async def settle(
-        self, run_id: str, owner: str, status: RunStatus, result: dict[str, Any] | None
+        self, run_id: str, owner: str, status: RunStatus, result: RunResult | None
     ) -> None:
         """Status and result of a run whose terminal event is stored but not its status (a
         record from before `finish` was one transaction); the lease is freed. Fenced."""

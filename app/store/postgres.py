@@ -15,7 +15,6 @@ it is on, makes a write a transaction of two statements.
 
 from __future__ import annotations
 
-import json
 from contextlib import AbstractAsyncContextManager, nullcontext
 from datetime import datetime
 from typing import Any
@@ -25,6 +24,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from agents.result import RunResult
 from app.store import pg_check
 from app.store.base import FINISHED, UNFINISHED, Held, LeaseLost, RunRecord, RunStatus, StoredEvent
 
@@ -136,7 +136,7 @@ def _record(row: dict[str, Any]) -> RunRecord:
         status=row["status"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
-        result=row["result"],
+        result=RunResult.model_validate(row["result"]) if row["result"] is not None else None,
         owner=row["owner"],
         tenant=row["tenant"],
         cancel_requested=row["cancel_requested"],
@@ -144,8 +144,8 @@ def _record(row: dict[str, Any]) -> RunRecord:
     )
 
 
-def _json(result: dict[str, Any] | None) -> Jsonb | None:
-    return Jsonb(json.loads(json.dumps(result))) if result is not None else None
+def _json(result: RunResult | None) -> Jsonb | None:
+    return Jsonb(result.model_dump(mode="json")) if result is not None else None
 
 
 class PostgresRunStore:
@@ -310,7 +310,7 @@ class PostgresRunStore:
         type_: str,
         data: str,
         status: RunStatus,
-        result: dict[str, Any] | None,
+        result: RunResult | None,
     ) -> int:
         args = {
             "run": run_id,
@@ -335,7 +335,7 @@ class PostgresRunStore:
         return seq
 
     async def settle(
-        self, run_id: str, owner: str, status: RunStatus, result: dict[str, Any] | None
+        self, run_id: str, owner: str, status: RunStatus, result: RunResult | None
     ) -> None:
         args = {"run": run_id, "owner": owner, "open": _OPEN, "status": status}
         async with self._pool.connection() as conn:

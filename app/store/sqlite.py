@@ -14,6 +14,7 @@ from typing import Any
 
 import aiosqlite
 
+from agents.result import RunResult
 from app.store.base import Held, LeaseLost, RunRecord, RunStatus, StoredEvent
 from app.store.sqlite_writer import BatchWriter
 
@@ -83,7 +84,7 @@ def _record(row: sqlite3.Row) -> RunRecord:
         status=row["status"],
         created_at=datetime.fromisoformat(row["created_at"]),
         updated_at=datetime.fromisoformat(row["updated_at"]),
-        result=json.loads(row["result"]) if row["result"] else None,
+        result=RunResult.model_validate_json(row["result"]) if row["result"] else None,
         owner=row["owner"],
         tenant=row["tenant"],
         cancel_requested=bool(row["cancel_requested"]),
@@ -278,7 +279,7 @@ class SqliteRunStore:
         type_: str,
         data: str,
         status: RunStatus,
-        result: dict[str, Any] | None,
+        result: RunResult | None,
     ) -> int:
         def write(conn: sqlite3.Connection) -> int:
             seq = _append(conn, run_id, owner, type_, data)
@@ -288,7 +289,7 @@ class SqliteRunStore:
         return await self._writer.write(write)
 
     async def settle(
-        self, run_id: str, owner: str, status: RunStatus, result: dict[str, Any] | None
+        self, run_id: str, owner: str, status: RunStatus, result: RunResult | None
     ) -> None:
         def write(conn: sqlite3.Connection) -> None:
             if _row(conn, _HELD, (run_id, owner)) is None:
@@ -410,10 +411,10 @@ def _append(conn: sqlite3.Connection, run_id: str, owner: str, type_: str, data:
 
 
 def _end(
-    conn: sqlite3.Connection, run_id: str, status: RunStatus, result: dict[str, Any] | None
+    conn: sqlite3.Connection, run_id: str, status: RunStatus, result: RunResult | None
 ) -> None:
     conn.execute(
         "UPDATE runs SET status = ?, updated_at = ?, result = ?, owner = NULL,"
         " lease_until = 0 WHERE id = ?",
-        (status, _now(), json.dumps(result) if result is not None else None, run_id),
+        (status, _now(), result.model_dump_json() if result is not None else None, run_id),
     )

@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
 from agents.events import TERMINAL_TYPES
+from agents.result import RunAnswer
 from app.access.run_access import NewStream, Runs
 from app.http.auth import Authorized
 from app.http.deps import AppSettings, CallerRuns
@@ -101,21 +102,20 @@ async def chat_completions(body: ChatRequest, runs: CallerRuns, settings: AppSet
 
 def _outcome(record: RunRecord) -> tuple[str, dict[str, Any]]:
     """The assistant's text for a finished run, and the `plantree` object."""
-    result = record.result or {}
-    if record.status == "done" and result.get("answer") is not None:
-        text = with_sources(str(result["answer"]), list(result.get("sources", [])))
+    result = record.result or RunAnswer()
+    if record.status == "done" and result.answer is not None:
+        text = with_sources(result.answer, result.sources)
     elif record.status == "cancelled":
         text = "The search was cancelled."
     else:
-        error = result.get("error") or {}
-        text = f"The search failed: {error.get('message', 'no answer')}"
+        text = f"The search failed: {result.error['message'] if result.error else 'no answer'}"
     info = {
         "run_id": record.id,
         "status": record.status,
-        "stop_reason": result.get("stop_reason"),
-        "partial": bool(result.get("partial", False)),
-        "sources": result.get("sources", []),
-        "metrics": result.get("metrics", {}),
+        "stop_reason": result.stop_reason,
+        "partial": result.partial,
+        "sources": result.sources,
+        "metrics": result.metrics,
         "run": f"/runs/{record.id}",
     }
     return text, info

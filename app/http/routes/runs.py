@@ -47,7 +47,7 @@ SSE_DOC: dict[int | str, dict[str, Any]] = {
 
 
 def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunView:
-    result = record.result or {}
+    answer = record.result.answer_fields() if record.result is not None else {}
     return RunView(
         run_id=record.id,
         status=record.status,
@@ -55,15 +55,8 @@ def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunVie
         params=record.params,
         created_at=record.created_at,
         updated_at=record.updated_at,
-        answer=result.get("answer"),
-        partial=bool(result.get("partial", False)),
-        chosen_id=result.get("chosen_id"),
-        path=result.get("path", []),
-        sources=result.get("sources", []),
-        stop_reason=result.get("stop_reason"),
-        metrics=result.get("metrics", {}),
-        error=result.get("error"),
         nodes=nodes,
+        **answer,
     )
 
 

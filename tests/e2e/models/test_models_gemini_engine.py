@@ -10,8 +10,9 @@ import jsonschema
 import pytest
 from langchain_core.tools import BaseTool, tool
 
-from agents.engine import Engine, RunResult
+from agents.engine import Engine
 from agents.params import RunParams
+from agents.result import RunResult
 from app.settings import Settings
 from calls.models import SettingsModelFactory
 from testkit.gemini_roles import SimulatorMaker, from_scenario, role_of

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from agents.engine import Engine, RunResult
+from agents.engine import Engine
 from agents.params import RunParams
+from agents.result import RunResult
 from app.settings import Settings
 from calls.models import SettingsModelFactory
 from testkit.fakes import FakeCall

@@ -147,7 +147,8 @@ async def test_a_cancel_during_finish_keeps_the_end_status_and_answer(
     assert sum(t in ("done", "error", "cancelled") for t in types) == 1
     assert final.status == "done"
     assert final.result is not None
-    assert final.result["answer"] == json.loads(events[-1].data)["answer"]
+    assert final.result is not None
+    assert final.result.answer == json.loads(events[-1].data)["answer"]
 
 
 def _now() -> Any:

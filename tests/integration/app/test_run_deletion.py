@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from agents.result import RunResult
 from app.runs import retention
 from app.runs.retention import Retention
 from app.settings import Settings
@@ -27,7 +28,8 @@ async def _run(store: RunStore, *, finished: bool) -> str:
     await store.create_run(record, started="{}", owner="me", ttl_s=60)
     await store.append_event(record.id, "me", "plan", "{}")
     if finished:
-        await store.finish(record.id, "me", "done", "{}", "done", {"answer": "a"})
+        done = RunResult(run_id=record.id, status="done", answer="a")
+        await store.finish(record.id, "me", "done", "{}", "done", done)
     return record.id
 
 

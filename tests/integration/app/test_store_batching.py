@@ -13,6 +13,7 @@ from typing import TypeVar
 
 import pytest
 
+from agents.result import RunResult
 from app.store.base import LeaseLost, RunRecord
 from app.store.sqlite import SqliteRunStore
 from app.store.sqlite_writer import BatchWriter
@@ -110,13 +111,14 @@ async def test_a_fencing_failure_fails_only_its_caller(store: SqliteRunStore) ->
     held, other = _record(), _record()
     await store.create_run(held, started="{}", owner="me", ttl_s=60)
     await store.create_run(other, started="{}", owner="them", ttl_s=60)
+    done = RunResult(run_id=held.id, status="done", answer="ok")
 
     outcomes = await asyncio.gather(
         store.append_event(held.id, "me", "e", "1"),
         store.append_event(other.id, "me", "e", "x"),
-        store.finish(other.id, "me", "run_done", "x", "done", {}),
+        store.finish(other.id, "me", "run_done", "x", "done", None),
         store.append_event(held.id, "me", "e", "2"),
-        store.finish(held.id, "me", "run_done", "3", "done", {"ok": True}),
+        store.finish(held.id, "me", "run_done", "3", "done", done),
         return_exceptions=True,
     )
 
@@ -129,7 +131,7 @@ async def test_a_fencing_failure_fails_only_its_caller(store: SqliteRunStore) ->
     finished = await store.get_run(held.id)
     assert finished is not None
     assert finished.status == "done"
-    assert finished.result == {"ok": True}
+    assert finished.result == done
     still = await store.get_run(other.id)
     assert still is not None
     assert still.status == "queued"

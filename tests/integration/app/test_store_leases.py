@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agents.result import RunResult
 from app.store.base import LeaseLost, RunRecord
 from tests.integration.app.conftest import Opener
 
@@ -24,6 +25,10 @@ def _record(run_id: str | None = None) -> RunRecord:
         created_at=now,
         updated_at=now,
     )
+
+
+def _done(run_id: str, answer: str) -> RunResult:
+    return RunResult(run_id=run_id, status="done", answer=answer)
 
 
 async def test_two_claimers_of_a_free_run_one_wins(open_store: Opener) -> None:
@@ -79,7 +84,7 @@ async def test_event_ids_come_from_the_store_and_continue_after_a_take_over(
     with pytest.raises(LeaseLost):
         await store.append_event(record.id, "old", "node_started", "{}")  # fenced
     with pytest.raises(LeaseLost):
-        await store.finish(record.id, "old", "done", "{}", "done", {"answer": "zombie"})
+        await store.finish(record.id, "old", "done", "{}", "done", _done(record.id, "zombie"))
     second = await store.append_event(record.id, "new", "node_started", "{}")
 
     assert (first, second) == (2, 3)
@@ -93,13 +98,13 @@ async def test_finish_stores_terminal_event_status_and_result_together(
     record = _record()
     await store.create_run(record, started="{}", owner="me", ttl_s=30)
     seq = await store.finish(
-        record.id, "me", "done", json.dumps({"answer": "42"}), "done", {"answer": "42"}
+        record.id, "me", "done", json.dumps({"answer": "42"}), "done", _done(record.id, "42")
     )
     stored = await store.get_run(record.id)
 
     assert seq == 2
     assert stored is not None
-    assert (stored.status, stored.result, stored.owner) == ("done", {"answer": "42"}, None)
+    assert (stored.status, stored.result, stored.owner) == ("done", _done(record.id, "42"), None)
     with pytest.raises(LeaseLost):  # exactly one terminal event
         await store.finish(record.id, "me", "cancelled", "{}", "cancelled", None)
     assert await store.claim(record.id, "other", 30) is None  # a finished run is never claimed

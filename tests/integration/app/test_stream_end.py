@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from agents.result import RunResult
 from app.http.routes.runs import _framed
 from app.runs.following import Follower
 from app.runs.live import LiveRuns
@@ -83,7 +84,8 @@ async def test_a_run_deleted_while_followed_ends_the_stream_with_one_error_frame
     store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
     try:
         run_id = await _open_run(store)
-        await store.finish(run_id, "elsewhere", "done", "{}", "done", {"answer": "a"})
+        done = RunResult(run_id=run_id, status="done", answer="a")
+        await store.finish(run_id, "elsewhere", "done", "{}", "done", done)
         follower = Follower(store, LocalSignals(), LiveRuns())
         stream = _framed(run_id, follower.follow(run_id, 3, 0.01))
         assert await store.delete_run(run_id)
@@ -102,7 +104,8 @@ async def test_a_followed_run_that_ends_sends_its_own_terminal_event_only(
     store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
     try:
         run_id = await _open_run(store)
-        await store.finish(run_id, "elsewhere", "done", "{}", "done", {"answer": "a"})
+        done = RunResult(run_id=run_id, status="done", answer="a")
+        await store.finish(run_id, "elsewhere", "done", "{}", "done", done)
         follower = Follower(store, LocalSignals(), LiveRuns())
 
         frames = _frames(await _collect(_framed(run_id, follower.follow(run_id, 0, 0.01))))

@@ -1,0 +1,58 @@
+"""How a run ended: the one typed result the engine returns, the run store keeps, and every
+reader (the run routes, the OpenAI-compatible endpoint, the MCP server, the CLI) reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agents.events import EndStatus
+from agents.state import ErrorInfo, NodeRecord, Source, StopReason
+
+
+class RunAnswer(BaseModel):
+    """What a finished run tells a reader, its tree aside."""
+
+    answer: str | None = None
+    partial: bool = Field(
+        default=False, description="True when no path completed and the answer is best-effort."
+    )
+    chosen_id: str | None = None
+    path: list[str] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=list)
+    stop_reason: StopReason | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    error: ErrorInfo | None = None
+
+    def answer_fields(self) -> dict[str, Any]:
+        """The fields of `RunAnswer` alone (for a view or an event built from a result)."""
+        return {name: getattr(self, name) for name in RunAnswer.model_fields}
+
+
+class RunResult(RunAnswer):
+    """How a run ended, with the whole tree."""
+
+    run_id: str
+    status: EndStatus
+    nodes: list[NodeRecord] = Field(default_factory=list)
+
+    @classmethod
+    def failed(
+        cls,
+        run_id: str,
+        code: str,
+        message: str,
+        *,
+        metrics: dict[str, Any] | None = None,
+        nodes: list[NodeRecord] | None = None,
+    ) -> RunResult:
+        """A run that ended on an error (`code`, and a `message` safe to show)."""
+        return cls(
+            run_id=run_id,
+            status="failed",
+            stop_reason="error",
+            error={"code": code, "message": message},
+            metrics=metrics or {},
+            nodes=nodes or [],
+        )
