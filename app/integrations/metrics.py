@@ -93,7 +93,7 @@ RATE_LIMIT = Gauge(
 REDIS_UP = Gauge(
     "plantree_redis_up",
     "1 while this process reaches Redis, 0 while it is marked down and degrading "
-    "(docs/deploy.md, \"When Redis is down\").",
+    '(docs/deploy.md, "When Redis is down").',
     multiprocess_mode="livemin",
 )
 REDIS_OUTAGES = Counter(
