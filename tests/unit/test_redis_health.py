@@ -182,9 +182,7 @@ def test_an_abandoned_probe_lets_the_next_call_probe(health: RedisHealth, clock:
     assert _admitted(health).probe
 
 
-def test_a_failure_of_a_held_connection_marks_down(
-    health: RedisHealth, recorder: Recorder
-) -> None:
+def test_a_failure_of_a_held_connection_marks_down(health: RedisHealth, recorder: Recorder) -> None:
     health.lost("reset")
     health.lost("reset")
 
