@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -29,7 +30,9 @@ from app.backends.model_limiter_redis import RedisLimiter
 from app.backends.redis import (
     COMMAND_TIMEOUT_S,
     CONNECT_TIMEOUT_S,
+    POLL_S,
     PrometheusHealth,
+    RedisUnavailable,
     SharedRedis,
     shared_redis,
 )
@@ -412,3 +415,48 @@ async def test_one_outage_seen_by_the_cache_sends_every_user_to_its_fallback_at_
     assert slot is not None
     assert slot.fallback
     assert len(_lines(logs, logging.WARNING)) == 1
+
+
+# -- a subscription: quiet is fine, a Redis that stops answering later is noticed -----------------
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    port = _free_port()
+    server = _start_redis_server(port, tmp_path)
+    yield f"redis://127.0.0.1:{port}/0", server
+    server.send_signal(signal.SIGCONT)
+    server.terminate()
+    server.wait(10)
+
+
+async def test_a_quiet_subscription_stays_up_and_one_that_hangs_later_is_noticed(
+    own_server: tuple[str, subprocess.Popen[bytes]],
+    logs: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("app.backends.redis.KEEPALIVE_S", 1.5)
+    url, server = own_server
+    redis = SharedRedis(url, health=RedisHealth(url, clock=Clock()))
+    received: list[tuple[str, str]] = []
+
+    async def listen() -> None:
+        async with redis.subscription(["ch"]) as subscription:
+            async for message in subscription.messages():
+                received.append(message)
+
+    listening = asyncio.create_task(listen())
+    await asyncio.sleep(3.5)  # idle reads and a ping
+    assert redis.health.state is Health.UP
+    await redis.call(lambda client: client.publish("ch", "hello"))
+    assert await _until(lambda: received == [("ch", "hello")])
+
+    server.send_signal(signal.SIGSTOP)  # the server stops answering, connections stay open
+    started = time.monotonic()
+    with pytest.raises(RedisUnavailable):
+        await asyncio.wait_for(listening, 10)
+
+    assert time.monotonic() - started < 1.5 + POLL_S + COMMAND_TIMEOUT_S + 1.0
+    assert not redis.health.up
+    [warning] = _lines(logs, logging.WARNING)
+    assert "unreachable (timeout)" in warning
