@@ -44,6 +44,12 @@ class RedisUnavailable(Exception):
         self.kind = kind
 
 
+def _answer_errors() -> tuple[type[BaseException], ...]:
+    from redis.exceptions import RedisError
+
+    return (RedisError,)
+
+
 def _network_errors() -> tuple[type[BaseException], ...]:
     from redis.exceptions import ConnectionError, TimeoutError
 
@@ -161,11 +167,11 @@ class SharedRedis:
                 result = await command(self._loop_client().client)
         except _network_errors() as e:
             raise self._failed(ticket, e) from e
-        except asyncio.CancelledError:
-            self.health.abandoned(ticket)
-            raise
-        except Exception:
+        except _answer_errors():
             self.health.succeeded(ticket)  # Redis answered, with an error of the caller's
+            raise
+        except BaseException:
+            self.health.abandoned(ticket)  # cancelled, or the caller's own bug: no verdict
             raise
         self.health.succeeded(ticket)
         return result
@@ -189,8 +195,11 @@ class SharedRedis:
             result = command(self._sync_client())
         except _network_errors() as e:
             raise self._failed(ticket, e) from e
-        except Exception:
+        except _answer_errors():
             self.health.succeeded(ticket)
+            raise
+        except BaseException:
+            self.health.abandoned(ticket)
             raise
         self.health.succeeded(ticket)
         return result
@@ -216,7 +225,10 @@ class SharedRedis:
                             confirmed += 1
             except _network_errors() as e:
                 raise self._failed(ticket, e) from e
-            except asyncio.CancelledError:
+            except _answer_errors():
+                self.health.succeeded(ticket)
+                raise
+            except BaseException:
                 self.health.abandoned(ticket)
                 raise
             self.health.succeeded(ticket)

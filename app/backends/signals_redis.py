@@ -19,14 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import logging
 import uuid
 from typing import Any
 
 from app.backends.redis import RedisUnavailable, SharedRedis, shared_redis
 from app.runs.signals import LocalSignals
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "plantree:signals"
 SUBSCRIBE_WAIT_S = 10.0

@@ -12,7 +12,6 @@ again), calls are spaced by the process's own limiter for that tool instead.
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import threading
 import time
@@ -20,8 +19,6 @@ from dataclasses import dataclass
 
 from app.backends.redis import RedisUnavailable, SharedRedis, shared_redis
 from tools.runtime import Clock, LimiterRegistry, RateLimiter, Sleep
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "plantree:tool-rate"
 NO_LIMIT_S = 1e18  # "wait as long as it takes" for the script (Lua cannot read "inf")

@@ -39,6 +39,7 @@ from app.backends.redis import (
 from app.backends.redis_health import Health, RedisHealth
 from app.backends.signals_redis import RedisSignals
 from app.backends.tool_limiter_redis import RedisLimiterRegistry
+from tests.conftest import REDIS_URL
 
 T = TypeVar("T")
 Mode = Literal["refused", "hung"]
@@ -460,3 +461,16 @@ async def test_a_quiet_subscription_stays_up_and_one_that_hangs_later_is_noticed
     assert not redis.health.up
     [warning] = _lines(logs, logging.WARNING)
     assert "unreachable (timeout)" in warning
+
+
+async def test_an_error_redis_answers_with_is_not_an_outage(redis_prefix: str) -> None:
+    from redis.exceptions import ResponseError
+
+    redis = SharedRedis(REDIS_URL, health=RedisHealth(REDIS_URL, clock=Clock()))
+
+    with pytest.raises(ResponseError):
+        await redis.script("return redis.call('NO-SUCH-COMMAND')", [f"{redis_prefix}:k"], [])
+
+    assert redis.health.up
+    assert redis.health.outages == 0
+    await redis.aclose()
