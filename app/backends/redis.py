@@ -25,6 +25,7 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from app.backends.redis_health import HealthObserver, RedisHealth, Ticket
 
@@ -55,6 +56,12 @@ def _network_errors() -> tuple[type[BaseException], ...]:
 
     # OSError covers the builtin TimeoutError of the call's own deadline.
     return (ConnectionError, TimeoutError, OSError)
+
+
+def address(url: str) -> str:
+    """`host:port/db` of a Redis URL, without its credentials: the name in logs and metrics."""
+    parts = urlsplit(url)
+    return f"{parts.hostname or 'localhost'}:{parts.port or 6379}{parts.path or '/0'}"
 
 
 def error_kind(error: BaseException) -> str:
@@ -101,7 +108,8 @@ class SharedRedis:
         command_timeout_s: float = COMMAND_TIMEOUT_S,
     ) -> None:
         self.url = url
-        self.health = health or RedisHealth(url)
+        self.name = address(url)
+        self.health = health or RedisHealth(self.name)
         self.connect_timeout_s = connect_timeout_s
         self.command_timeout_s = command_timeout_s
         self._lock = threading.Lock()
@@ -145,13 +153,13 @@ class SharedRedis:
     def _admit(self) -> Ticket:
         ticket = self.health.admit()
         if ticket is None:
-            raise RedisUnavailable(f"redis {self.url} is down", "down")
+            raise RedisUnavailable(f"redis {self.name} is down", "down")
         return ticket
 
     def _failed(self, ticket: Ticket, error: BaseException) -> RedisUnavailable:
         kind = error_kind(error)
         self.health.failed(ticket, kind)
-        return RedisUnavailable(f"redis {self.url}: {kind}", kind)
+        return RedisUnavailable(f"redis {self.name}: {kind}", kind)
 
     @property
     def _deadline_s(self) -> float:
@@ -243,7 +251,7 @@ class SharedRedis:
         """Note that a connection held outside a call (a subscription) failed."""
         kind = error_kind(error)
         self.health.lost(kind)
-        return RedisUnavailable(f"redis {self.url}: {kind}", kind)
+        return RedisUnavailable(f"redis {self.name}: {kind}", kind)
 
     async def aclose(self) -> None:
         """Close the running loop's idle connections (the next call makes a new client).
@@ -296,20 +304,22 @@ def _text(value: bytes | str) -> str:
 
 
 class PrometheusHealth:
-    """Reports the policy's changes as `plantree_redis_up` and `plantree_redis_outages_total`."""
+    """Reports the policy's changes as `plantree_redis_up{redis}` and
+    `plantree_redis_outages_total{redis,kind}`."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
         # Imported here: the metrics module brings the HTTP layer, which a benchmark using a
         # shared limiter does not need until it has a Redis.
         from app.integrations.metrics import REDIS_OUTAGES, REDIS_UP
 
-        self._up = REDIS_UP
+        self._name = name
+        self._up = REDIS_UP.labels(name)
         self._outages = REDIS_OUTAGES
         self._up.set(1)
 
     def went_down(self, kind: str) -> None:
         self._up.set(0)
-        self._outages.labels(kind).inc()
+        self._outages.labels(self._name, kind).inc()
 
     def came_up(self) -> None:
         self._up.set(1)
@@ -325,6 +335,7 @@ def shared_redis(url: str, *, observer: HealthObserver | None = None) -> SharedR
     with _shared_lock:
         redis = _shared.get(url)
         if redis is None:
-            health = RedisHealth(url, observer=observer or PrometheusHealth())
+            name = address(url)
+            health = RedisHealth(name, observer=observer or PrometheusHealth(name))
             redis = _shared[url] = SharedRedis(url, health=health)
         return redis

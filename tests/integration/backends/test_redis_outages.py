@@ -34,6 +34,7 @@ from app.backends.redis import (
     PrometheusHealth,
     RedisUnavailable,
     SharedRedis,
+    address,
     shared_redis,
 )
 from app.backends.redis_health import Health, RedisHealth
@@ -175,7 +176,8 @@ def outage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Outage]:
     port = _free_port()
     url = f"redis://127.0.0.1:{port}/0"
     clock = Clock()
-    redis = SharedRedis(url, health=RedisHealth(url, clock=clock, observer=PrometheusHealth()))
+    name = address(url)
+    redis = SharedRedis(url, health=RedisHealth(name, clock=clock, observer=PrometheusHealth(name)))
     state = Outage(mode, url, port, clock, redis, tmp_path)
     if mode == "hung":
         state.hung = HungServer(port)
@@ -197,15 +199,16 @@ def _lines(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
     ]
 
 
-def _outages() -> float:
+def _outages(name: str) -> float:
     return sum(
-        REGISTRY.get_sample_value("plantree_redis_outages_total", {"kind": kind}) or 0.0
+        REGISTRY.get_sample_value("plantree_redis_outages_total", {"redis": name, "kind": kind})
+        or 0.0
         for kind in ("refused", "reset", "timeout", "connection")
     )
 
 
-def _up() -> float | None:
-    return REGISTRY.get_sample_value("plantree_redis_up")
+def _up(name: str) -> float | None:
+    return REGISTRY.get_sample_value("plantree_redis_up", {"redis": name})
 
 
 async def _timed(call: Callable[[], Awaitable[T]]) -> tuple[T, float]:
@@ -220,22 +223,23 @@ class Check:
     def __init__(self, outage: Outage, caplog: pytest.LogCaptureFixture) -> None:
         self.outage = outage
         self.caplog = caplog
-        self.outages_before = _outages()
+        self.name = outage.redis.name
+        self.outages_before = _outages(self.name)
 
     def marked_down_once(self) -> None:
         kind = "timeout" if self.outage.mode == "hung" else "refused"
         assert self.outage.redis.health.state is Health.DOWN
-        assert _outages() == self.outages_before + 1
-        assert _up() == 0.0
+        assert _outages(self.name) == self.outages_before + 1
+        assert _up(self.name) == 0.0
         [warning] = _lines(self.caplog, logging.WARNING)
         assert f"unreachable ({kind})" in warning
 
     def recovered(self) -> None:
         assert self.outage.redis.health.state is Health.UP
-        assert _up() == 1.0
+        assert _up(self.name) == 1.0
         [info] = _lines(self.caplog, logging.INFO)
         assert "reachable again" in info
-        assert _outages() == self.outages_before + 1
+        assert _outages(self.name) == self.outages_before + 1
 
 
 # -- the model cache: a miss, the write skipped -------------------------------------------------
@@ -474,3 +478,8 @@ async def test_an_error_redis_answers_with_is_not_an_outage(redis_prefix: str) -
     assert redis.health.up
     assert redis.health.outages == 0
     await redis.aclose()
+
+
+def test_a_redis_is_named_without_its_credentials() -> None:
+    assert address("redis://:secret@cache.internal:6380/2") == "cache.internal:6380/2"
+    assert address("redis://127.0.0.1") == "127.0.0.1:6379/0"
