@@ -206,7 +206,8 @@ class TokenBucket:
 
     Each caller reserves the next free slot and sleeps exactly until it (no polling), so waiters
     go in arrival order. Slots are reserved under a thread lock with no await inside, so one
-    instance is safe across tasks, threads and event loops. Tools space their calls with it.
+    instance is safe across tasks, threads and event loops. Tools space their calls with it;
+    the per-key request limit (app/access/limits.py) asks it without waiting (`try_reserve`).
     """
 
     def __init__(
@@ -233,17 +234,24 @@ class TokenBucket:
         with self._lock:
             self.rate = rate
 
-    def reserve(self, max_wait_s: float = math.inf) -> float | None:
-        """Take the next free slot without waiting: the seconds until it, or None (no slot
-        taken) when that is over `max_wait_s`."""
+    def try_reserve(self, max_wait_s: float = 0.0) -> tuple[bool, float]:
+        """Take the next free slot if it is at most `max_wait_s` away, without waiting:
+        (True, the seconds until it), or (False, the seconds until it) with no slot taken, which
+        a caller that does not wait gives back as "retry after"."""
         with self._lock:
             now = self._clock()
             interval = 1.0 / self.rate
             start = max(now, self._tat - (self.burst - 1) * interval)
             if start - now > max_wait_s:
-                return None
+                return False, start - now
             self._tat = max(self._tat, start) + interval
-            return start - now
+            return True, start - now
+
+    def reserve(self, max_wait_s: float = math.inf) -> float | None:
+        """Take the next free slot without waiting: the seconds until it, or None (no slot
+        taken) when that is over `max_wait_s`."""
+        granted, wait = self.try_reserve(max_wait_s)
+        return wait if granted else None
 
     async def acquire(self, max_wait_s: float = float("inf")) -> bool:
         """Wait for this call's slot; False (no slot taken) when it is over `max_wait_s` away."""

@@ -1,4 +1,5 @@
-"""Per-key limits: requests per second (a token bucket), open event streams, and queued plus
+"""Per-key limits: requests per second (the token bucket of `calls.ratelimit`, asked without
+waiting), open event streams, and queued plus
 running runs. They apply to named keys, not to the admin key nor to the single user (no keys),
 whom the process-wide run queue bounds. Request and stream counts are per process; the run
 count is the store's, so it holds across processes."""
@@ -16,6 +17,7 @@ from prometheus_client import Counter
 from app.access.tenancy import Caller
 from app.store.base import RunStore
 from calls.errors import LatsError
+from calls.ratelimit import TokenBucket
 
 logger = logging.getLogger(__name__)
 
@@ -35,27 +37,6 @@ class RateLimited(LatsError):
         super().__init__(message)
         self.retry_after_s = retry_after_s
         self.code = code
-
-
-class TokenBucket:
-    """`rate` tokens a second, up to `burst` saved."""
-
-    def __init__(self, rate: float, burst: int, clock: Callable[[], float]) -> None:
-        self._rate = rate
-        self._burst = float(burst)
-        self._tokens = float(burst)
-        self._clock = clock
-        self._at = clock()
-
-    def take(self) -> float:
-        """Take one token: 0 when granted, else the seconds until one is there."""
-        now = self._clock()
-        self._tokens = min(self._burst, self._tokens + (now - self._at) * self._rate)
-        self._at = now
-        if self._tokens >= 1:
-            self._tokens -= 1
-            return 0.0
-        return (1 - self._tokens) / self._rate
 
 
 class KeyLimits:
@@ -87,9 +68,10 @@ class KeyLimits:
             return
         bucket = self._buckets.get(caller.name)
         if bucket is None:
-            bucket = self._buckets[caller.name] = TokenBucket(self._rps, self._burst, self._clock)
-        wait = bucket.take()
-        if wait > 0:
+            bucket = TokenBucket(self._rps, self._burst, clock=self._clock)
+            self._buckets[caller.name] = bucket
+        allowed, wait = bucket.try_reserve(0.0)
+        if not allowed:
             self._refuse(caller, "requests", "too many requests for this key; slow down", wait)
 
     async def run(self, caller: Caller, store: RunStore) -> None:

@@ -2,17 +2,19 @@
 
 The state of `calls.aimd.AimdState` lives in one Redis hash per model, and its two rules —
 reserve a slot; take a success or a 429 — run as Lua scripts, atomically, on Redis's clock, so
-processes on different hosts agree. The in-flight cap stays per process. When Redis cannot be
-reached, the process falls back to its own in-process state and says so once.
+processes on different hosts agree. The in-flight cap stays per process. Every script runs
+through the process's Redis adapter (app/backends/redis.py): while Redis is down (the adapter
+says so at once, and logs the outage once), each request is granted by the process's own
+in-process limiter for the model instead, and its outcome is fed back there; the first request
+after Redis recovers uses the shared rate again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
-from app.backends.redis_clients import LoopClients
+from app.backends.redis import RedisUnavailable, SharedRedis, shared_redis
 from calls.aimd import DEFAULT_BETA, DEFAULT_FLOOR, DEFAULT_GROWTH, DEFAULT_RETRY_AFTER_S, AimdState
 from calls.ratelimit import (
     InFlightGate,
@@ -142,6 +144,7 @@ class RedisLimiter:
         burst: int,
         max_in_flight: int,
         prefix: str = DEFAULT_PREFIX,
+        redis: SharedRedis | None = None,
     ) -> None:
         self.url = url
         self.key = f"{prefix}:{model}"
@@ -149,42 +152,27 @@ class RedisLimiter:
         self.burst = max(1, burst)
         self.gate = InFlightGate(max_in_flight)
         self.name = model
-        self._clients = LoopClients(url, (_RESERVE, _FEEDBACK), socket_timeout=2.0)
-        self._fallback = LocalLimiter(AimdState(ceiling=ceiling, burst=burst), max_in_flight)
-        self._warned = False
+        self._redis = redis or shared_redis(url)
+        # The stand-in while Redis is down: the same rules on this process's own state.
+        self._fallback = LocalLimiter(
+            AimdState(ceiling=ceiling, burst=burst), max_in_flight, name=model
+        )
         self._rate: float | None = None
         self._grants = 0
         self._rate_limited = 0
         self._cuts = 0
 
-    def _scripts(self) -> tuple[Any, Any, Any]:
-        made = self._clients.get()
-        return (made.client, *made.scripts)
-
-    def _redis_failed(self, error: Exception) -> None:
-        if not self._warned:
-            self._warned = True
-            logger.warning(
-                "model rate limiter: Redis at %s failed (%s); using this process's own rate",
-                self.url,
-                type(error).__name__,
-            )
-
     async def acquire(self) -> Permit:
-        from redis.exceptions import RedisError
-
         await self.gate.enter()
         try:
             held = -1  # the epoch of the slot waited for: a cut meanwhile means reserve again
             start = 0.0
             while True:
                 try:
-                    _, reserve, _ = self._scripts()
-                    start_s, now_s, epoch_s = await reserve(
-                        keys=[self.key], args=[self.ceiling, self.burst, STATE_TTL_S, held]
+                    start_s, now_s, epoch_s = await self._redis.script(
+                        _RESERVE, [self.key], [self.ceiling, self.burst, STATE_TTL_S, held]
                     )
-                except (RedisError, OSError) as e:
-                    self._redis_failed(e)
+                except RedisUnavailable:
                     self.gate.leave()
                     permit = await self._fallback.acquire()
                     return Permit(granted_at=permit.granted_at, epoch=permit.epoch, fallback=True)
@@ -204,8 +192,6 @@ class RedisLimiter:
     async def release(
         self, permit: Permit, outcome: Outcome, retry_after_s: float | None = None
     ) -> None:
-        from redis.exceptions import RedisError
-
         if permit.fallback:
             await self._fallback.release(permit, outcome, retry_after_s)
             return
@@ -213,10 +199,10 @@ class RedisLimiter:
         if outcome == "error":
             return  # says nothing about the rate
         try:
-            _, _, feedback = self._scripts()
-            rate_s, cut = await feedback(
-                keys=[self.key],
-                args=[
+            rate_s, cut = await self._redis.script(
+                _FEEDBACK,
+                [self.key],
+                [
                     self.ceiling,
                     outcome,
                     permit.epoch,
@@ -227,9 +213,8 @@ class RedisLimiter:
                     DEFAULT_RETRY_AFTER_S,
                 ],
             )
-        except (RedisError, OSError) as e:
-            self._redis_failed(e)
-            return
+        except RedisUnavailable:
+            return  # the outcome of one request; the shared rate learns from the next
         rate = float(rate_s)
         self._rate = rate if rate > 0 else None
         if outcome == "rate_limited":
@@ -254,13 +239,12 @@ class RedisLimiter:
 
     async def shared_state(self) -> dict[str, str]:
         """The Redis hash as it is now (for tests and diagnostics)."""
-        client, _, _ = self._scripts()
-        raw = await client.hgetall(self.key)
+        raw = await self._redis.call(lambda client: client.hgetall(self.key))
         return {k.decode(): v.decode() for k, v in raw.items()}
 
     async def aclose(self) -> None:
         """Close this loop's connection."""
-        await self._clients.aclose()
+        await self._redis.aclose()
 
 
 def redis_model_limiters(url: str) -> LimiterSource:

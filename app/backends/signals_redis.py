@@ -6,58 +6,68 @@ process skips its own, which it delivered locally already. A publish happens aft
 write it announces has committed, from one background task that sends what piled up in one
 pipeline (so a burst of events costs one round trip, and a writer never waits for Redis).
 
-Like every signal, these only wake: the store stays the record. While Redis is unreachable,
-followers re-read the store on every heartbeat, owners see cancel flags when they renew their
-leases, workers sweep for claimable runs; on reconnecting, everything local is woken once.
+Like every signal, these only wake: the store stays the record. Publishing and subscribing go
+through the process's Redis adapter (app/backends/redis.py). While Redis is down, what would
+have been published is dropped at once, followers re-read the store on every heartbeat, owners
+see cancel flags when they renew their leases, workers sweep for claimable runs; the listener
+subscribes again when the adapter's outage policy lets a call through (its backoff), and on
+subscribing everything local is woken once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
+import functools
 import uuid
 from typing import Any
 
+from app.backends.redis import RedisUnavailable, SharedRedis, shared_redis
 from app.runs.signals import LocalSignals
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "plantree:signals"
 SUBSCRIBE_WAIT_S = 10.0
 FLUSH_WAIT_S = 2.0
 MAX_BATCH = 500
+# The listener's longest sleep between looks at the outage policy (so a recovery another user
+# noticed is seen soon) and its shortest (while another call probes).
+RELISTEN_MAX_S = 1.0
+RELISTEN_MIN_S = 0.05
 
 
 class RedisSignals(LocalSignals):
     """Publishes and receives wake-ups on Redis channels under `prefix`."""
 
-    def __init__(self, url: str, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(
+        self, url: str, prefix: str = DEFAULT_PREFIX, *, redis: SharedRedis | None = None
+    ) -> None:
         super().__init__()
         self._url = url
+        self._redis = redis or shared_redis(url)
         self.events_channel = f"{prefix}:events"
         self.cancel_channel = f"{prefix}:cancel"
         self.queued_channel = f"{prefix}:queued"
         self._me = uuid.uuid4().hex[:12]
         self._outbox: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
-        self._subscribed = asyncio.Event()
+        self._tried = asyncio.Event()  # the first subscription attempt ended, either way
+        self._subscribed = False
         self._tasks: list[asyncio.Task[None]] = []
-        self._client: Any = None
-        self._publish_failing = False
+
+    @property
+    def subscribed(self) -> bool:
+        """Whether the listener holds a confirmed subscription now."""
+        return self._subscribed
 
     async def _open(self) -> None:
-        import redis.asyncio as aioredis
-
-        self._client = aioredis.Redis.from_url(self._url, socket_connect_timeout=5)
+        self._subscribed = False
         self._tasks = [
             asyncio.create_task(self._listen(), name="lats-redis-listen"),
             asyncio.create_task(self._publish(), name="lats-redis-publish"),
         ]
-        try:
-            await asyncio.wait_for(self._subscribed.wait(), SUBSCRIBE_WAIT_S)
-        except TimeoutError:
-            # Not fatal: the store-side backstops keep every run correct, only slower.
-            logger.warning("signals: redis not reachable yet; retrying in the background")
+        with contextlib.suppress(TimeoutError):
+            # Not fatal when it fails: the store-side backstops keep every run correct, only
+            # slower, and the adapter has logged the outage.
+            await asyncio.wait_for(self._tried.wait(), SUBSCRIBE_WAIT_S)
 
     async def close(self) -> None:
         with contextlib.suppress(TimeoutError):
@@ -66,8 +76,7 @@ class RedisSignals(LocalSignals):
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._client is not None:
-            await self._client.aclose()
+        await self._redis.aclose()
 
     # -- sending -------------------------------------------------------------------------------
     def event_written(self, run_id: str) -> None:
@@ -91,46 +100,29 @@ class RedisSignals(LocalSignals):
             while not self._outbox.empty() and len(batch) < MAX_BATCH:
                 batch.append(self._outbox.get_nowait())
             try:
-                async with self._client.pipeline(transaction=False) as pipe:
-                    for channel, message in dict.fromkeys(batch):  # repeats wake no one more
-                        pipe.publish(channel, message)
-                    await pipe.execute()
-                if self._publish_failing:
-                    logger.info("signals: publishing to redis again")
-                self._publish_failing = False
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                if not self._publish_failing:
-                    logger.warning("signals: cannot publish to redis (%s)", type(e).__name__)
-                self._publish_failing = True
+                await self._redis.call(functools.partial(_publish_all, batch=batch))
+            except RedisUnavailable:
+                pass  # only wake-ups: the store has what they announce
             finally:
                 for _ in batch:
                     self._outbox.task_done()
 
     # -- receiving -----------------------------------------------------------------------------
     async def _listen(self) -> None:
-        delay = 0.5
         channels = (self.events_channel, self.cancel_channel, self.queued_channel)
         while True:
-            pubsub = self._client.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.subscribe(*channels)
-                self._subscribed.set()
-                self.wake_all()  # whatever happened while not subscribed
-                delay = 0.5
-                async for message in pubsub.listen():
-                    if message.get("type") == "message":
-                        self._dispatch(_text(message["channel"]), _text(message["data"]))
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                logger.warning("signals: redis subscription lost (%s); reconnecting", e)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 10)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()
+                async with self._redis.subscription(channels) as subscription:
+                    self._subscribed = True
+                    self._tried.set()
+                    self.wake_all()  # whatever happened while not subscribed
+                    async for channel, message in subscription.messages():
+                        self._dispatch(channel, message)
+            except RedisUnavailable:
+                self._subscribed = False
+                self._tried.set()
+            wait = self._redis.health.retry_in()
+            await asyncio.sleep(min(RELISTEN_MAX_S, max(RELISTEN_MIN_S, wait)))
 
     def _dispatch(self, channel: str, message: str) -> None:
         sender, _, payload = message.partition("|")
@@ -148,5 +140,8 @@ class RedisSignals(LocalSignals):
         LocalSignals.event_written(self, run_id)
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+async def _publish_all(client: Any, *, batch: list[tuple[str, str]]) -> None:
+    async with client.pipeline(transaction=False) as pipe:
+        for channel, message in dict.fromkeys(batch):  # repeats wake no one more
+            pipe.publish(channel, message)
+        await pipe.execute()

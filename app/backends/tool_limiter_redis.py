@@ -4,28 +4,23 @@ A tool's spacing is the in-process one's (`tools.runtime.RateLimiter`: a GCRA of
 its one number, the start of the tool's next free slot, kept in a Redis string per tool name.
 The reservation runs as a Lua script on Redis's clock, atomically, so processes on different
 hosts space one tool's calls together. The string expires once its slot has passed (it then
-says nothing). When Redis fails, calls are spaced by the process's own limiter for that tool
-instead (one warning per outage), and Redis is tried again after `RECHECK_S`, so a dead Redis
-does not cost every call a timeout.
+says nothing). The script runs through the process's Redis adapter (app/backends/redis.py):
+while Redis is down (the adapter says so at once, logs the outage once and decides when to try
+again), calls are spaced by the process's own limiter for that tool instead.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import threading
 import time
 from dataclasses import dataclass
 
-from app.backends.redis_clients import LoopClients
+from app.backends.redis import RedisUnavailable, SharedRedis, shared_redis
 from tools.runtime import Clock, LimiterRegistry, RateLimiter, Sleep
 
-logger = logging.getLogger(__name__)
-
 DEFAULT_PREFIX = "plantree:tool-rate"
-SOCKET_TIMEOUT_S = 2.0
-RECHECK_S = 5.0
 NO_LIMIT_S = 1e18  # "wait as long as it takes" for the script (Lua cannot read "inf")
 
 # KEYS: the tool's key. ARGV: interval, max wait (s). Returns {granted '1'|'0', start, now} as
@@ -63,56 +58,19 @@ class Slot:
 
 
 class RedisLink:
-    """The reservation script on the Redis at `url`; after a failure, says so once per outage
-    and rests Redis for `RECHECK_S`."""
+    """The reservation script, through the Redis adapter."""
 
-    def __init__(self, url: str, *, clock: Clock = time.monotonic) -> None:
-        from redis.asyncio.retry import Retry
-        from redis.backoff import NoBackoff
-
-        self.url = url
-        self._clients = LoopClients(
-            url,
-            [_RESERVE],
-            socket_timeout=SOCKET_TIMEOUT_S,
-            socket_connect_timeout=SOCKET_TIMEOUT_S,
-            # One immediate retry (a pooled connection Redis dropped), not the default's three
-            # with backoff: the time counts against the tool call's deadline.
-            retry=Retry(NoBackoff(), 1),
-        )
-        self._clock = clock
-        self._failing = False
-        self._recheck_at = -math.inf
-
-    def available(self) -> bool:
-        """False for `RECHECK_S` after a failure: callers space their calls in the process."""
-        return self._clock() >= self._recheck_at
+    def __init__(self, redis: SharedRedis) -> None:
+        self.redis = redis
 
     async def reserve(self, key: str, interval_s: float, max_wait_s: float) -> Slot | None:
-        """The script's answer; raises `RedisError` or `OSError` when Redis fails."""
-        [script] = self._clients.get().scripts
-        granted, start, now = await script(keys=[key], args=[interval_s, max_wait_s])
-        if self._failing:
-            self._failing = False
-            logger.info("tool rate limiter: Redis at %s answers again", self.url)
+        """The script's answer; raises `RedisUnavailable` while Redis is down."""
+        granted, start, now = await self.redis.script(_RESERVE, [key], [interval_s, max_wait_s])
         return Slot(start=float(start), now=float(now)) if granted == b"1" else None
-
-    def failed(self, name: str, error: Exception) -> None:
-        """Note a failure of Redis (by a call of tool `name`); the first of an outage is
-        logged."""
-        self._recheck_at = self._clock() + RECHECK_S
-        if not self._failing:
-            self._failing = True
-            logger.warning(
-                "tool %s: rate limiter's Redis at %s failed (%s); spacing calls per process",
-                name,
-                self.url,
-                type(error).__name__,
-            )
 
     async def aclose(self) -> None:
         """Close the running loop's connection."""
-        await self._clients.aclose()
+        await self.redis.aclose()
 
 
 class RedisRateLimiter:
@@ -148,18 +106,15 @@ class RedisRateLimiter:
     async def reserve(self, max_wait_s: float = math.inf) -> Slot | None:
         """Take the next free slot without waiting for it; None (no slot taken) when it is
         more than `max_wait_s` away."""
-        from redis.exceptions import RedisError
-
         interval = self.min_interval_s
         if interval <= 0:
             now = self._clock()
             return Slot(start=now, now=now)
         limit = max_wait_s if math.isfinite(max_wait_s) else NO_LIMIT_S
-        if self.link.available():
-            try:
-                return await self.link.reserve(self.key, interval, limit)
-            except (RedisError, OSError) as e:
-                self.link.failed(self.name, e)
+        try:
+            return await self.link.reserve(self.key, interval, limit)
+        except RedisUnavailable:
+            pass  # spaced in this process while Redis is down
         now = self._clock()
         wait = self.fallback.reserve(max_wait_s)
         return None if wait is None else Slot(start=now + wait, now=now, fallback=True)
@@ -185,8 +140,9 @@ class RedisLimiterRegistry:
         prefix: str = DEFAULT_PREFIX,
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
+        redis: SharedRedis | None = None,
     ) -> None:
-        self.link = RedisLink(url, clock=clock)
+        self.link = RedisLink(redis or shared_redis(url))
         self.prefix = prefix
         self._clock = clock
         self._sleep = sleep

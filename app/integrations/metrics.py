@@ -90,6 +90,19 @@ RATE_LIMIT = Gauge(
     ["model"],
     multiprocess_mode="livemax",
 )
+REDIS_UP = Gauge(
+    "plantree_redis_up",
+    "1 while this process reaches the Redis (host:port/db), 0 while it is marked down and "
+    'degrading (docs/deploy.md, "When Redis is down").',
+    ["redis"],
+    multiprocess_mode="livemin",
+)
+REDIS_OUTAGES = Counter(
+    "plantree_redis_outages",
+    "Times this process marked the Redis down, by the error that did (refused, reset, "
+    "timeout, connection).",
+    ["redis", "kind"],
+)
 CACHE_HITS = Counter("plantree_cache_hits", "Model calls served by the cache.", ["role"])
 TOOL_CALLS = Counter("plantree_tool_calls", "Tool calls.", ["tool"])
 TOOL_ERRORS = Counter("plantree_tool_errors", "Tool calls that failed.", ["tool", "error"])

@@ -6,10 +6,11 @@ import pytest
 from pydantic import ValidationError
 
 from agents.settings import EngineSettings
-from app.access.limits import KeyLimits, RateLimited, TokenBucket
+from app.access.limits import KeyLimits, RateLimited
 from app.access.tenancy import ADMIN, SINGLE_USER, Caller, KeyRing
 from app.http.hosts import allowed_hosts, host_of
 from app.settings import Settings
+from calls.ratelimit import TokenBucket
 from calls.settings import ModelSettings
 from tools.settings import ToolSettings
 
@@ -71,12 +72,12 @@ def test_the_token_bucket_grants_its_burst_then_its_rate() -> None:
     clock = Clock()
     bucket = TokenBucket(rate=2.0, burst=3, clock=clock)
 
-    assert [bucket.take() for _ in range(3)] == [0.0, 0.0, 0.0]
-    assert bucket.take() == pytest.approx(0.5)
+    assert [bucket.try_reserve() for _ in range(3)] == [(True, 0.0)] * 3
+    assert bucket.try_reserve() == (False, pytest.approx(0.5))
     clock.now += 0.5
-    assert bucket.take() == 0.0
+    assert bucket.try_reserve() == (True, 0.0)
     clock.now += 100
-    assert [bucket.take() for _ in range(4)][-1] > 0  # refilled to the burst, not beyond
+    assert [bucket.try_reserve() for _ in range(4)][-1][0] is False  # the burst, not beyond
 
 
 def test_request_limits_are_per_key_and_spare_the_admin() -> None:

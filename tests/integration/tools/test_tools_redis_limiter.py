@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from app.backends.redis import SharedRedis
+from app.backends.redis_health import RedisHealth
 from app.backends.tool_limiter_redis import RedisLimiterRegistry, Slot
 from tests.conftest import REDIS_URL
 from tools.registry import ToolOverrides, build_tools
@@ -89,9 +91,10 @@ async def test_tools_without_spacing_never_reach_redis() -> None:
 async def test_an_unreachable_redis_falls_back_to_spacing_in_the_process(
     clock: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    registry = RedisLimiterRegistry(UNREACHABLE, clock=clock, sleep=clock.sleep)
+    redis = SharedRedis(UNREACHABLE, health=RedisHealth(UNREACHABLE, clock=clock))
+    registry = RedisLimiterRegistry(UNREACHABLE, clock=clock, sleep=clock.sleep, redis=redis)
     limiter = registry.limiter("web_search", 2.0)
-    caplog.set_level(logging.WARNING, logger="app.backends.tool_limiter_redis")
+    caplog.set_level(logging.WARNING, logger="app.backends.redis_health")
 
     first = _granted(await limiter.reserve())
     second = _granted(await limiter.reserve())
@@ -104,7 +107,7 @@ async def test_an_unreachable_redis_falls_back_to_spacing_in_the_process(
     assert clock.sleeps == [4.0]  # the third slot: the refusal took none
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
-    assert "tool web_search" in warnings[0]
+    assert "unreachable (refused)" in warnings[0]
 
 
 async def test_a_tool_called_in_one_process_is_held_back_in_the_other(

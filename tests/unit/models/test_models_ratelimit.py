@@ -206,6 +206,18 @@ def test_slots_refill_as_time_passes() -> None:
     assert bucket.reserve(0.0) == 0.0
 
 
+def test_a_check_without_waiting_takes_nothing_and_says_when_to_retry() -> None:
+    clock = Clock()
+    bucket = TokenBucket(rate=2.0, burst=1, clock=clock)
+    assert bucket.try_reserve() == (True, 0.0)
+
+    refused = [bucket.try_reserve() for _ in range(2)]
+    clock.now += 0.5
+
+    assert refused == [(False, pytest.approx(0.5))] * 2  # the refusals took no slot
+    assert bucket.try_reserve() == (True, 0.0)
+
+
 def test_a_rate_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         TokenBucket(rate=0)
