@@ -16,10 +16,10 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from agents.events import EventSink, ToolCalled
 from agents.params import RunParams
 from agents.state import Source, ToolCallRecord
+from calls.attempts import AttemptHook
 from calls.cache import CACHE_HIT
 from calls.errors import BudgetExhausted, BudgetReason
 from calls.observers import CallHandler
-from calls.policy import AttemptHook
 from calls.ratelimit import LimiterStats
 from calls.settings import Role
 
