@@ -182,6 +182,3 @@ class ResilientChatModel(BaseChatModel):
                 yield chunk
         finally:
             await streaming.close(stream)
-
-
-_retarget = retarget  # the name the call-policy tests use
