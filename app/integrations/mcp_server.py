@@ -35,6 +35,7 @@ from app.access.tenancy import Caller
 from app.http.auth import require_key
 from app.http.errors import Unauthorized
 from app.http.routes.runs import view
+from app.http.schemas import MAX_TASK_CHARS
 from app.integrations.progress import Progress
 from app.store.base import RunStatus
 from calls.errors import LatsError
@@ -152,8 +153,8 @@ async def _solve(
 
 def _task(task: str) -> str:
     task = task.strip()
-    if not 1 <= len(task) <= 4000:
-        raise ToolError("the task must be 1 to 4000 characters")
+    if not 1 <= len(task) <= MAX_TASK_CHARS:
+        raise ToolError(f"the task must be 1 to {MAX_TASK_CHARS} characters")
     return task
 
 
