@@ -28,7 +28,7 @@ from tools.runtime import (
     TtlCache,
     tool_executor,
 )
-from tools.settings import KNOWN_TOOLS, ToolSettings
+from tools.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
 
@@ -67,18 +67,14 @@ def build_tools(
     `limiters` spaces the tools' calls: the service passes one shared through Redis when it
     has one; by default the process-wide registry (or a fresh one on a fake clock).
     `local_docs` is built only when enabled and `settings.local_docs_dir` names a folder.
-    Raises `ConfigError` for an unknown tool name, an unknown web search backend, or an enabled
-    `local_docs` without an existing folder.
+    The names are the settings' own, checked when they were read (`ToolSettings`). Raises
+    `ConfigError` for an unknown web search backend, or an enabled `local_docs` without an
+    existing folder.
     """
     overrides = overrides or ToolOverrides()
     names = list(dict.fromkeys(settings.tools))  # keeps order, drops repeats
-    unknown = sorted(set(names) - set(KNOWN_TOOLS))
-    if unknown:
-        raise ConfigError(
-            f"unknown tool(s) {', '.join(unknown)} in LATS_TOOLS; known: {', '.join(KNOWN_TOOLS)}"
-        )
     parts = _Parts.of(settings, overrides, limiters)
-    tools = [_BUILDERS[name](parts) for name in names if name in _BUILDERS]
+    tools = [TOOL_BUILDERS[name](parts) for name in names]
     if settings.mcp_servers:
         mcp.parse_servers(settings.mcp_servers)  # a bad setting fails here, at start-up
     logger.info("research tools enabled: %s", ", ".join(tool.name for tool in tools) or "none")
@@ -184,8 +180,8 @@ def _local_docs(parts: _Parts) -> BaseTool:
     return local_docs.build_local_docs(rt, index)
 
 
-# One builder per tool name of `tools.settings.KNOWN_TOOLS`.
-_BUILDERS: dict[str, Callable[[_Parts], BaseTool]] = {
+# One builder per tool name of `tools.settings.KNOWN_TOOLS` (the names settings accept).
+TOOL_BUILDERS: dict[str, Callable[[_Parts], BaseTool]] = {
     web_search.NAME: _web_search,
     arxiv_search.NAME: _arxiv,
     wikipedia_search.NAME: _wikipedia,
