@@ -24,7 +24,7 @@ from agents.events import (
     NodeStarted,
     PathCompleted,
 )
-from agents.jobs import ExecOutcome, ExpandOutcome, Job, Judged, Outcome, RespondOutcome
+from agents.jobs import ExecOutcome, ExpandOutcome, Job, JobOutcome, Judged, RespondOutcome
 from agents.params import RunParams
 from agents.state import NodeRecord, NodeStatus, StopReason, new_node
 from agents.tree import backpropagate, children_of, node_value, node_values, path_to, trim
@@ -107,7 +107,7 @@ class TreeFold:
         if job.kind == "execute":
             self._finish_node(job.node_id, "cancelled", None, reason, metrics)
 
-    def apply(self, job: Job, outcome: Outcome | BaseException, metrics: Metrics) -> None:
+    def apply(self, job: Job, outcome: JobOutcome | BaseException, metrics: Metrics) -> None:
         """Fold a finished job in; `metrics` are the run's counts to show with its events."""
         if isinstance(outcome, BudgetExhausted):
             self.budget_hit = outcome.reason
