@@ -16,10 +16,10 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from agents.events import EventSink, ToolCalled
 from agents.params import RunParams
 from agents.state import Source, ToolCallRecord
+from calls.attempts import AttemptHook
 from calls.cache import CACHE_HIT
 from calls.errors import BudgetExhausted, BudgetReason
 from calls.observers import CallHandler
-from calls.policy import AttemptHook
 from calls.ratelimit import LimiterStats
 from calls.settings import Role
 
@@ -42,7 +42,6 @@ class Accountant:
         self.tool_calls: int = int(prior.get("tool_calls", 0))
         self.tool_errors: int = int(prior.get("tool_errors", 0))
         self.cache_hits: int = int(prior.get("cache_hits", 0))
-        self.candidate_batches: int = int(prior.get("candidate_batches", 0))
         self.candidates_scored: int = int(prior.get("candidates_scored", 0))
         self.rate_limited: int = int(prior.get("rate_limited", 0))
         self.model_rate: float | None = prior.get("model_rate")
@@ -115,17 +114,13 @@ class Accountant:
             "tool_errors": self.tool_errors,
             "cache_hits": self.cache_hits,
             "evaluations": self.calls.get("evaluator", 0),
-            "candidate_batches": self.candidate_batches,
             "candidates_scored": self.candidates_scored,
             # Attempts the provider refused with 429 (not billed, not counted as calls), and
             # the model rate allowed after this run's last call (None: no limit in force).
             "rate_limited": self.rate_limited,
             "model_rate": None if self.model_rate is None else round(self.model_rate, 3),
             # The same tree with one evaluator call per candidate and no cache.
-            "naive_calls": self.total_calls
-            + self.cache_hits
-            - self.candidate_batches
-            + self.candidates_scored,
+            "naive_calls": self.total_calls + self.cache_hits + self.candidates_scored,
         }
 
 

@@ -73,7 +73,7 @@ class RespondOutcome:
     seconds: float = 0.0
 
 
-Outcome = ExecOutcome | ExpandOutcome | RespondOutcome
+JobOutcome = ExecOutcome | ExpandOutcome | RespondOutcome
 
 
 class StopGate(AsyncCallbackHandler):
@@ -174,9 +174,9 @@ class JobPool:
     """The asyncio tasks of one run's in-flight jobs, keyed by job."""
 
     def __init__(self) -> None:
-        self._tasks: dict[Job, asyncio.Task[Outcome]] = {}
+        self._tasks: dict[Job, asyncio.Task[JobOutcome]] = {}
         self._gates: dict[Job, StopGate] = {}
-        self._detached: set[asyncio.Task[Outcome]] = set()
+        self._detached: set[asyncio.Task[JobOutcome]] = set()
         self.after_stop = AfterStop()
 
     def __len__(self) -> int:
@@ -188,7 +188,7 @@ class JobPool:
     def busy_nodes(self) -> set[str]:
         return {job.node_id for job in self._tasks}
 
-    def start(self, job: Job, work: Coroutine[Any, Any, Outcome]) -> None:
+    def start(self, job: Job, work: Coroutine[Any, Any, JobOutcome]) -> None:
         if job in self._tasks:
             work.close()
             raise RuntimeError(f"job {job.key} is already running")
@@ -200,14 +200,16 @@ class JobPool:
         self._gates[job] = gate
         self._tasks[job] = asyncio.create_task(work, name=job.key, context=context)
 
-    async def wait_any(self, within_s: float | None) -> list[tuple[Job, Outcome | BaseException]]:
+    async def wait_any(
+        self, within_s: float | None
+    ) -> list[tuple[Job, JobOutcome | BaseException]]:
         """Wait until a job ends (or `within_s` passes); hand back every ended job."""
         if not self._tasks:
             return []
         await asyncio.wait(
             self._tasks.values(), timeout=within_s, return_when=asyncio.FIRST_COMPLETED
         )
-        finished: list[tuple[Job, Outcome | BaseException]] = []
+        finished: list[tuple[Job, JobOutcome | BaseException]] = []
         for job, task in list(self._tasks.items()):
             if not task.done():
                 continue
@@ -256,7 +258,7 @@ class JobPool:
         return jobs
 
     async def _expire(
-        self, tasks: list[asyncio.Task[Outcome]], grace_s: float, run_id: str
+        self, tasks: list[asyncio.Task[JobOutcome]], grace_s: float, run_id: str
     ) -> None:
         _, late = await asyncio.wait(tasks, timeout=grace_s)
         for task in late:

@@ -16,6 +16,7 @@ from langchain_core.tools import BaseTool
 from pydantic import ValidationError
 
 from agents.params import RunParams
+from app.http.schemas import MAX_TASK_CHARS
 from app.render import TreePrinter
 from app.settings import Settings
 from calls.errors import ConfigError, LatsError
@@ -165,8 +166,8 @@ def _http_problem(response: httpx.Response) -> str:
 
 def solve(args: argparse.Namespace) -> int:
     task = args.task.strip()
-    if not task or len(task) > 4000:
-        raise CliError("the task must be 1 to 4000 characters")
+    if not task or len(task) > MAX_TASK_CHARS:
+        raise CliError(f"the task must be 1 to {MAX_TASK_CHARS} characters")
     params = _params(args)
     printer = TreePrinter(sys.stdout)
     if args.url:

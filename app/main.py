@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI
 from langchain_core.tools import BaseTool
+from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 
 from app import startup
 from app.access.limits import KeyLimits
@@ -35,6 +36,42 @@ def create_app(
     address the server binds (an allowed Host when no key is configured)."""
     settings = settings or get_settings()
     keys = settings.key_ring()
+    app = FastAPI(
+        title="plantree",
+        version="0.1.0",
+        summary="Answers research questions by searching a tree of plans.",
+        lifespan=_lifespan(settings, models, tools, worker),
+        docs_url=None,  # app/http/openapi.py serves /docs and /redoc from vendored files
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.keys = keys
+    app.state.limits = KeyLimits(
+        rps=settings.key_rps,
+        burst=settings.key_burst,
+        max_streams=settings.key_max_streams,
+        max_runs=settings.max_runs_per_key,
+    )
+    errors.add_handlers(app)
+    app.include_router(health.router)
+    app.include_router(runs.router)
+    app.include_router(chat.router)  # OpenAI-compatible: /v1/chat/completions, /v1/models
+    app.state.mcp_sessions = mcp_server.mount(app, settings.sse_heartbeat_s)  # MCP at /mcp
+    _add_middleware(app, settings, allowed_hosts(settings.allowed_hosts, keys.enabled, host))
+    telemetry.install()  # OpenTelemetry traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set
+    openapi.install(app)
+    ui.install(app)  # the web page at / and its files under /static
+    return app
+
+
+def _lifespan(
+    settings: Settings,
+    models: ModelFactory | None,
+    tools: Sequence[BaseTool] | None,
+    worker: bool,
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: the model factory, the tools and the run service (store, engine,
+    run manager) for as long as the app serves, then the last traces flushed."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -57,32 +94,20 @@ def create_app(
         finally:
             telemetry.flush()  # the drained runs' last spans
 
-    app = FastAPI(
-        title="plantree",
-        version="0.1.0",
-        summary="Answers research questions by searching a tree of plans.",
-        lifespan=lifespan,
-        max_body_size=settings.max_body_bytes,
-        docs_url=None,  # app/http/openapi.py serves /docs and /redoc from vendored files
-        redoc_url=None,
-    )
-    security_headers.install(app)
-    app.state.settings = settings
-    app.state.keys = keys
-    app.state.limits = KeyLimits(
-        rps=settings.key_rps,
-        burst=settings.key_burst,
-        max_streams=settings.key_max_streams,
-        max_runs=settings.max_runs_per_key,
-    )
-    app.add_middleware(HostCheck, allowed=allowed_hosts(settings.allowed_hosts, keys.enabled, host))
-    errors.install(app)
-    app.include_router(health.router)
-    app.include_router(runs.router)
-    app.include_router(chat.router)  # OpenAI-compatible: /v1/chat/completions, /v1/models
-    app.state.mcp_sessions = mcp_server.mount(app, settings.sse_heartbeat_s)  # MCP at /mcp
-    metrics.install(app)  # /metrics, HTTP request counts, the run observer
-    telemetry.install()  # OpenTelemetry traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set
-    openapi.install(app)
-    ui.install(app)  # the web page at / and its files under /static
-    return app
+    return lifespan
+
+
+def _add_middleware(app: FastAPI, settings: Settings, hosts: frozenset[str] | None) -> None:
+    """The middleware, each around the ones before it (`add_middleware` wraps what is there):
+
+    `PlainErrorsAsJson` > `SecurityHeaders` > `UnexpectedErrors` > body limit > `HttpMetrics`
+    > `HostCheck` > the routes.
+
+    The body limit is added here rather than as FastAPI's `max_body_size` (which would sit
+    outside all of these), so its plain 413 gets the headers and the JSON body as well."""
+    app.add_middleware(HostCheck, allowed=hosts)
+    metrics.install(app)  # HttpMetrics, /metrics and the run observer
+    app.add_middleware(RequestBodyLimitMiddleware, max_body_size=settings.max_body_bytes)
+    app.add_middleware(errors.UnexpectedErrors)
+    app.add_middleware(security_headers.SecurityHeaders)
+    app.add_middleware(errors.PlainErrorsAsJson)

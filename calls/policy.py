@@ -12,82 +12,29 @@ Accounting rule: every attempt that reaches the provider counts as a model call 
 count against the run's budgets (a retry is billed like a first try); an attempt answered 429
 costs nothing at the provider and is counted as `rate_limited` instead. Cache hits never get
 here, so they are free.
+
+`ResilientChatModel` is the adapter: a LangChain chat model that puts the provider's behind the
+policy. The attempts and retries are `calls.attempts`, the limiter's client `calls.permits`,
+and the streaming path `calls.streaming`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from functools import cached_property
-from typing import Any, TypeVar, cast
-from uuid import UUID
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LangSmithParams
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.ai import UsageMetadata, add_usage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field
 
-from calls import observers
-from calls.errors import LatsError, ModelError
-from calls.ratelimit import LimiterStats, ModelLimiter, Outcome
+from calls import streaming
+from calls.attempts import CallPolicy, find_hook
 from calls.retarget import retarget
-from calls.retry import (
-    Backoff,
-    Verdict,
-    describe_failure,
-    is_rate_limit,
-    is_retryable,
-    retry_after_s,
-    retrying,
-)
-from calls.settings import Role
-
-logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-# What a reply is assumed to cost before it is known: the token budget reserves the prompt's
-# estimate plus this, and settles with the real usage after.
-OUTPUT_TOKENS_ESTIMATE = 512
-
-
-class AttemptHook:
-    """Receives every attempt the policy makes; a run's `CallTracker` is one. The policy finds
-    it among the call's callback handlers (the run's config), so it needs no global state."""
-
-    def begin_attempt(self, call_id: UUID | None, estimate_tokens: int) -> None:
-        """An attempt is about to go out: count it, or raise `BudgetExhausted`."""
-
-    def end_attempt(
-        self,
-        call_id: UUID | None,
-        estimate_tokens: int,
-        usage: UsageMetadata | None,
-        *,
-        rate_limited: bool,
-        limiter: LimiterStats | None,
-    ) -> None:
-        """The attempt is over: settle its reservation with the real usage."""
-
-    def add_usage(self, usage: UsageMetadata) -> None:
-        """Usage that arrived later (the rest of a stream)."""
-
-
-def estimate_tokens(messages: Sequence[BaseMessage]) -> int:
-    """A cheap upper-ish estimate of one call's tokens: prompt characters / 4 plus a reply."""
-    return sum(len(m.text) for m in messages) // 4 + 1 + OUTPUT_TOKENS_ESTIMATE
-
-
-def _hook(run_manager: Any) -> AttemptHook | None:
-    for handler in getattr(run_manager, "handlers", None) or []:
-        if isinstance(handler, AttemptHook):
-            return handler
-    return None
 
 
 def _usage(result: ChatResult) -> UsageMetadata | None:
@@ -157,15 +104,6 @@ class ResilientChatModel(BaseChatModel):
 
     # the policy -------------------------------------------------------------------------------
 
-    def _judge(self, error: Exception) -> Verdict:
-        if isinstance(error, LatsError):
-            return Verdict(retry=False)
-        if is_rate_limit(error):
-            if self.limiter is not None:
-                return Verdict(retry=True, counted=False)  # the limiter holds us back
-            return Verdict(retry=True, hint_s=retry_after_s(error))
-        return Verdict(retry=is_retryable(error))
-
     @cached_property
     def _model_label(self) -> str:
         """The provider's model name, as metrics and traces label it (asked once: it is
@@ -173,87 +111,16 @@ class ResilientChatModel(BaseChatModel):
         params = self.inner._get_ls_params()
         return str(params.get("ls_model_name") or type(self.inner).__name__)
 
-    async def _attempts(
-        self,
-        call: Callable[[], Awaitable[T]],
-        messages: Sequence[BaseMessage],
-        run_manager: Any,
-        usage_of: Callable[[T], UsageMetadata | None],
-    ) -> T:
-        """Run `call` under the policy and return its result, or raise `ModelError`."""
-        hook = _hook(run_manager)
-        call_id: UUID | None = getattr(run_manager, "run_id", None)
-        estimate = estimate_tokens(messages)
-        limiter: ModelLimiter | None = self.limiter
-        attempts = 0
-
-        async def attempt() -> T:
-            nonlocal attempts
-            if hook is not None:
-                hook.begin_attempt(call_id, estimate)
-            result: T | None = None
-            outcome: Outcome = "error"
-            hint: float | None = None
-            permit = None
-            try:
-                if limiter is not None:
-                    permit = await limiter.acquire()
-                attempts += 1
-                async with asyncio.timeout(self.timeout_s):
-                    result = await call()
-                outcome = "ok"
-                return result
-            except Exception as e:
-                if is_rate_limit(e):
-                    outcome, hint = "rate_limited", retry_after_s(e)
-                raise
-            finally:
-                if permit is not None and limiter is not None:
-                    await limiter.release(permit, outcome, hint)
-                    rate = limiter.stats().rate
-                    observers.rate_limit_changed(self._model_label, rate or 0.0)
-                if hook is not None:
-                    hook.end_attempt(
-                        call_id,
-                        estimate,
-                        usage_of(result) if result is not None else None,
-                        rate_limited=outcome == "rate_limited",
-                        limiter=limiter.stats() if limiter is not None else None,
-                    )
-
-        def log_retry(error: Exception, retries: int, delay: float) -> None:
-            reason = "429" if is_rate_limit(error) else type(error).__name__
-            observers.model_retry(cast(Role, self.role), self._model_label, reason)
-            if limiter is not None and is_rate_limit(error):
-                logger.info("%s model call rate limited; waiting for the limiter", self.role)
-                return
-            logger.warning(
-                "%s model call failed (%s); retry %d/%d in %.2fs",
-                self.role,
-                type(error).__name__,
-                retries,
-                self.max_retries,
-                delay,
-            )
-
-        try:
-            return await retrying(
-                attempt,
-                self._judge,
-                max_retries=self.max_retries,
-                backoff=Backoff(self.retry_base_delay_s),
-                patience_s=self.rate_limit_patience_s,
-                on_retry=log_retry,
-            )
-        except LatsError:
-            raise
-        except Exception as e:
-            raise self._failure(e, max(1, attempts)) from e
-
-    def _failure(self, error: BaseException, attempts: int) -> ModelError:
-        reason = describe_failure(error, timeout_s=self.timeout_s, attempts=attempts)
-        logger.warning("%s model call %s: %s", self.role, reason, type(error).__name__)
-        return ModelError(f"the {self.role} model call {reason}")
+    def _policy(self) -> CallPolicy:
+        return CallPolicy(
+            role=self.role,
+            model_label=self._model_label,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            retry_base_delay_s=self.retry_base_delay_s,
+            rate_limit_patience_s=self.rate_limit_patience_s,
+            limiter=self.limiter,
+        )
 
     # calls ------------------------------------------------------------------------------------
 
@@ -264,7 +131,7 @@ class ResilientChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return await self._attempts(
+        return await self._policy().run(
             lambda: self.inner._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs),
             messages,
             run_manager,
@@ -278,20 +145,10 @@ class ResilientChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        # The engine is async; this path exists for completeness: bounded retries only, relying
-        # on the provider's own timeout, with no rate limiter (it is async) and no accounting.
-        attempt = 0
-        backoff = Backoff(self.retry_base_delay_s)
-        while True:
-            try:
-                return self.inner._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-            except LatsError:
-                raise
-            except Exception as e:
-                if attempt >= self.max_retries or not is_retryable(e):
-                    raise self._failure(e, attempt + 1) from e
-                time.sleep(backoff.delay_s(attempt, retry_after_s(e)))
-                attempt += 1
+        # The engine is async; this path exists for completeness.
+        return self._policy().run_sync(
+            lambda: self.inner._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        )
 
     async def _astream(
         self,
@@ -300,61 +157,28 @@ class ResilientChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        inner_type = type(self.inner)
-        if (
-            inner_type._astream is BaseChatModel._astream
-            and inner_type._stream is BaseChatModel._stream
-        ):
-            # A model without streaming answers in one chunk.
-            result = await self._agenerate(messages, stop, run_manager, **kwargs)
-            message = result.generations[0].message
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content=message.content,
-                    tool_calls=getattr(message, "tool_calls", []),
-                    usage_metadata=getattr(message, "usage_metadata", None),
-                )
-            )
+        if not streaming.streams(self.inner):
+            yield streaming.one_chunk(await self._agenerate(messages, stop, run_manager, **kwargs))
             return
-
-        async def open_stream() -> tuple[AsyncIterator[ChatGenerationChunk], ChatGenerationChunk]:
-            # Retries are only safe before the first chunk has gone out.
-            stream = self.inner._astream(messages, stop=stop, run_manager=run_manager, **kwargs)
-            try:
-                return stream, await anext(stream)
-            except BaseException:
-                await _close(stream)
-                raise
-
-        def first_usage(opened: tuple[Any, ChatGenerationChunk]) -> UsageMetadata | None:
-            return getattr(opened[1].message, "usage_metadata", None)
-
-        hook = _hook(run_manager)
-        stream, first = await self._attempts(open_stream, messages, run_manager, first_usage)
+        policy = self._policy()
+        hook = find_hook(run_manager)
+        stream, first = await policy.run(
+            lambda: streaming.open_stream(
+                self.inner, messages, stop=stop, run_manager=run_manager, **kwargs
+            ),
+            messages,
+            run_manager,
+            streaming.first_usage,
+        )
         try:
             yield first
             while True:
-                try:
-                    chunk = await asyncio.wait_for(anext(stream), self.timeout_s)
-                except StopAsyncIteration:
+                chunk = await streaming.next_chunk(stream, self.timeout_s, policy.failure)
+                if chunk is None:
                     return
-                except LatsError:
-                    raise
-                except Exception as e:
-                    raise self._failure(e, 1) from e
-                usage = getattr(chunk.message, "usage_metadata", None)
+                usage = streaming.chunk_usage(chunk)
                 if usage and hook is not None:
                     hook.add_usage(usage)
                 yield chunk
         finally:
-            await _close(stream)
-
-
-async def _close(stream: AsyncIterator[Any]) -> None:
-    """Close a provider's stream (and its HTTP response) that will not be read to the end."""
-    aclose = getattr(stream, "aclose", None)
-    if aclose is not None:
-        await aclose()
-
-
-_retarget = retarget  # the name the call-policy tests use
+            await streaming.close(stream)

@@ -14,8 +14,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from agents import prompts
 from calls.settings import ROLES, Role
 from testkit.fakes import FakeCall, Reply
-from testkit.gemini_sim import Call, Fault, GeminiSimulator, Json, Script, SimRequest, Text
-from testkit.gemini_sim import Reply as SimReply
+from testkit.gemini_script import Call, Fault, Json, Script, SimRequest, Text
+from testkit.gemini_script import Reply as SimReply
 from testkit.scenario import Scenario
 
 
@@ -127,6 +127,3 @@ _RESEARCH = Scenario(
 )
 
 SCENARIOS: dict[str, Callable[[], Script]] = {"research": research_scenario}
-
-
-SimulatorMaker = Callable[..., GeminiSimulator]

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from tools.runtime import (
     TtlCache,
     tool_executor,
 )
-from tools.settings import KNOWN_TOOLS, ToolSettings
+from tools.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
 
@@ -66,84 +67,126 @@ def build_tools(
     `limiters` spaces the tools' calls: the service passes one shared through Redis when it
     has one; by default the process-wide registry (or a fresh one on a fake clock).
     `local_docs` is built only when enabled and `settings.local_docs_dir` names a folder.
-    Raises `ConfigError` for an unknown tool name, an unknown web search backend, or an enabled
-    `local_docs` without an existing folder.
+    The names are the settings' own, checked when they were read (`ToolSettings`). Raises
+    `ConfigError` for an unknown web search backend, or an enabled `local_docs` without an
+    existing folder.
     """
     overrides = overrides or ToolOverrides()
     names = list(dict.fromkeys(settings.tools))  # keeps order, drops repeats
-    unknown = sorted(set(names) - set(KNOWN_TOOLS))
-    if unknown:
-        raise ConfigError(
-            f"unknown tool(s) {', '.join(unknown)} in LATS_TOOLS; known: {', '.join(KNOWN_TOOLS)}"
-        )
-    fake_time = overrides.clock is not None or overrides.sleep is not None
-    clock = overrides.clock or time.monotonic
-    sleep = overrides.sleep or asyncio.sleep
-    if limiters is None:
-        limiters = LimiterRegistry(clock=clock, sleep=sleep) if fake_time else PROCESS_LIMITERS
-    # Not `or`: an empty cache is falsy (it has a length).
-    cache = overrides.cache
-    if cache is None:
-        cache = TtlCache(clock=clock) if fake_time else PROCESS_CACHE
+    parts = _Parts.of(settings, overrides, limiters)
+    tools = [TOOL_BUILDERS[name](parts) for name in names]
+    if settings.mcp_servers:
+        mcp.parse_servers(settings.mcp_servers)  # a bad setting fails here, at start-up
+    logger.info("research tools enabled: %s", ", ".join(tool.name for tool in tools) or "none")
+    return tools
 
-    def runtime(name: str, *, min_interval_s: float, max_retries: int, scope: str) -> ToolRuntime:
+
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    """What every tool's builder draws on: the settings, the network edge and the runtime's
+    shared pieces (limiters, cache, clocks)."""
+
+    settings: ToolSettings
+    overrides: ToolOverrides
+    limiters: ToolLimiters
+    cache: TtlCache[ToolResult]
+    clock: Clock
+    sleep: Sleep
+
+    @classmethod
+    def of(
+        cls, settings: ToolSettings, overrides: ToolOverrides, limiters: ToolLimiters | None
+    ) -> _Parts:
+        fake_time = overrides.clock is not None or overrides.sleep is not None
+        clock = overrides.clock or time.monotonic
+        sleep = overrides.sleep or asyncio.sleep
+        if limiters is None:
+            limiters = LimiterRegistry(clock=clock, sleep=sleep) if fake_time else PROCESS_LIMITERS
+        # Not `or`: an empty cache is falsy (it has a length).
+        cache = overrides.cache
+        if cache is None:
+            cache = TtlCache(clock=clock) if fake_time else PROCESS_CACHE
+        return cls(settings, overrides, limiters, cache, clock, sleep)
+
+    def runtime(
+        self,
+        name: str,
+        *,
+        scope: str,
+        min_interval_s: float | None = None,
+        max_retries: int | None = None,
+    ) -> ToolRuntime:
+        """The runtime of tool `name`; spacing and retries default to the settings'."""
+        settings = self.settings
+        if min_interval_s is None:
+            min_interval_s = settings.tool_min_interval_s
         return ToolRuntime(
             name=name,
             timeout_s=settings.tool_timeout_s,
-            max_retries=max_retries,
+            max_retries=settings.tool_max_retries if max_retries is None else max_retries,
             max_chars=settings.tool_result_max_chars,
             cache_ttl_s=settings.tool_cache_ttl_s,
-            limiter=limiters.limiter(name, min_interval_s),
-            cache=cache,
-            clock=clock,
-            sleep=sleep,
-            jitter=overrides.jitter or random.random,
+            limiter=self.limiters.limiter(name, min_interval_s),
+            cache=self.cache,
+            clock=self.clock,
+            sleep=self.sleep,
+            jitter=self.overrides.jitter or random.random,
             scope=scope,
             # arXiv's boolean operators are upper case: "AND" and "and" are different queries.
             casefold_keys=name != arxiv_search.NAME,
             executor=tool_executor(settings.tool_max_workers),
         )
 
-    def session() -> requests.Session:
-        return overrides.http_session or requests.Session()
+    def session(self) -> requests.Session:
+        return self.overrides.http_session or requests.Session()
 
-    interval = settings.tool_min_interval_s
-    retries = settings.tool_max_retries
-    tools: list[BaseTool] = []
-    for name in names:
-        if name == web_search.NAME:
-            web_search.check_backend(settings.web_search_backend)
-            scope = "|".join(
-                [
-                    settings.web_search_backend,
-                    settings.web_search_region,
-                    settings.web_search_safesearch,
-                    str(settings.web_search_max_results),
-                ]
-            )
-            rt = runtime(name, min_interval_s=interval, max_retries=retries, scope=scope)
-            tools.append(web_search.build_web_search(settings, rt, overrides.web_search_fn))
-        elif name == arxiv_search.NAME:
-            arxiv_interval = max(interval, arxiv_search.MIN_INTERVAL_S)
-            scope = str(settings.arxiv_max_results)
-            rt = runtime(name, min_interval_s=arxiv_interval, max_retries=retries, scope=scope)
-            tools.append(arxiv_search.build_arxiv(settings, rt, session()))
-        elif name == wikipedia_search.NAME:
-            scope = settings.wikipedia_lang
-            rt = runtime(name, min_interval_s=interval, max_retries=retries, scope=scope)
-            tools.append(wikipedia_search.build_wikipedia(settings, rt, session()))
-        elif name == local_docs.NAME:
-            folder = _local_docs_folder(settings)
-            index = local_docs.load_index(folder)
-            # Nothing remote to protect and nothing retryable: no spacing, no retries. The
-            # corpus fingerprint in the scope retires cached answers when a file changes.
-            scope = f"{folder}|{hash(index.fingerprint):x}"
-            rt = runtime(name, min_interval_s=0.0, max_retries=0, scope=scope)
-            tools.append(local_docs.build_local_docs(rt, index))
-    if settings.mcp_servers:
-        mcp.parse_servers(settings.mcp_servers)  # a bad setting fails here, at start-up
-    logger.info("research tools enabled: %s", ", ".join(tool.name for tool in tools) or "none")
-    return tools
+
+def _web_search(parts: _Parts) -> BaseTool:
+    settings = parts.settings
+    web_search.check_backend(settings.web_search_backend)
+    scope = "|".join(
+        [
+            settings.web_search_backend,
+            settings.web_search_region,
+            settings.web_search_safesearch,
+            str(settings.web_search_max_results),
+        ]
+    )
+    rt = parts.runtime(web_search.NAME, scope=scope)
+    return web_search.build_web_search(settings, rt, parts.overrides.web_search_fn)
+
+
+def _arxiv(parts: _Parts) -> BaseTool:
+    settings = parts.settings
+    interval = max(settings.tool_min_interval_s, arxiv_search.MIN_INTERVAL_S)
+    rt = parts.runtime(
+        arxiv_search.NAME, min_interval_s=interval, scope=str(settings.arxiv_max_results)
+    )
+    return arxiv_search.build_arxiv(settings, rt, parts.session())
+
+
+def _wikipedia(parts: _Parts) -> BaseTool:
+    rt = parts.runtime(wikipedia_search.NAME, scope=parts.settings.wikipedia_lang)
+    return wikipedia_search.build_wikipedia(parts.settings, rt, parts.session())
+
+
+def _local_docs(parts: _Parts) -> BaseTool:
+    folder = _local_docs_folder(parts.settings)
+    index = local_docs.load_index(folder)
+    # Nothing remote to protect and nothing retryable: no spacing, no retries. The corpus
+    # fingerprint in the scope retires cached answers when a file changes.
+    scope = f"{folder}|{hash(index.fingerprint):x}"
+    rt = parts.runtime(local_docs.NAME, min_interval_s=0.0, max_retries=0, scope=scope)
+    return local_docs.build_local_docs(rt, index)
+
+
+# One builder per tool name of `tools.settings.KNOWN_TOOLS` (the names settings accept).
+TOOL_BUILDERS: dict[str, Callable[[_Parts], BaseTool]] = {
+    web_search.NAME: _web_search,
+    arxiv_search.NAME: _arxiv,
+    wikipedia_search.NAME: _wikipedia,
+    local_docs.NAME: _local_docs,
+}
 
 
 def _local_docs_folder(settings: ToolSettings) -> Path:

@@ -21,7 +21,6 @@ FailureKind = Literal[
     "timeout", "rate_limited", "http_error", "network", "bad_response", "invalid_input", "internal"
 ]
 EmptyKind = Literal["no_results", "disambiguation"]
-ErrorKind = FailureKind | EmptyKind
 
 FAILURE_KINDS: frozenset[str] = frozenset(get_args(FailureKind))
 EMPTY_KINDS: frozenset[str] = frozenset(get_args(EmptyKind))

@@ -24,7 +24,7 @@ from agents.events import (
     NodeStarted,
     PathCompleted,
 )
-from agents.jobs import ExecOutcome, ExpandOutcome, Job, Judged, Outcome, RespondOutcome
+from agents.jobs import ExecOutcome, ExpandOutcome, Job, JobOutcome, Judged, RespondOutcome
 from agents.params import RunParams
 from agents.state import NodeRecord, NodeStatus, StopReason, new_node
 from agents.tree import backpropagate, children_of, node_value, node_values, path_to, trim
@@ -107,7 +107,7 @@ class TreeFold:
         if job.kind == "execute":
             self._finish_node(job.node_id, "cancelled", None, reason, metrics)
 
-    def apply(self, job: Job, outcome: Outcome | BaseException, metrics: Metrics) -> None:
+    def apply(self, job: Job, outcome: JobOutcome | BaseException, metrics: Metrics) -> None:
         """Fold a finished job in; `metrics` are the run's counts to show with its events."""
         if isinstance(outcome, BudgetExhausted):
             self.budget_hit = outcome.reason
@@ -223,7 +223,7 @@ class TreeFold:
             else:
                 pruned.append((child, reason))
                 self.update(child["id"], status="pruned", error=reason)
-        observed = expansion_observation(outcome.progress, alive)
+        observed = candidates_observation(outcome.progress, alive)
         # A path whose every continuation was pruned ends here, with what it found.
         self.update(node_id, expanded=True, complete=not alive)
         if observed is not None:
@@ -281,13 +281,14 @@ def prune_reason(judged: Judged | None, min_score: float) -> str | None:
     return None
 
 
-def expansion_observation(progress: Judged | None, live: list[Judged | None]) -> float | None:
-    """What an expansion backs up through its node and ancestors (one visit each): the
-    evaluator's progress score when it judged the path, else the best score among the live
-    continuations the replanner proposed (the value the node now has through them), else
-    nothing."""
+def candidates_observation(progress: Judged | None, live: list[Judged | None]) -> float | None:
+    """What the candidates back up through their node and its ancestors (one visit each): the
+    best score among the live continuations the replanner proposed (the value the node now has
+    through them). None when they back up nothing: when the evaluator judged the path (its
+    progress score is the expansion's observation, backed up by `_progress`) or no live
+    continuation has a score."""
     if progress is not None:
-        return None  # backed up by `_progress`
+        return None
     scores = [judged.score for judged in live if judged is not None]
     return max(scores) if scores else None
 

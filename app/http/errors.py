@@ -78,16 +78,41 @@ class PlainErrorsAsJson:
         await self.app(scope, receive, send_json)
 
 
-def install(app: FastAPI) -> None:
-    """Register the handlers that turn errors into `ErrorBody` responses, and wrap the whole
-    middleware stack in `PlainErrorsAsJson` (a plain-text error from inside it, such as the
-    body limit's, would otherwise go out as it is)."""
-    build = app.build_middleware_stack
+class UnexpectedErrors:
+    """Answers an exception no handler took with `500 {"code": "internal"}` (details go to the
+    log only), then lets it go on to the server. Pure ASGI and outside everything that can
+    raise, so the security headers around it reach this 500 too."""
 
-    def build_wrapped() -> ASGIApp:
-        return PlainErrorsAsJson(build())
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
 
-    app.build_middleware_stack = build_wrapped  # type: ignore[method-assign]
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except Exception as exc:
+            logger.error(
+                "unhandled error on %s %s", scope.get("method"), scope.get("path"), exc_info=exc
+            )
+            if not started:
+                response = JSONResponse(_body("internal", "internal error"), 500)
+                await response(scope, receive, send)
+            raise
+
+
+def add_handlers(app: FastAPI) -> None:
+    """Register the handlers that turn errors into `ErrorBody` responses. What escapes them is
+    `UnexpectedErrors`' to answer; a plain-text error from outside them is `PlainErrorsAsJson`'."""
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -126,8 +151,3 @@ def install(app: FastAPI) -> None:
             )
         logger.warning("request failed: %s (%s)", exc.code, exc)
         return JSONResponse(_body(exc.code, "the request could not be served"), 503)
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-        return JSONResponse(_body("internal", "internal error"), 500)

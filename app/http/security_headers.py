@@ -1,15 +1,14 @@
 """Security headers on every response the service sends: pages, API, streams and errors.
 
 Pure ASGI middleware (it only edits the `http.response.start` message), so a streamed response
-(SSE) passes through unbuffered. It wraps the whole application, outside Starlette's
-server-error handler, so even an unexpected 500 carries the headers.
+(SSE) passes through unbuffered. `create_app` adds it outermost, around the unexpected-error
+handler (`app/http/errors.py: UnexpectedErrors`), so even an unexpected 500 carries the headers.
 """
 
 from __future__ import annotations
 
 import secrets
 
-from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -86,14 +85,3 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
-
-
-def install(app: Starlette) -> None:
-    """Wrap `app`'s whole middleware stack (server-error handling included) in `SecurityHeaders`."""
-    build = app.build_middleware_stack
-
-    def build_wrapped() -> ASGIApp:
-        return SecurityHeaders(build())
-
-    # `add_middleware` would sit inside ServerErrorMiddleware, whose 500 would go out bare.
-    app.build_middleware_stack = build_wrapped  # type: ignore[method-assign]

@@ -35,6 +35,7 @@ from app.access.tenancy import Caller
 from app.http.auth import require_key
 from app.http.errors import Unauthorized
 from app.http.routes.runs import view
+from app.http.schemas import MAX_TASK_CHARS
 from app.integrations.progress import Progress
 from app.store.base import RunStatus
 from calls.errors import LatsError
@@ -63,6 +64,14 @@ def build_server(runs: Callable[[], Runs], *, heartbeat_s: float = 10.0) -> Fast
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
 
+    _add_tools(server, runs, heartbeat_s)
+    _add_resources(server, runs)
+    return server
+
+
+def _add_tools(server: FastMCP[Any], runs: Callable[[], Runs], heartbeat_s: float) -> None:
+    """The run tools: `solve`, `start_run`, `get_run`, `list_runs`, `cancel_run`."""
+
     @server.tool()
     async def solve(
         task: str, ctx: Context[Any, Any, Any], params: RunParams | None = None
@@ -70,18 +79,7 @@ def build_server(runs: Callable[[], Runs], *, heartbeat_s: float = 10.0) -> Fast
         """Research `task` with a tree search and return the answer, its sources and the run
         id. Sends progress notifications (steps run, paths completed, stage) as the tree
         grows. `params` are the run API's parameters (max_paths, strategy, …)."""
-        access = runs()
-        record = await _guard(access.submit(_task(task), params or RunParams()))
-        progress = Progress()
-        async for event in access.events(record.id, 0, heartbeat_s):
-            if event is None:
-                continue
-            line = progress.update(event.type, event.data)
-            if line is not None:
-                message = f"[{progress.stage}] {line} · {progress.counts}"
-                await ctx.report_progress(event.seq, None, message)
-        done = await access.wait(record.id)
-        return _brief(view(done).model_dump(mode="json"))
+        return await _solve(runs(), _task(task), params or RunParams(), ctx, heartbeat_s)
 
     @server.tool()
     async def start_run(task: str, params: RunParams | None = None) -> dict[str, Any]:
@@ -118,6 +116,10 @@ def build_server(runs: Callable[[], Runs], *, heartbeat_s: float = 10.0) -> Fast
         record = await _guard(runs().cancel(run_id))
         return _brief(view(record).model_dump(mode="json"))
 
+
+def _add_resources(server: FastMCP[Any], runs: Callable[[], Runs]) -> None:
+    """The run resources: `plantree://runs` and `plantree://runs/{run_id}`."""
+
     @server.resource("plantree://runs", mime_type="application/json")
     async def recent_runs() -> str:
         """The 20 most recent runs."""
@@ -131,13 +133,28 @@ def build_server(runs: Callable[[], Runs], *, heartbeat_s: float = 10.0) -> Fast
         record = await _guard(access.get(run_id))
         return view(record, await access.tree(record)).model_dump_json()
 
-    return server
+
+async def _solve(
+    access: Runs, task: str, params: RunParams, ctx: Context[Any, Any, Any], heartbeat_s: float
+) -> dict[str, Any]:
+    """Submit `task`, report its progress to `ctx` as the tree grows, and return the run."""
+    record = await _guard(access.submit(task, params))
+    progress = Progress()
+    async for event in access.events(record.id, 0, heartbeat_s):
+        if event is None:
+            continue
+        line = progress.update(event.type, event.data)
+        if line is not None:
+            message = f"[{progress.stage}] {line} · {progress.counts}"
+            await ctx.report_progress(event.seq, None, message)
+    done = await access.wait(record.id)
+    return _brief(view(done).model_dump(mode="json"))
 
 
 def _task(task: str) -> str:
     task = task.strip()
-    if not 1 <= len(task) <= 4000:
-        raise ToolError("the task must be 1 to 4000 characters")
+    if not 1 <= len(task) <= MAX_TASK_CHARS:
+        raise ToolError(f"the task must be 1 to {MAX_TASK_CHARS} characters")
     return task
 
 

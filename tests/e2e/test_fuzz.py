@@ -111,7 +111,7 @@ def keyed_server(
     process.kill()
 
 
-class Outcome:
+class FuzzResult:
     """What one schemathesis run did: failures and errors as text, responses by operation."""
 
     def __init__(self) -> None:
@@ -122,7 +122,9 @@ class Outcome:
         return {label for label, _ in self.statuses}
 
 
-def fuzz(server: ServerProcess, *, headers: dict[str, str], without_key: bool = False) -> Outcome:
+def fuzz(
+    server: ServerProcess, *, headers: dict[str, str], without_key: bool = False
+) -> FuzzResult:
     checks: dict[str, Any] = {
         "enabled": False,
         "not_a_server_error": {"enabled": True},
@@ -146,7 +148,7 @@ def fuzz(server: ServerProcess, *, headers: dict[str, str], without_key: bool = 
         }
     )
     schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json", config=config)
-    outcome = Outcome()
+    outcome = FuzzResult()
     for event in from_schema(schema).execute():
         if isinstance(event, events.ScenarioFinished):
             recorder = event.recorder
@@ -170,7 +172,7 @@ def fuzz(server: ServerProcess, *, headers: dict[str, str], without_key: bool = 
     return outcome
 
 
-def assert_clean(outcome: Outcome, server: ServerProcess) -> None:
+def assert_clean(outcome: FuzzResult, server: ServerProcess) -> None:
     assert not outcome.problems, "\n\n".join(outcome.problems[:20])
     assert sum(outcome.statuses.values()) > 500  # it did fuzz
     assert len(outcome.operations()) >= 13, outcome.operations()  # every operation

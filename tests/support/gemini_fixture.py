@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from calls.ratelimit import reset_model_limiters
-from testkit.gemini_roles import SimulatorMaker
-from testkit.gemini_sim import GeminiSimulator, Script
+from testkit.gemini_sim import GeminiSimulator, Script, SimulatorMaker
 
 
 @pytest.fixture

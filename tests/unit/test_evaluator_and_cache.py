@@ -107,12 +107,12 @@ def test_a_hit_is_not_a_model_call_and_naive_calls_price_candidates_one_by_one()
     for role in ("planner", "evaluator", "evaluator", "executor"):
         acct.before_call(role)  # type: ignore[arg-type]
     acct.count_hit("executor")
-    acct.candidate_batches, acct.candidates_scored = 1, 3
+    acct.candidates_scored = 3
 
     snap = acct.snapshot()
 
     assert snap["llm_calls"] == 3
     assert snap["cache_hits"] == 1
     assert snap["evaluations"] == 2
-    # 3 calls + 1 hit, with the one batch of 3 candidates priced as 3 calls: 3 + 1 - 1 + 3.
-    assert snap["naive_calls"] == 6
+    # 3 calls + 1 hit, with the 3 candidates the replanner judged priced as 3 calls.
+    assert snap["naive_calls"] == 7

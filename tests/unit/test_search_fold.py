@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from agents.jobs import ExecOutcome, ExpandOutcome, Job, Judged, RespondOutcome
-from agents.nodes.fold import TreeFold, expansion_observation, prune_reason
+from agents.nodes.fold import TreeFold, candidates_observation, prune_reason
 from agents.params import RunParams
 from agents.state import NodeRecord, new_node
 from calls.errors import BudgetExhausted
@@ -195,10 +195,10 @@ def test_an_expansion_without_a_progress_score_is_observed_through_its_best_live
 
 
 def test_an_expansion_with_only_unscored_or_no_live_candidates_backs_nothing_up() -> None:
-    assert expansion_observation(None, [None, None]) is None
-    assert expansion_observation(None, []) is None
-    assert expansion_observation(Judged(0.4, True, ""), [Judged(0.8, True, "")]) is None
-    assert expansion_observation(None, [None, Judged(0.3, True, ""), Judged(0.6, True, "")]) == 0.6
+    assert candidates_observation(None, [None, None]) is None
+    assert candidates_observation(None, []) is None
+    assert candidates_observation(Judged(0.4, True, ""), [Judged(0.8, True, "")]) is None
+    assert candidates_observation(None, [None, Judged(0.3, True, ""), Judged(0.6, True, "")]) == 0.6
 
 
 def test_events_that_move_values_carry_the_engines_node_value_up_the_path() -> None:

@@ -15,8 +15,15 @@ from agents.params import RunParams
 from agents.result import RunResult
 from app.settings import Settings
 from calls.models import SettingsModelFactory
-from testkit.gemini_roles import SimulatorMaker, from_scenario, role_of
-from testkit.gemini_sim import Fault, GeminiSimulator, RandomFaults, Script, Text
+from testkit.gemini_roles import from_scenario, role_of
+from testkit.gemini_sim import (
+    Fault,
+    GeminiSimulator,
+    RandomFaults,
+    Script,
+    SimulatorMaker,
+    Text,
+)
 from testkit.scenario import Scenario
 from tests.conftest import EventLog
 

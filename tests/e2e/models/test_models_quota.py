@@ -16,8 +16,8 @@ from agents.result import RunResult
 from app.settings import Settings
 from calls.models import SettingsModelFactory
 from testkit.fakes import FakeCall
-from testkit.gemini_roles import SimulatorMaker, from_scenario
-from testkit.gemini_sim import Fault, GeminiSimulator, Quota, SimRequest
+from testkit.gemini_roles import from_scenario
+from testkit.gemini_sim import Fault, GeminiSimulator, Quota, SimRequest, SimulatorMaker
 from testkit.gemini_sim import Reply as SimReply
 from testkit.scenario import Scenario
 

@@ -9,6 +9,7 @@ import pytest
 
 from agents.params import RunParams
 from app.cli import main, runs_async, show_async, solve_remote
+from app.http.schemas import MAX_TASK_CHARS
 from app.render import TreePrinter
 from testkit.scenario import Scenario
 from tests.integration.app.conftest import ServiceMaker
@@ -41,6 +42,13 @@ def test_bad_options_exit_2_with_a_message(capsys: pytest.CaptureFixture[str]) -
     assert main(["solve", "x", "--max-paths", "0"]) == 2
     assert "--max-paths" in capsys.readouterr().err
     assert main(["solve", "   "]) == 2
+
+
+def test_a_task_over_the_api_limit_is_refused_with_the_limit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["solve", "x" * (MAX_TASK_CHARS + 1)]) == 2
+    assert f"1 to {MAX_TASK_CHARS} characters" in capsys.readouterr().err
 
 
 def test_an_unreachable_server_exits_1_without_a_traceback(

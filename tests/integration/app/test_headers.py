@@ -8,10 +8,8 @@ import httpx
 import pytest
 from fastapi.routing import iter_route_contexts
 from pydantic import SecretStr
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
-from starlette.routing import Route
 
 from app.http import security_headers
 from app.http.openapi import REDOC_STYLE_HASHES
@@ -141,13 +139,25 @@ async def test_an_unexpected_500_still_carries_the_headers() -> None:
     async def boom(request: Request) -> PlainTextResponse:
         raise RuntimeError("boom")
 
-    app = Starlette(routes=[Route("/boom", boom)])
-    security_headers.install(app)
+    app = create_app(Settings(), models=FakeModels(TREE), tools=[])
+    app.add_api_route("/boom", boom)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         response = await client.get("/boom")
 
     assert response.status_code == 500
+    assert response.json() == {"code": "internal", "message": "internal error"}
+    assert_protected(response, API_CSP)
+
+
+async def test_the_body_limits_413_gets_the_headers_and_the_json_body(
+    service_for: ServiceMaker,
+) -> None:
+    async with service_for(TREE, max_body_bytes=2048) as svc:
+        response = await svc.client.request("GET", "/healthz", content=b"y" * 5000)
+
+    assert response.status_code == 413
+    assert response.json() == {"code": "too_large", "message": "Content Too Large"}
     assert_protected(response, API_CSP)
 
 

@@ -15,7 +15,6 @@ from pydantic import BaseModel, Field
 from app.settings import Settings
 from calls.errors import ModelError
 from calls.models import SettingsModelFactory
-from testkit.gemini_roles import SimulatorMaker
 from testkit.gemini_sim import (
     Call,
     Delayed,
@@ -24,6 +23,7 @@ from testkit.gemini_sim import (
     Json,
     Malformed,
     SimRequest,
+    SimulatorMaker,
     Slow,
     Text,
 )

@@ -19,8 +19,9 @@ from langchain_core.tools import tool
 from pydantic import BaseModel, ConfigDict, Field
 
 from calls.errors import ConfigError, ModelError
-from calls.policy import ResilientChatModel, _retarget
+from calls.policy import ResilientChatModel
 from calls.ratelimit import LimiterStats, Outcome, Permit
+from calls.retarget import retarget
 from calls.retry import is_retryable
 
 
@@ -241,4 +242,4 @@ def test_a_runnable_that_bypasses_the_model_is_refused() -> None:
     model, _ = _wrap()
 
     with pytest.raises(ConfigError, match="cannot apply the call policy"):
-        _retarget(RunnableLambda(lambda x: x), model)
+        retarget(RunnableLambda(lambda x: x), model)
