@@ -12,14 +12,12 @@ from pathlib import Path
 import pytest
 
 from bench.__main__ import main
-from tests.e2e.server.conftest import fresh_postgres_url, redis_url
 
-__all__ = ["fresh_postgres_url", "redis_url"]
 pytestmark = pytest.mark.timeout(600)
 
 
 # The benchmark makes databases of its own; the fixtures skip without Postgres or Redis.
-@pytest.mark.usefixtures("fresh_postgres_url", "redis_url")
+@pytest.mark.usefixtures("postgres_url", "redis_url")
 def test_one_and_two_workers_are_measured_without_errors(tmp_path: Path) -> None:
     out = tmp_path / "results"
     argv = ["--only", "workers", "--smoke", "--results", str(out), "--docs", str(out / "b.md")]

@@ -14,10 +14,10 @@ from agents.engine import Engine, RunResult
 from agents.params import RunParams
 from app.settings import Settings
 from calls.models import SettingsModelFactory
+from testkit.event_log import EventLog
 from testkit.gemini_roles import SimulatorMaker, from_scenario, role_of
 from testkit.gemini_sim import Fault, GeminiSimulator, RandomFaults, Script, Text
 from testkit.scenario import Scenario
-from tests.conftest import EventLog
 
 pytestmark = pytest.mark.e2e
 

@@ -55,13 +55,13 @@ def test_two_serve_processes_share_one_sqlite_data_dir(
 
 
 def test_api_only_process_and_two_workers_on_postgres(
-    env: dict[str, str], procs: list[ServerProcess], fresh_postgres_url: str
+    env: dict[str, str], procs: list[ServerProcess], postgres_url: str
 ) -> None:
     with GeminiSimulator(research_scenario(), latency_s=0.05) as sim:
         env = {
             **env,
             "GOOGLE_GEMINI_BASE_URL": sim.base_url,
-            "LATS_DATABASE_URL": fresh_postgres_url,
+            "LATS_DATABASE_URL": postgres_url,
         }
         api, *workers = start_side_by_side(
             procs, env, ("serve", "--no-worker"), ("worker",), ("worker",)
@@ -97,7 +97,7 @@ def test_a_stream_and_a_cancel_on_the_process_that_does_not_own_the_run(
     env: dict[str, str], procs: list[ServerProcess], backend: str, request: pytest.FixtureRequest
 ) -> None:
     if backend.startswith("postgres"):
-        env = {**env, "LATS_DATABASE_URL": request.getfixturevalue("fresh_postgres_url")}
+        env = {**env, "LATS_DATABASE_URL": request.getfixturevalue("postgres_url")}
     if backend.endswith("redis"):
         env = {**env, "LATS_REDIS_URL": request.getfixturevalue("redis_url")}
     # A task of its own: the Redis model cache outlives the test, and the held call must
@@ -128,14 +128,14 @@ def test_a_stream_and_a_cancel_on_the_process_that_does_not_own_the_run(
 
 
 def test_a_killed_owners_run_is_finished_by_another_process_after_its_lease_expires(
-    env: dict[str, str], procs: list[ServerProcess], fresh_postgres_url: str
+    env: dict[str, str], procs: list[ServerProcess], postgres_url: str
 ) -> None:
     script = HeldStep("Summarise them")
     with GeminiSimulator(script) as sim:
         env = {
             **env,
             "GOOGLE_GEMINI_BASE_URL": sim.base_url,
-            "LATS_DATABASE_URL": fresh_postgres_url,
+            "LATS_DATABASE_URL": postgres_url,
         }
         owner, other = start_side_by_side(procs, env, ("serve",), ("serve",))
         with httpx.Client(timeout=30) as client:

@@ -12,7 +12,8 @@ from playwright.async_api import Page, Request, Route, expect
 from pydantic import SecretStr
 
 from testkit.scenario import Scenario
-from tests.e2e.ui.conftest import BROWSER_TESTS, Gate, ServiceMaker, node, node_ids
+from tests.support.browser import BROWSER_TESTS, Gate, node, node_ids
+from tests.support.makers import ServiceMaker
 
 pytestmark = BROWSER_TESTS
 

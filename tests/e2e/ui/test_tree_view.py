@@ -11,14 +11,6 @@ from typing import Any
 from playwright.async_api import Page, expect
 
 from agents.tree import node_values
-from tests.e2e.ui.conftest import (
-    BROWSER_TESTS,
-    Gate,
-    ServiceMaker,
-    node,
-    node_ids,
-    open_page,
-)
 from tests.e2e.ui.wide import (
     ALL_INSIDE,
     FANOUT,
@@ -34,6 +26,8 @@ from tests.e2e.ui.wide import (
     view,
     wide_tree,
 )
+from tests.support.browser import BROWSER_TESTS, Gate, node, node_ids, open_page
+from tests.support.makers import ServiceMaker
 
 pytestmark = BROWSER_TESTS
 

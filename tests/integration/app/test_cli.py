@@ -11,7 +11,7 @@ from agents.params import RunParams
 from app.cli import main, runs_async, show_async, solve_remote
 from app.render import TreePrinter
 from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
+from tests.support.makers import ServiceMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B"]})
 

@@ -17,7 +17,7 @@ from pydantic import AnyUrl, SecretStr
 
 from testkit.fakes import FakeCall, Reply, Script
 from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
+from tests.support.makers import ServiceMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C"]})
 TOOLS = {"solve", "start_run", "get_run", "list_runs", "cancel_run"}

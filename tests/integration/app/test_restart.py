@@ -11,7 +11,7 @@ from app.settings import Settings
 from app.store.base import RunRecord
 from app.store.sqlite import SqliteRunStore
 from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
+from tests.support.makers import ServiceMaker
 
 
 async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_with_its_answer(

@@ -14,9 +14,9 @@ from app.runs.retention import Retention
 from app.settings import Settings
 from app.store.base import RunRecord, RunStore
 from app.store.sqlite import SqliteRunStore
-from tests.integration.app.conftest import Opener, ServiceMaker
 from tests.integration.app.test_run_lifecycle import BODY as GATED
 from tests.integration.app.test_run_lifecycle import Gate
+from tests.support.makers import Opener, ServiceMaker
 
 
 async def _run(store: RunStore, *, finished: bool) -> str:

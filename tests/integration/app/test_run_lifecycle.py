@@ -9,7 +9,7 @@ from httpx_sse import aconnect_sse
 
 from testkit.fakes import FakeCall, Reply, step_to_execute
 from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
+from tests.support.makers import ServiceMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B"]})
 BODY = {"task": "t", "max_paths": 1}

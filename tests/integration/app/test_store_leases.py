@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from app.store.base import LeaseLost, RunRecord
-from tests.integration.app.conftest import Opener
+from tests.support.makers import Opener
 
 
 def _record(run_id: str | None = None) -> RunRecord:
