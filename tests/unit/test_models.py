@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,6 @@ from langchain_google_genai import ChatGoogleGenerativeAI
 from app import startup
 from app.settings import Settings
 from calls.errors import ConfigError
-from calls.local_model import LocalChatModel
 from calls.models import (
     PROVIDER_TIMEOUT_MARGIN_S,
     ROLE_TEMPERATURE,
@@ -94,39 +92,12 @@ def test_a_missing_gemini_key_names_the_variable_to_set() -> None:
         SettingsModelFactory(settings).check()
 
 
-def test_without_a_model_or_a_key_the_local_model_is_used_and_said_once(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    factory = SettingsModelFactory(_settings())
-
-    with caplog.at_level(logging.WARNING, logger="calls.models"):
-        factory.check()
-
-    assert factory.model_string("planner") == "local"
-    assert isinstance(_inner(factory, "executor"), LocalChatModel)
-    notices = [r for r in caplog.records if "bundled local model" in r.getMessage()]
-    assert len(notices) == 1
-    assert "GOOGLE_API_KEY" in notices[0].getMessage()
-
-
 def test_with_a_key_and_no_model_gemini_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
 
     factory = SettingsModelFactory(_settings())
 
     assert factory.model_string("planner") == "google_genai:gemini-2.5-flash"
-
-
-def test_local_model_gets_the_role_temperature_and_no_rate_limit() -> None:
-    factory = SettingsModelFactory(_settings(model="local", local_max_tokens=64))
-
-    model = factory.for_role("replanner")
-
-    assert isinstance(model, ResilientChatModel)
-    assert isinstance(model.inner, LocalChatModel)
-    assert model.inner.temperature == ROLE_TEMPERATURE["replanner"]
-    assert model.inner.max_tokens == 64
-    assert model.limiter is None
 
 
 def test_a_missing_local_model_file_is_a_clear_config_error(tmp_path: Path) -> None:
