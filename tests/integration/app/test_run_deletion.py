@@ -4,6 +4,7 @@ and the real Postgres. Unfinished runs are never deleted."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -88,12 +89,15 @@ async def test_delete_answers_409_while_a_run_is_open_then_204_then_404(
 async def test_a_worker_sweeps_at_start_up_when_a_retention_is_set(
     service_for: ServiceMaker, settings: Settings
 ) -> None:
-    store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
+    path = settings.data_dir / "runs.sqlite"
+    store = await SqliteRunStore.open(path)
     ended, running = await _run(store, finished=True), await _run(store, finished=False)
     await store.close()
-    await asyncio.sleep(0.2)
+    two_days_ago = (datetime.now(UTC) - timedelta(days=2)).isoformat()
+    with sqlite3.connect(path) as conn:  # the runs ended two days ago
+        conn.execute("UPDATE runs SET updated_at = ?", (two_days_ago,))
 
-    async with service_for(Gate(), run_retention_days=1e-6) as svc:  # 0.09 s
+    async with service_for(Gate(), run_retention_days=1) as svc:
         gone = await svc.client.get(f"/runs/{ended}")
         kept = await svc.client.get(f"/runs/{running}")
 
