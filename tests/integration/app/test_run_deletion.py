@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,18 +12,16 @@ import pytest
 from app.runs import retention
 from app.runs.retention import Retention
 from app.settings import Settings
-from app.store.base import RunRecord, RunStore
+from app.store.base import RunStore
 from app.store.sqlite import SqliteRunStore
 from tests.integration.app.test_run_lifecycle import BODY as GATED
 from tests.integration.app.test_run_lifecycle import Gate
 from tests.support.makers import Opener, ServiceMaker
+from tests.support.runs import run_record
 
 
 async def _run(store: RunStore, *, finished: bool) -> str:
-    now = datetime.now(UTC)
-    record = RunRecord(
-        id=uuid.uuid4().hex, task="t", params={}, status="queued", created_at=now, updated_at=now
-    )
+    record = run_record()
     await store.create_run(record, started="{}", owner="me", ttl_s=60)
     await store.append_event(record.id, "me", "plan", "{}")
     if finished:

@@ -5,28 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
-from datetime import UTC, datetime
 
 import pytest
 
-from app.store.base import LeaseLost, RunRecord
+from app.store.base import LeaseLost
 from tests.support.makers import Opener
-
-# A lease that ended a minute ago: no test waits for a real one to run out.
-ENDED = -60.0
-
-
-def _record(run_id: str | None = None) -> RunRecord:
-    now = datetime.now(UTC)
-    return RunRecord(
-        id=run_id or uuid.uuid4().hex,
-        task="t",
-        params={},
-        status="queued",
-        created_at=now,
-        updated_at=now,
-    )
+from tests.support.runs import ENDED_LEASE_S as ENDED
+from tests.support.runs import run_record as _record
 
 
 async def test_two_claimers_of_a_free_run_one_wins(open_store: Opener) -> None:
