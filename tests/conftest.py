@@ -15,6 +15,7 @@ from agents.engine import Engine
 from app.settings import Settings
 from testkit.event_log import EventLog
 from testkit.fakes import FakeModels, Script
+from tests.support.model_settings import MODEL_VARIABLES
 
 if TYPE_CHECKING:
     from tests.support.makers import EngineMaker, ServiceMaker
@@ -30,6 +31,13 @@ def settings(tmp_path: Any) -> Settings:
         model_retry_base_delay_s=0.0,
         data_dir=tmp_path / "data",
     )
+
+
+@pytest.fixture
+def no_model_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No model or provider key from the environment: the factory sees only its settings."""
+    for name in MODEL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

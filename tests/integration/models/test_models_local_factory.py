@@ -9,23 +9,15 @@ import pytest
 
 from calls.local_model import LocalChatModel
 from calls.models import ROLE_TEMPERATURE, ResilientChatModel, SettingsModelFactory
-from calls.settings import ModelSettings
+from tests.support.model_settings import model_settings
 
-
-def _settings(**values: object) -> ModelSettings:
-    return ModelSettings(_env_file=None, **values)  # type: ignore[arg-type]
-
-
-@pytest.fixture(autouse=True)
-def _no_model_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "LATS_MODEL", "LATS_MODEL_VOTER"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("no_model_environment")
 
 
 def test_without_a_model_or_a_key_the_local_model_is_used_and_said_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    factory = SettingsModelFactory(_settings())
+    factory = SettingsModelFactory(model_settings())
 
     with caplog.at_level(logging.WARNING, logger="calls.models"):
         factory.check()
@@ -40,7 +32,7 @@ def test_without_a_model_or_a_key_the_local_model_is_used_and_said_once(
 
 
 def test_local_model_gets_the_role_temperature_and_no_rate_limit() -> None:
-    factory = SettingsModelFactory(_settings(model="local", local_max_tokens=64))
+    factory = SettingsModelFactory(model_settings(model="local", local_max_tokens=64))
 
     model = factory.for_role("replanner")
 
