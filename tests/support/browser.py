@@ -1,41 +1,16 @@
 """What the browser tests share besides their fixtures (tests/e2e/ui/conftest.py): the marks,
-a gate that holds a run at one step, and ways to read the run page."""
+the gate that holds a run at one step (testkit/gate.py), and ways to read the run page."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from urllib.parse import urlsplit
 
 import pytest
 from playwright.async_api import ConsoleMessage, Locator, Page, Request, expect
 
-from testkit.fakes import FakeCall, Reply, step_to_execute
-from testkit.scenario import Scenario
-
 BROWSER_TESTS = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
 WAIT_MS = 10_000  # how long a page state may take to appear before the test fails
-
-
-class Gate:
-    """Runs `scenario`, but holds the executor's calls for `step` until `release` is set."""
-
-    def __init__(self, scenario: Scenario, step: str) -> None:
-        self.scenario = scenario
-        self.step = step
-        self.waiting = asyncio.Event()
-        self.release = asyncio.Event()
-        self.cancelled = 0
-
-    async def __call__(self, call: FakeCall) -> Reply:
-        if call.role == "executor" and step_to_execute(call) == self.step:
-            self.waiting.set()
-            try:
-                await self.release.wait()
-            except asyncio.CancelledError:
-                self.cancelled += 1
-                raise
-        return self.scenario.reply(call)
 
 
 async def open_page(page: Page, url: str) -> None:

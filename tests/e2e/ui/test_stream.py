@@ -11,8 +11,9 @@ import pytest
 from playwright.async_api import Page, Request, Route, expect
 from pydantic import SecretStr
 
+from testkit.gate import Gate
 from testkit.scenario import Scenario
-from tests.support.browser import BROWSER_TESTS, Gate, node, node_ids
+from tests.support.browser import BROWSER_TESTS, node, node_ids
 from tests.support.makers import ServiceMaker
 
 pytestmark = BROWSER_TESTS

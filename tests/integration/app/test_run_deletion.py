@@ -14,10 +14,11 @@ from app.runs.retention import Retention
 from app.settings import Settings
 from app.store.base import RunStore
 from app.store.sqlite import SqliteRunStore
-from tests.integration.app.test_run_lifecycle import BODY as GATED
-from tests.integration.app.test_run_lifecycle import Gate
+from testkit.gate import Gate
 from tests.support.makers import Opener, ServiceMaker
 from tests.support.runs import run_record
+
+GATED = {"task": "t", "max_paths": 1}  # one path: the gate holds its one step
 
 
 async def _run(store: RunStore, *, finished: bool) -> str:
