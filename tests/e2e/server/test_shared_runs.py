@@ -18,7 +18,8 @@ from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator, SimRequest
 from testkit.gemini_sim import Reply as SimReply
 from testkit.process import ServerProcess, start_side_by_side
-from testkit.storm import BODY, StormResult, check_history, storm
+from testkit.storm import BODY, check_history, storm
+from tests.support.storm import assert_whole
 
 logger = logging.getLogger(__name__)
 # Several service processes start and work on 2 shared cores: minutes, not the default 2.
@@ -30,12 +31,6 @@ def check_whole(url: str, run_id: str, events: list[Event]) -> str | None:
     history = check_history(url, run_id, events)
     assert history.whole, (run_id, history.problems)
     return history.terminal
-
-
-def assert_whole(result: StormResult) -> None:
-    """Every run of a storm has a whole history."""
-    problems = result.problems
-    assert not problems, f"{len(problems)} problem(s):\n" + "\n".join(problems[:40])
 
 
 def test_two_serve_processes_share_one_sqlite_data_dir(

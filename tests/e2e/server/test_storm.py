@@ -13,7 +13,7 @@ import pytest
 
 from testkit.process import ServerProcess, start_side_by_side
 from testkit.storm import BODY, StormConfig, run_storm
-from tests.e2e.server.test_shared_runs import assert_whole
+from tests.support.storm import assert_whole
 
 logger = logging.getLogger(__name__)
 pytestmark = pytest.mark.timeout(600)
