@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
 
+from calls.aimd import AimdState
 from calls.models import ModelFactory, limiter_for, with_policy
-from calls.ratelimit import LimiterSource, model_limiter
+from calls.ratelimit import LimiterSource, LocalLimiter, ModelLimiter, model_limiter
 from calls.settings import ModelSettings, Role
+from testkit.clock import FakeClock
 
 
 class ThroughPolicy:
@@ -34,3 +36,14 @@ class ThroughPolicy:
             inner = self.models.for_role(role)
             self._built[role] = with_policy(inner, role, self.settings, self.limiter)
         return self._built[role]
+
+
+def limiters_on(clock: FakeClock) -> LimiterSource:
+    """A `LimiterSource` whose in-process limiters wait on `clock` (a 429's pause and the
+    slower rate after it pass at once) and are the caller's own, shared with no other test."""
+
+    def make(model: str, *, ceiling: float | None, burst: int, max_in_flight: int) -> ModelLimiter:
+        state = AimdState(ceiling=ceiling or None, burst=burst)
+        return LocalLimiter(state, max_in_flight, clock=clock, sleep=clock.sleep, name=model)
+
+    return make

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from langchain_core.tools import BaseTool
 
 from agents.engine import Engine
-from agents.events import Event
 from app.settings import Settings
+from testkit.event_log import EventLog
 from testkit.fakes import FakeModels, Script
+from tests.support.model_settings import MODEL_VARIABLES
+
+if TYPE_CHECKING:
+    from tests.support.makers import EngineMaker, ServiceMaker
+    from tests.support.server import Service
 
 
 @pytest.fixture
@@ -27,25 +33,16 @@ def settings(tmp_path: Any) -> Settings:
     )
 
 
-class EventLog(list[Event]):
-    """An event sink that keeps what it is sent."""
-
-    async def __call__(self, event: Event) -> None:
-        self.append(event)
-
-    def types(self) -> list[str]:
-        return [e.type for e in self]
-
-    def of(self, kind: str) -> list[Any]:
-        return [e for e in self if e.type == kind]
+@pytest.fixture
+def no_model_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No model or provider key from the environment: the factory sees only its settings."""
+    for name in MODEL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
 def events() -> EventLog:
     return EventLog()
-
-
-EngineMaker = Callable[..., tuple[Engine, FakeModels]]
 
 
 @pytest.fixture
@@ -60,56 +57,74 @@ def make_engine(settings: Settings) -> EngineMaker:
     return make
 
 
+@pytest.fixture
+def service_for(settings: Settings) -> ServiceMaker:
+    """`async with service_for(script, tools=[…], **setting_overrides) as svc:` — the real app
+    served on a loopback port with scripted models."""
+    from tests.support.server import serve
+
+    def make(
+        script: Script, tools: list[BaseTool] | None = None, **overrides: Any
+    ) -> AbstractAsyncContextManager[Service]:
+        return serve(settings.model_copy(update=overrides), script, tools)
+
+    return make
+
+
 POSTGRES_ADMIN_URL = os.environ.get(
     "LATS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
+REDIS_URL = os.environ.get("LATS_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
-@pytest.fixture(scope="session")
+def _unreachable(what: str, url: str, error: Exception) -> None:
+    """Skip on a developer's machine; fail in CI (CI=true), where the server is always there."""
+    reason = f"no {what} at {url} ({type(error).__name__})"
+    if os.environ.get("CI"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture
 def postgres_url() -> Iterator[str]:
-    """A throwaway database on the local PostgreSQL, dropped after the session.
-
-    Without a reachable server the Postgres tests are skipped on a developer's machine, but
-    fail in CI (CI=true), where the server is always there.
-    """
+    """An empty database of its own on the local PostgreSQL, dropped after the test: claim
+    tests see every claimable run, and migrations run against a database that lacks them."""
     import psycopg
 
     name = f"lats_test_{uuid.uuid4().hex[:10]}"
     try:
         admin = psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=3)
     except psycopg.OperationalError as e:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no PostgreSQL at {POSTGRES_ADMIN_URL} ({type(e).__name__})")
+        _unreachable("PostgreSQL", POSTGRES_ADMIN_URL, e)
     with admin:
         admin.execute(f'CREATE DATABASE "{name}"')
-        base = POSTGRES_ADMIN_URL.rsplit("/", 1)[0]
         try:
-            yield f"{base}/{name}"
+            yield f"{POSTGRES_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
         finally:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-REDIS_URL = os.environ.get("LATS_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """The local Redis, once it answers a ping."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_timeout=1.0, socket_connect_timeout=1.0)
+    try:
+        client.ping()
+    except (OSError, redis.RedisError) as e:
+        _unreachable("Redis", REDIS_URL, e)
+    finally:
+        client.close()
+    return REDIS_URL
 
 
 @pytest.fixture
-async def redis_prefix() -> AsyncIterator[str]:
-    """A key prefix of this test's own on the local Redis; its keys are deleted after.
-
-    Without a reachable server the Redis tests are skipped on a developer's machine, but fail
-    in CI (CI=true), where the server is always there.
-    """
+async def redis_prefix(redis_url: str) -> AsyncIterator[str]:
+    """A key prefix of this test's own on the local Redis; its keys are deleted after."""
     import redis.asyncio as aioredis
 
-    client = aioredis.Redis.from_url(REDIS_URL, socket_timeout=1.0)
-    try:
-        await client.ping()
-    except (OSError, aioredis.RedisError):
-        await client.aclose()
-        if os.environ.get("CI"):
-            pytest.fail(f"Redis is not reachable at {REDIS_URL}")
-        pytest.skip(f"no Redis at {REDIS_URL}")
+    client = aioredis.Redis.from_url(redis_url, socket_timeout=1.0)
     name = f"plantree-test-{uuid.uuid4().hex[:10]}"
     yield name
     keys = [key async for key in client.scan_iter(f"{name}:*")]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from tests.deploy.conftest import FIGURES, Engine, Stack, free_port
+from tests.support.deploy import FIGURES, Engine, Stack, free_port
 
 
 def test_compose_down_completes_in_under_ten_seconds(images: Engine) -> None:

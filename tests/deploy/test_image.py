@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.deploy.conftest import FIGURES, ROOT, SERVICE_IMAGE, Engine
+from tests.support.deploy import FIGURES, ROOT, SERVICE_IMAGE, Engine
 
 SECRET_NAMES = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)=\S", re.IGNORECASE)
 

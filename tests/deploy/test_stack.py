@@ -7,7 +7,7 @@ import json
 
 import httpx
 
-from tests.deploy.conftest import Stack, follow, new_task, start_executing
+from tests.support.deploy import Stack, follow, new_task, start_executing
 
 
 def test_a_solve_through_the_published_port_streams_to_done(stack: Stack) -> None:

@@ -9,7 +9,7 @@ import re
 import threading
 import time
 
-from tests.deploy.conftest import (
+from tests.support.deploy import (
     DOCKER,
     FIGURES,
     Stack,

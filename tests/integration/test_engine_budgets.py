@@ -7,9 +7,10 @@ import asyncio
 from langchain_core.messages import AIMessage
 
 from agents.params import RunParams
+from testkit.event_log import EventLog
 from testkit.fakes import FakeCall, Reply, step_to_execute
 from testkit.scenario import Scenario
-from tests.conftest import EngineMaker, EventLog
+from tests.support.makers import EngineMaker
 
 WIDE = Scenario(plan=["A"], replans={"A": ["B", "C", "D"], "B": ["B1"], "C": ["C1"]})
 

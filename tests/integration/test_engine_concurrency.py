@@ -8,9 +8,10 @@ import asyncio
 import pytest
 
 from agents.params import RunParams
+from testkit.event_log import EventLog
 from testkit.fakes import FakeCall, Reply, step_to_execute
 from testkit.scenario import Scenario
-from tests.conftest import EngineMaker, EventLog
+from tests.support.makers import EngineMaker
 
 FAN = Scenario(plan=["A"], replans={"A": ["B", "C", "D", "E"]})
 

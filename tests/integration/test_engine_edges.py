@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from agents.params import RunParams
+from testkit.event_log import EventLog
 from testkit.fakes import FakeCall, Reply, step_to_execute
 from testkit.scenario import Scenario
-from tests.conftest import EngineMaker, EventLog
+from tests.support.makers import EngineMaker
 
 
 async def test_one_step_plan_completes_with_a_single_path(

@@ -5,9 +5,10 @@ proposals); evaluate=false drops both the judgements and the evaluator."""
 from __future__ import annotations
 
 from agents.params import RunParams
+from testkit.event_log import EventLog
 from testkit.fakes import FakeCall, Reply, step_to_execute
 from testkit.scenario import Scenario
-from tests.conftest import EngineMaker, EventLog
+from tests.support.makers import EngineMaker
 
 TREE = Scenario(
     plan=["A"],

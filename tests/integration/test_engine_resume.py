@@ -14,9 +14,10 @@ from agents.engine import Engine
 from agents.errors import RunNotFound
 from agents.params import RunParams
 from app.settings import Settings
+from testkit.event_log import EventLog
 from testkit.fakes import FakeCall, FakeModels, Reply, step_to_execute
 from testkit.scenario import Scenario
-from tests.conftest import EngineMaker, EventLog
+from tests.support.makers import EngineMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C", "D"]})
 PARAMS = RunParams(max_paths=3)

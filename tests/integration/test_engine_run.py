@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from agents.fencing import fence
 from agents.params import RunParams
+from testkit.event_log import EventLog
 from testkit.fakes import step_to_execute
 from testkit.scenario import Scenario
-from tests.conftest import EngineMaker, EventLog
+from tests.support.makers import EngineMaker
 
 
 async def test_three_path_run_votes_once_and_returns_the_chosen_answer(

@@ -11,9 +11,10 @@ from langchain_core.tools import tool
 
 from agents.jobs import settle_background
 from agents.params import RunParams
+from testkit.event_log import EventLog
 from testkit.fakes import FakeCall, Reply, last_done_step
 from testkit.scenario import Scenario
-from tests.conftest import EngineMaker, EventLog
+from tests.support.makers import EngineMaker
 
 # After A, two leaves. C's replanner call is slow: when B's path completes (max_paths=1), the
 # expansion of C still has that call in flight.

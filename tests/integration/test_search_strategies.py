@@ -9,10 +9,11 @@ import pytest
 from agents.engine import Engine
 from agents.params import RunParams
 from app.settings import Settings
+from testkit.event_log import EventLog
 from testkit.fakes import FakeModels, step_to_execute
 from testkit.scenario import Scenario
 from testkit.trace import tree_from_events
-from tests.conftest import EngineMaker, EventLog
+from tests.support.makers import EngineMaker
 
 # One scenario that makes each strategy's order visible. After A, the replanner offers
 # B (the evaluator's favourite), C (weak) and D; B turns out to be a poor path, D a good one.

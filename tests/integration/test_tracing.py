@@ -16,7 +16,7 @@ from agents.params import RunParams
 from app.integrations.telemetry import TracingObserver, install_log_ids
 from testkit.fakes import FakeCall, Reply
 from testkit.scenario import Scenario
-from tests.conftest import EngineMaker
+from tests.support.makers import EngineMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B"]}, tools={"B": ("lookup", {"query": "b"})})
 

@@ -13,6 +13,7 @@ import uvicorn
 
 from app.main import create_app
 from app.settings import Settings
+from calls.ratelimit import LimiterSource, model_limiter
 from testkit.fakes import FakeModels, Script
 from testkit.policy_models import ThroughPolicy
 
@@ -31,11 +32,12 @@ async def serve(
     tools: list[Any] | None = None,
     *,
     policy: bool = False,
+    limiters: LimiterSource = model_limiter,
 ) -> AsyncIterator[Service]:
     """Serve the app with scripted models (behind the production call policy with
-    `policy`); yields once it accepts connections."""
+    `policy`, whose model limiters come from `limiters`); yields once it accepts connections."""
     models = FakeModels(script)
-    factory = ThroughPolicy(models, settings) if policy else models
+    factory = ThroughPolicy(models, settings, limiters=limiters) if policy else models
     app = create_app(settings, models=factory, tools=tools or [])
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)

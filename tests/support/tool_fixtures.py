@@ -11,24 +11,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 
 from app.settings import Settings
-
-
-class FakeClock:
-    """Monotonic time that moves only by `sleep` (when `advance_on_sleep`) or by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-        self.advance_on_sleep = True
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        if self.advance_on_sleep:
-            self.now += seconds
-
+from testkit.clock import FakeClock
 
 SettingsFactory = Callable[..., Settings]
 CallTool = Callable[[BaseTool, dict[str, Any]], Awaitable[ToolMessage]]

@@ -3,8 +3,6 @@ accounting around them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration
@@ -13,7 +11,7 @@ from pydantic import ValidationError
 from agents.accounting import Accountant
 from agents.nodes.replanner import Replan, read_replan
 from agents.params import RunParams
-from calls.cache import CACHE_HIT, MemoryStore, RoleCache, SqliteStore
+from calls.cache import CACHE_HIT, MemoryStore, RoleCache
 
 
 def test_a_replan_carries_each_candidates_judgement_in_order() -> None:
@@ -79,17 +77,6 @@ def test_the_key_covers_role_model_and_messages() -> None:
     assert RoleCache(store, "voter").lookup("prompt", "model-x") is None
     assert RoleCache(store, "planner").lookup("prompt", "model-y") is None
     assert RoleCache(store, "planner").lookup("prompt on another path", "model-x") is None
-
-
-def test_the_sqlite_store_outlives_its_process_handle(tmp_path: Path) -> None:
-    first = SqliteStore(tmp_path / "cache.sqlite")
-    RoleCache(first, "executor").update("p", "m", _reply("found"))
-    first.close()
-
-    again = RoleCache(SqliteStore(tmp_path / "cache.sqlite"), "executor").lookup("p", "m")
-
-    assert again is not None
-    assert again[0].text == "found"
 
 
 def test_the_memory_store_forgets_the_least_recently_used() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
@@ -11,24 +10,15 @@ from langchain_google_genai import ChatGoogleGenerativeAI
 from app import startup
 from app.settings import Settings
 from calls.errors import ConfigError
-from calls.local_model import LocalChatModel
 from calls.models import (
     PROVIDER_TIMEOUT_MARGIN_S,
     ROLE_TEMPERATURE,
     ResilientChatModel,
     SettingsModelFactory,
 )
-from calls.settings import ModelSettings
+from tests.support.model_settings import model_settings
 
-
-def _settings(**values: object) -> ModelSettings:
-    return ModelSettings(_env_file=None, **values)  # type: ignore[arg-type]
-
-
-@pytest.fixture(autouse=True)
-def _no_model_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "LATS_MODEL", "LATS_MODEL_VOTER"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("no_model_environment")
 
 
 def _inner(factory: SettingsModelFactory, role: str) -> object:
@@ -41,7 +31,7 @@ def test_gemini_is_built_per_role_with_the_role_temperature(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
-    factory = SettingsModelFactory(_settings())
+    factory = SettingsModelFactory(model_settings())
 
     voter = _inner(factory, "voter")
     replanner = _inner(factory, "replanner")
@@ -55,11 +45,11 @@ def test_gemini_is_built_per_role_with_the_role_temperature(
     assert factory.for_role("voter") is factory.for_role("voter")
 
 
-def test_gemini_sdk_retries_are_off_and_our_policy_has_the_settings(
+def test_gemini_sdk_retries_are_off_and_our_policy_has_themodel_settings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
-    settings = _settings(model_timeout_s=12.5, model_max_retries=3)
+    settings = model_settings(model_timeout_s=12.5, model_max_retries=3)
 
     model = SettingsModelFactory(settings).for_role("planner")
 
@@ -76,7 +66,7 @@ def test_lats_model_sets_every_role_and_a_role_variable_overrides_one(
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
     monkeypatch.setenv("LATS_MODEL", "google_genai:gemini-2.0-flash")
     monkeypatch.setenv("LATS_MODEL_VOTER", "google_genai:gemini-2.5-pro")
-    factory = SettingsModelFactory(_settings())
+    factory = SettingsModelFactory(model_settings())
 
     planner = _inner(factory, "planner")
     voter = _inner(factory, "voter")
@@ -88,49 +78,22 @@ def test_lats_model_sets_every_role_and_a_role_variable_overrides_one(
 
 
 def test_a_missing_gemini_key_names_the_variable_to_set() -> None:
-    settings = _settings(model="google_genai:gemini-2.5-flash")
+    settings = model_settings(model="google_genai:gemini-2.5-flash")
 
     with pytest.raises(ConfigError, match="set GOOGLE_API_KEY"):
         SettingsModelFactory(settings).check()
 
 
-def test_without_a_model_or_a_key_the_local_model_is_used_and_said_once(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    factory = SettingsModelFactory(_settings())
-
-    with caplog.at_level(logging.WARNING, logger="calls.models"):
-        factory.check()
-
-    assert factory.model_string("planner") == "local"
-    assert isinstance(_inner(factory, "executor"), LocalChatModel)
-    notices = [r for r in caplog.records if "bundled local model" in r.getMessage()]
-    assert len(notices) == 1
-    assert "GOOGLE_API_KEY" in notices[0].getMessage()
-
-
 def test_with_a_key_and_no_model_gemini_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
 
-    factory = SettingsModelFactory(_settings())
+    factory = SettingsModelFactory(model_settings())
 
     assert factory.model_string("planner") == "google_genai:gemini-2.5-flash"
 
 
-def test_local_model_gets_the_role_temperature_and_no_rate_limit() -> None:
-    factory = SettingsModelFactory(_settings(model="local", local_max_tokens=64))
-
-    model = factory.for_role("replanner")
-
-    assert isinstance(model, ResilientChatModel)
-    assert isinstance(model.inner, LocalChatModel)
-    assert model.inner.temperature == ROLE_TEMPERATURE["replanner"]
-    assert model.inner.max_tokens == 64
-    assert model.limiter is None
-
-
 def test_a_missing_local_model_file_is_a_clear_config_error(tmp_path: Path) -> None:
-    settings = _settings(model="local", local_model_path=tmp_path / "nope.gguf")
+    settings = model_settings(model="local", local_model_path=tmp_path / "nope.gguf")
 
     with pytest.raises(ConfigError, match=r"local model .* unavailable: no model file"):
         SettingsModelFactory(settings).for_role("planner")
@@ -138,12 +101,12 @@ def test_a_missing_local_model_file_is_a_clear_config_error(tmp_path: Path) -> N
 
 def test_a_bare_model_name_is_refused_with_the_expected_shape() -> None:
     with pytest.raises(ConfigError, match="must be 'provider:model'"):
-        SettingsModelFactory(_settings(model="gemini-2.5-flash")).for_role("planner")
+        SettingsModelFactory(model_settings(model="gemini-2.5-flash")).for_role("planner")
 
 
 def test_an_unknown_provider_is_a_config_error_with_one_line() -> None:
     with pytest.raises(ConfigError) as info:
-        SettingsModelFactory(_settings(model="nosuch:thing")).for_role("executor")
+        SettingsModelFactory(model_settings(model="nosuch:thing")).for_role("executor")
 
     assert "\n" not in str(info.value)
     assert "nosuch:thing" in str(info.value)
@@ -151,16 +114,18 @@ def test_an_unknown_provider_is_a_config_error_with_one_line() -> None:
 
 def test_a_provider_package_not_installed_is_reported() -> None:
     with pytest.raises(ConfigError, match="not installed"):
-        SettingsModelFactory(_settings(model_voter="mistralai:mistral-small")).for_role("voter")
+        SettingsModelFactory(model_settings(model_voter="mistralai:mistral-small")).for_role(
+            "voter"
+        )
 
 
 def test_every_factory_of_the_process_shares_one_rate_limiter(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
-    first = SettingsModelFactory(_settings(model_rps=3.0)).for_role("planner")
-    second = SettingsModelFactory(_settings(model_rps=3.0)).for_role("voter")
-    adaptive = SettingsModelFactory(_settings(model_rps=0)).for_role("planner")
+    first = SettingsModelFactory(model_settings(model_rps=3.0)).for_role("planner")
+    second = SettingsModelFactory(model_settings(model_rps=3.0)).for_role("voter")
+    adaptive = SettingsModelFactory(model_settings(model_rps=0)).for_role("planner")
 
     assert isinstance(first, ResilientChatModel)
     assert isinstance(second, ResilientChatModel)
@@ -182,11 +147,11 @@ def test_the_service_s_redis_url_shares_the_model_limiter_between_processes(
     reset_model_limiters()
     service = Settings(_env_file=None, redis_url="redis://127.0.0.1:1/0")  # type: ignore[call-arg]
     shared = startup.model_factory(service).for_role("voter")
-    alone = SettingsModelFactory(_settings()).for_role("voter")
+    alone = SettingsModelFactory(model_settings()).for_role("voter")
     reset_model_limiters()
 
     assert isinstance(shared, ResilientChatModel)
     assert isinstance(alone, ResilientChatModel)
     assert isinstance(shared.limiter, RedisLimiter)
     assert isinstance(alone.limiter, LocalLimiter)
-    assert not hasattr(_settings(), "redis_url")  # a deployment URL is the service's setting
+    assert not hasattr(model_settings(), "redis_url")  # a deployment URL is the service's setting

@@ -1,9 +1,8 @@
-"""What a run makes once per process instead of once per run or per call: role models, their
-structured-output runnables, and the frozen start-up heap."""
+"""What a run makes once per process instead of once per run or per call: role models
+and their structured-output runnables."""
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
 from pydantic import BaseModel
@@ -12,7 +11,6 @@ from agents.accounting import Accountant, CallTracker
 from agents.context import RunContext
 from agents.events import discard
 from agents.params import RunParams
-from app.heap import freeze_startup_heap
 from app.settings import Settings
 from calls.cache import MemoryStore, RoleCache
 from calls.memo import IdentityMemo
@@ -93,12 +91,3 @@ def test_the_call_tracker_runs_inline_and_gets_model_and_tool_events_only() -> N
     assert not tracker.ignore_chat_model
     assert not tracker.ignore_llm
     assert not tracker.ignore_agent  # LangChain's condition for tool events
-
-
-def test_the_start_up_heap_is_frozen_once() -> None:
-    freeze_startup_heap()
-    frozen = gc.get_freeze_count()
-    freeze_startup_heap()
-
-    assert frozen > 0
-    assert gc.get_freeze_count() == frozen

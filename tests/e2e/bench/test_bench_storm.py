@@ -4,25 +4,19 @@ the results and that every history is whole, never timings."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from bench.__main__ import main
-from tests.e2e.server.conftest import fresh_postgres_url, redis_url
+from tests.support.bench import smoke_results
 
-__all__ = ["fresh_postgres_url", "redis_url"]
 pytestmark = pytest.mark.timeout(300)
 
 
 # The benchmark makes a database of its own; the fixtures skip without Postgres or Redis.
-@pytest.mark.usefixtures("fresh_postgres_url", "redis_url")
+@pytest.mark.usefixtures("postgres_url", "redis_url")
 def test_a_small_storm_is_measured_whole(tmp_path: Path) -> None:
-    out = tmp_path / "results"
-    argv = ["--only", "storm", "--smoke", "--results", str(out), "--docs", str(out / "b.md")]
-    assert main(argv) == 0
-    data = json.loads((out / "storm.json").read_text())
+    data, docs = smoke_results("storm", tmp_path)
 
     assert (data["runs"], data["cancels"], data["processes"]) == (6, 3, 3)
     assert data["whole"] == 6, data["problems"]
@@ -33,4 +27,4 @@ def test_a_small_storm_is_measured_whole(tmp_path: Path) -> None:
     assert data["cancelled_too_late"] == len(data["too_late"])
     assert data["tracebacks"] == 0
     assert data["api_claims"] == 0
-    assert "## 10. Storm" in (out / "b.md").read_text()
+    assert "## 10. Storm" in docs

@@ -5,26 +5,20 @@ of the results, never timings."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
-from bench.__main__ import main
-from tests.e2e.server.conftest import fresh_postgres_url, redis_url
+from tests.support.bench import smoke_results
 
-__all__ = ["fresh_postgres_url", "redis_url"]
 pytestmark = pytest.mark.timeout(600)
 
 
 # The benchmark makes databases of its own; the fixtures skip without Postgres or Redis.
-@pytest.mark.usefixtures("fresh_postgres_url", "redis_url")
+@pytest.mark.usefixtures("postgres_url", "redis_url")
 def test_one_and_two_workers_are_measured_without_errors(tmp_path: Path) -> None:
-    out = tmp_path / "results"
-    argv = ["--only", "workers", "--smoke", "--results", str(out), "--docs", str(out / "b.md")]
-    assert main(argv) == 0
-    data = json.loads((out / "workers.json").read_text())
+    data, docs = smoke_results("workers", tmp_path)
 
     # The whole machine, then (where cgroups allow, as in CI) each worker held to a share.
     series = [(row["workers"], row["worker_cpus"]) for row in data["rows"]]
@@ -42,4 +36,4 @@ def test_one_and_two_workers_are_measured_without_errors(tmp_path: Path) -> None
     assert set(data["speedups"]) == {"whole"} | ({"0.5"} if not data["no_share"] else set())
     if os.environ.get("CI"):
         assert data["no_share"] is None  # CI runs as root on a machine with cgroups
-    assert "## 9. Shared runs" in (out / "b.md").read_text()
+    assert "## 9. Shared runs" in docs

@@ -15,6 +15,7 @@ from agents.params import RunParams
 from agents.result import RunResult
 from app.settings import Settings
 from calls.models import SettingsModelFactory
+from testkit.event_log import EventLog
 from testkit.gemini_roles import from_scenario, role_of
 from testkit.gemini_sim import (
     Fault,
@@ -25,7 +26,6 @@ from testkit.gemini_sim import (
     Text,
 )
 from testkit.scenario import Scenario
-from tests.conftest import EventLog
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,7 @@ from agents.result import RunResult
 from app.settings import Settings
 from calls.local_model import local_stats
 from calls.models import SettingsModelFactory
-from tests.conftest import EventLog
+from testkit.event_log import EventLog
 
 pytestmark = pytest.mark.e2e
 

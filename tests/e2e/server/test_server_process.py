@@ -7,7 +7,6 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,25 +65,17 @@ def server_env(tmp_path: Path) -> dict[str, str]:
     return {**shared_runs_env(tmp_path), "LATS_LEASE_TTL_S": "2"}
 
 
-@pytest.fixture
-def servers() -> Iterator[list[ServerProcess]]:
-    started: list[ServerProcess] = []
-    yield started
-    for server in started:
-        server.kill()
-
-
-def _start(env: dict[str, str], servers: list[ServerProcess]) -> ServerProcess:
+def _start(env: dict[str, str], procs: list[ServerProcess]) -> ServerProcess:
     server = ServerProcess(env).start()
-    servers.append(server)
+    procs.append(server)
     return server
 
 
 def test_a_full_run_through_the_real_gemini_client(
-    server_env: dict[str, str], servers: list[ServerProcess]
+    server_env: dict[str, str], procs: list[ServerProcess]
 ) -> None:
     with GeminiSimulator(HeldScript()) as sim:
-        server = _start({**server_env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}, servers)
+        server = _start({**server_env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}, procs)
         with httpx.Client(base_url=server.url, timeout=60) as client:
             run_id = client.post("/runs", json=BODY).json()["run_id"]
             events = read_events(server.url, run_id)
@@ -104,13 +95,13 @@ def test_a_full_run_through_the_real_gemini_client(
 
 def _kill_mid_run(
     server_env: dict[str, str],
-    servers: list[ServerProcess],
+    procs: list[ServerProcess],
     sim: GeminiSimulator,
     script: HeldScript,
 ) -> tuple[str, list[tuple[int, str, dict[str, Any]]], list[str]]:
     """Start a run, wait until `Compare them` is held and `Summarise them` is saved, SIGKILL."""
     env = {**server_env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}
-    server = _start(env, servers)
+    server = _start(env, procs)
     with httpx.Client(base_url=server.url, timeout=60) as client:
         run_id = client.post("/runs", json=BODY).json()["run_id"]
     # `candidates` for a node comes a round after its `node_finished`, so once the first
@@ -127,16 +118,16 @@ def _kill_mid_run(
 
 
 def test_sigkill_then_restart_resumes_without_redoing_finished_nodes(
-    server_env: dict[str, str], servers: list[ServerProcess]
+    server_env: dict[str, str], procs: list[ServerProcess]
 ) -> None:
     script = HeldScript(held="Compare them")
     with GeminiSimulator(script) as sim:
-        run_id, seen, finished = _kill_mid_run(server_env, servers, sim, script)
+        run_id, seen, finished = _kill_mid_run(server_env, procs, sim, script)
         requests_before = len(sim.requests)
         script.release.set()
 
         started = time.monotonic()
-        server = _start({**server_env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}, servers)
+        server = _start({**server_env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}, procs)
         rest = read_events(server.url, run_id, after=seen[-1][0])
         resume_s = time.monotonic() - started
         with httpx.Client(base_url=server.url, timeout=60) as client:
@@ -157,12 +148,12 @@ def test_sigkill_then_restart_resumes_without_redoing_finished_nodes(
 
 
 def test_sigterm_drains_and_the_next_start_resumes(
-    server_env: dict[str, str], servers: list[ServerProcess]
+    server_env: dict[str, str], procs: list[ServerProcess]
 ) -> None:
     script = HeldScript(held="Compare them")
     with GeminiSimulator(script) as sim:
         env = {**server_env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}
-        server = _start(env, servers)
+        server = _start(env, procs)
         with httpx.Client(base_url=server.url, timeout=60) as client:
             run_id = client.post("/runs", json=BODY).json()["run_id"]
         assert script.waiting.wait(30)
@@ -170,7 +161,7 @@ def test_sigterm_drains_and_the_next_start_resumes(
         script.release.set()
         drained_log = "\n".join(server.lines)
 
-        server = _start(env, servers)
+        server = _start(env, procs)
         events = read_events(server.url, run_id)
         with httpx.Client(base_url=server.url, timeout=60) as client:
             run = client.get(f"/runs/{run_id}").json()
@@ -184,15 +175,15 @@ def test_sigterm_drains_and_the_next_start_resumes(
 
 
 def test_the_same_suite_runs_on_postgres(
-    server_env: dict[str, str], servers: list[ServerProcess], postgres_url: str
+    server_env: dict[str, str], procs: list[ServerProcess], postgres_url: str
 ) -> None:
     script = HeldScript(held="Compare them")
     with GeminiSimulator(script) as sim:
         env = {**server_env, "LATS_DATABASE_URL": postgres_url}
-        run_id, seen, _ = _kill_mid_run(env, servers, sim, script)
+        run_id, seen, _ = _kill_mid_run(env, procs, sim, script)
         before = len(sim.requests)
         script.release.set()
-        server = _start({**env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}, servers)
+        server = _start({**env, "GOOGLE_GEMINI_BASE_URL": sim.base_url}, procs)
         rest = read_events(server.url, run_id, after=seen[-1][0])
         redone = executor_steps(sim, since=before)
 

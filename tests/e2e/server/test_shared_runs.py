@@ -18,7 +18,8 @@ from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator, SimRequest
 from testkit.gemini_sim import Reply as SimReply
 from testkit.process import ServerProcess, start_side_by_side
-from testkit.storm import BODY, StormResult, check_history, storm
+from testkit.storm import BODY, check_history, storm
+from tests.support.storm import assert_whole
 
 logger = logging.getLogger(__name__)
 # Several service processes start and work on 2 shared cores: minutes, not the default 2.
@@ -30,12 +31,6 @@ def check_whole(url: str, run_id: str, events: list[Event]) -> str | None:
     history = check_history(url, run_id, events)
     assert history.whole, (run_id, history.problems)
     return history.terminal
-
-
-def assert_whole(result: StormResult) -> None:
-    """Every run of a storm has a whole history."""
-    problems = result.problems
-    assert not problems, f"{len(problems)} problem(s):\n" + "\n".join(problems[:40])
 
 
 def test_two_serve_processes_share_one_sqlite_data_dir(
@@ -55,13 +50,13 @@ def test_two_serve_processes_share_one_sqlite_data_dir(
 
 
 def test_api_only_process_and_two_workers_on_postgres(
-    env: dict[str, str], procs: list[ServerProcess], fresh_postgres_url: str
+    env: dict[str, str], procs: list[ServerProcess], postgres_url: str
 ) -> None:
     with GeminiSimulator(research_scenario(), latency_s=0.05) as sim:
         env = {
             **env,
             "GOOGLE_GEMINI_BASE_URL": sim.base_url,
-            "LATS_DATABASE_URL": fresh_postgres_url,
+            "LATS_DATABASE_URL": postgres_url,
         }
         api, *workers = start_side_by_side(
             procs, env, ("serve", "--no-worker"), ("worker",), ("worker",)
@@ -97,7 +92,7 @@ def test_a_stream_and_a_cancel_on_the_process_that_does_not_own_the_run(
     env: dict[str, str], procs: list[ServerProcess], backend: str, request: pytest.FixtureRequest
 ) -> None:
     if backend.startswith("postgres"):
-        env = {**env, "LATS_DATABASE_URL": request.getfixturevalue("fresh_postgres_url")}
+        env = {**env, "LATS_DATABASE_URL": request.getfixturevalue("postgres_url")}
     if backend.endswith("redis"):
         env = {**env, "LATS_REDIS_URL": request.getfixturevalue("redis_url")}
     # A task of its own: the Redis model cache outlives the test, and the held call must
@@ -128,14 +123,14 @@ def test_a_stream_and_a_cancel_on_the_process_that_does_not_own_the_run(
 
 
 def test_a_killed_owners_run_is_finished_by_another_process_after_its_lease_expires(
-    env: dict[str, str], procs: list[ServerProcess], fresh_postgres_url: str
+    env: dict[str, str], procs: list[ServerProcess], postgres_url: str
 ) -> None:
     script = HeldStep("Summarise them")
     with GeminiSimulator(script) as sim:
         env = {
             **env,
             "GOOGLE_GEMINI_BASE_URL": sim.base_url,
-            "LATS_DATABASE_URL": fresh_postgres_url,
+            "LATS_DATABASE_URL": postgres_url,
         }
         owner, other = start_side_by_side(procs, env, ("serve",), ("serve",))
         with httpx.Client(timeout=30) as client:

@@ -13,7 +13,7 @@ import pytest
 
 from testkit.process import ServerProcess, start_side_by_side
 from testkit.storm import BODY, StormConfig, run_storm
-from tests.e2e.server.test_shared_runs import assert_whole
+from tests.support.storm import assert_whole
 
 logger = logging.getLogger(__name__)
 pytestmark = pytest.mark.timeout(600)
@@ -22,12 +22,12 @@ pytestmark = pytest.mark.timeout(600)
 def test_a_storm_of_runs_and_cancels_across_three_processes(
     env: dict[str, str],
     procs: list[ServerProcess],
-    fresh_postgres_url: str,
+    postgres_url: str,
     redis_url: str,
 ) -> None:
     # The storm `python -m bench --only storm` measures, through the same code.
     config = StormConfig()
-    result = run_storm(config, procs, env, fresh_postgres_url, redis_url)
+    result = run_storm(config, procs, env, postgres_url, redis_url)
     api = result.processes[0]
 
     logs = "\n".join(p.log() for p in procs)
@@ -49,9 +49,9 @@ def test_a_storm_of_runs_and_cancels_across_three_processes(
 
 
 def test_an_api_only_process_answers_429_when_enough_runs_wait(
-    env: dict[str, str], procs: list[ServerProcess], fresh_postgres_url: str, tmp_path: Path
+    env: dict[str, str], procs: list[ServerProcess], postgres_url: str, tmp_path: Path
 ) -> None:
-    env = {**env, "LATS_DATABASE_URL": fresh_postgres_url, "LATS_MAX_QUEUED_RUNS": "2"}
+    env = {**env, "LATS_DATABASE_URL": postgres_url, "LATS_MAX_QUEUED_RUNS": "2"}
     (api,) = start_side_by_side(
         procs, env, ("serve", "--no-worker")
     )  # no worker anywhere: runs wait

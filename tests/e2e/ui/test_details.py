@@ -12,7 +12,8 @@ from playwright.async_api import Page, expect
 from agents.tree import node_value
 from testkit.fakes import FakeCall, Reply
 from testkit.scenario import Scenario
-from tests.e2e.ui.conftest import BROWSER_TESTS, ServiceMaker, node, open_page, run_id_of
+from tests.support.browser import BROWSER_TESTS, node, open_page, run_id_of
+from tests.support.makers import ServiceMaker
 
 pytestmark = BROWSER_TESTS
 

@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 from playwright.async_api import Page, expect
 
 from testkit.scenario import Scenario
-from tests.e2e.ui.conftest import BROWSER_TESTS, ServiceMaker, Watch
+from tests.support.browser import BROWSER_TESTS, Watch
+from tests.support.makers import ServiceMaker
 
 pytestmark = BROWSER_TESTS
 

@@ -7,7 +7,8 @@ from playwright.async_api import Locator, Page, expect
 
 from testkit.fakes import FakeCall, Reply
 from testkit.scenario import Scenario
-from tests.e2e.ui.conftest import BROWSER_TESTS, ServiceMaker, Watch, node, open_page
+from tests.support.browser import BROWSER_TESTS, Watch, node, open_page
+from tests.support.makers import ServiceMaker
 
 pytestmark = BROWSER_TESTS
 

@@ -7,16 +7,10 @@ import re
 
 from playwright.async_api import Page, expect
 
+from testkit.gate import Gate
 from testkit.scenario import Scenario
-from tests.e2e.ui.conftest import (
-    BROWSER_TESTS,
-    Gate,
-    ServiceMaker,
-    node,
-    node_ids,
-    open_page,
-    run_id_of,
-)
+from tests.support.browser import BROWSER_TESTS, node, node_ids, open_page, run_id_of
+from tests.support.makers import ServiceMaker
 
 pytestmark = BROWSER_TESTS
 

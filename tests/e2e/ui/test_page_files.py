@@ -12,7 +12,7 @@ from pydantic import SecretStr
 
 from app.http.routes.ui import PAGES_DIR, STATIC_DIR
 from testkit.scenario import Scenario
-from tests.e2e.ui.conftest import ServiceMaker
+from tests.support.makers import ServiceMaker
 
 pytestmark = pytest.mark.e2e
 

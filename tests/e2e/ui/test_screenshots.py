@@ -15,8 +15,9 @@ from playwright.async_api import Page, expect
 
 from testkit.fakes import FakeCall, Reply, last_done_step, step_to_execute
 from testkit.scenario import Scenario
-from tests.e2e.ui.conftest import BROWSER_TESTS, ServiceMaker, node, open_page
 from tests.e2e.ui.wide import ALL_INSIDE, open_wide_run, wide_tree
+from tests.support.browser import BROWSER_TESTS, node, open_page
+from tests.support.makers import ServiceMaker
 
 pytestmark = BROWSER_TESTS
 

@@ -11,8 +11,10 @@ import pytest
 from playwright.async_api import Page, Request, Route, expect
 from pydantic import SecretStr
 
+from testkit.gate import Gate
 from testkit.scenario import Scenario
-from tests.e2e.ui.conftest import BROWSER_TESTS, Gate, ServiceMaker, node, node_ids
+from tests.support.browser import BROWSER_TESTS, node, node_ids
+from tests.support.makers import ServiceMaker
 
 pytestmark = BROWSER_TESTS
 

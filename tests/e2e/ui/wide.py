@@ -11,7 +11,7 @@ from playwright.async_api import FloatRect, Page, expect
 
 from testkit.fakes import FakeCall, Reply
 from testkit.scenario import Scenario
-from tests.e2e.ui.conftest import open_page
+from tests.support.browser import open_page
 from tests.support.server import Service
 
 FANOUT = 3

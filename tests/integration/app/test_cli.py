@@ -12,7 +12,7 @@ from app.cli import main, runs_async, show_async, solve_remote
 from app.http.schemas import MAX_TASK_CHARS
 from app.render import TreePrinter
 from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
+from tests.support.makers import ServiceMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B"]})
 

@@ -18,7 +18,7 @@ from app.main import create_app
 from app.settings import Settings
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
+from tests.support.makers import ServiceMaker
 
 TREE = Scenario(plan=["A"])
 

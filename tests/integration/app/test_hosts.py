@@ -8,7 +8,7 @@ import pytest
 from pydantic import SecretStr
 
 from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
+from tests.support.makers import ServiceMaker
 
 TREE = Scenario(plan=["A"])
 

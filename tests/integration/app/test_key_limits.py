@@ -8,8 +8,9 @@ import pytest
 from httpx_sse import aconnect_sse
 from pydantic import SecretStr
 
-from tests.integration.app.conftest import ServiceMaker
-from tests.integration.app.test_run_lifecycle import TREE, Gate
+from testkit.gate import TREE_TO_B as TREE
+from testkit.gate import Gate
+from tests.support.makers import ServiceMaker
 
 BODY = {"task": "t", "max_paths": 1}
 A, B, ADMIN = "key-a-1f", "key-b-2e", "key-admin-3d"

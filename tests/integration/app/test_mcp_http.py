@@ -5,34 +5,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextResourceContents
 from pydantic import AnyUrl, SecretStr
 
 from testkit.fakes import FakeCall, Reply, Script
 from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
+from tests.support.makers import ServiceMaker
+from tests.support.mcp import mcp_session
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C"]})
 TOOLS = {"solve", "start_run", "get_run", "list_runs", "cancel_run"}
-
-
-@contextlib.asynccontextmanager
-async def mcp_session(url: str, key: str | None = None) -> AsyncIterator[ClientSession]:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    async with (
-        httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=60)) as http,
-        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
 
 
 def _held(scenario: Scenario) -> tuple[Script, asyncio.Event]:

@@ -12,7 +12,9 @@ from langchain_core.tools import tool
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.settings import Settings
+from testkit.clock import FakeClock
 from testkit.fakes import FakeCall, Reply
+from testkit.policy_models import limiters_on
 from testkit.scenario import Scenario
 from tests.support.server import serve
 
@@ -132,7 +134,8 @@ async def test_the_call_policy_reports_rate_limits_and_retries(settings: Setting
             return ModelRateLimitError("429 from the provider")
         return TREE.reply(call)
 
-    async with serve(settings, script, tools=[lookup, broken], policy=True) as svc:
+    limiters = limiters_on(FakeClock())
+    async with serve(settings, script, [lookup, broken], policy=True, limiters=limiters) as svc:
         before = await _scrape(svc.client)
         await _solve(svc.client)
         after = await _scrape(svc.client)

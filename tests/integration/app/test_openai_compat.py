@@ -10,7 +10,7 @@ import pytest
 from pydantic import SecretStr
 
 from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
+from tests.support.makers import ServiceMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C"]})
 ASK = [{"role": "user", "content": "What is B?"}]

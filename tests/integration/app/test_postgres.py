@@ -12,9 +12,9 @@ from agents.engine import Engine
 from agents.params import RunParams
 from app.settings import Settings
 from testkit.fakes import FakeModels
+from testkit.gate import Gate
 from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
-from tests.integration.app.test_run_lifecycle import Gate
+from tests.support.makers import ServiceMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C"]})
 BODY = {"task": "t", "max_paths": 2}

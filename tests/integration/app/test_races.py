@@ -17,7 +17,7 @@ from app.runs.live import LiveRuns
 from app.runs.manager import RunManager
 from app.settings import Settings
 from app.store import open_backend
-from app.store.base import RunRecord, RunStore
+from app.store.base import RunRecord, RunStore, StoredEvent
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 
@@ -109,10 +109,12 @@ async def test_a_cancel_during_an_event_write_lets_the_write_finish_and_ids_cont
     assert [e.seq for e in live.events] == [1, 2, 3]  # the buffer agrees with the store
 
 
-async def test_a_cancelled_run_whose_event_write_was_in_flight_has_a_whole_history(
-    settings: Settings,
-) -> None:
-    async with running(settings, ("append_event", "node_started")) as (manager, gated):
+async def _cancelled_while_held(
+    settings: Settings, held: tuple[str, str]
+) -> tuple[RunRecord, list[StoredEvent]]:
+    """A run cancelled while the store write `held` (method, event type) is in flight; the
+    write then goes through. Its final record and its events."""
+    async with running(settings, held) as (manager, gated):
         record = await manager.submit("t", RunParams(max_paths=1))
         await gated.entered.wait()
         assert manager.lives.cancel(record.id)
@@ -120,6 +122,13 @@ async def test_a_cancelled_run_whose_event_write_was_in_flight_has_a_whole_histo
         gated.release.set()
         final = await manager.wait(record.id)
         events = await manager.store.events_after(record.id, 0)
+    return final, events
+
+
+async def test_a_cancelled_run_whose_event_write_was_in_flight_has_a_whole_history(
+    settings: Settings,
+) -> None:
+    final, events = await _cancelled_while_held(settings, ("append_event", "node_started"))
 
     types = [e.type for e in events]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
@@ -132,14 +141,7 @@ async def test_a_cancelled_run_whose_event_write_was_in_flight_has_a_whole_histo
 async def test_a_cancel_during_finish_keeps_the_end_status_and_answer(
     settings: Settings,
 ) -> None:
-    async with running(settings, ("finish", "done")) as (manager, gated):
-        record = await manager.submit("t", RunParams(max_paths=1))
-        await gated.entered.wait()
-        assert manager.lives.cancel(record.id)
-        await _deliver()
-        gated.release.set()
-        final = await manager.wait(record.id)
-        events = await manager.store.events_after(record.id, 0)
+    final, events = await _cancelled_while_held(settings, ("finish", "done"))
 
     types = [e.type for e in events]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))

@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from datetime import UTC, datetime
 
 from agents.events import RunDone
 from app.settings import Settings
-from app.store.base import RunRecord
 from app.store.sqlite import SqliteRunStore
 from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
+from tests.support.makers import ServiceMaker
+from tests.support.runs import ENDED_LEASE_S, run_record
 
 
 async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_with_its_answer(
     service_for: ServiceMaker, settings: Settings
 ) -> None:
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
-    now = datetime.now(UTC)
     await store.create_run(
-        RunRecord(
-            id="r-ended", task="t", params={}, status="running", created_at=now, updated_at=now
-        ),
+        run_record("r-ended", "running"),
         owner="gone",
-        ttl_s=0,  # its process died: the lease has expired
+        ttl_s=ENDED_LEASE_S,  # its process died: the lease has expired
     )
     done = RunDone(
         run_id="r-ended",
@@ -52,11 +47,8 @@ async def test_start_up_leaves_alone_a_run_another_live_process_holds(
     service_for: ServiceMaker, settings: Settings
 ) -> None:
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
-    now = datetime.now(UTC)
     await store.create_run(
-        RunRecord(
-            id="r-held", task="t", params={}, status="running", created_at=now, updated_at=now
-        ),
+        run_record("r-held", "running"),
         started="{}",
         owner="alive-elsewhere",
         ttl_s=600,
@@ -74,14 +66,11 @@ async def test_start_up_leaves_alone_a_run_another_live_process_holds(
 
 async def _died_holding(store: SqliteRunStore, run_id: str, deaths: int) -> None:
     """A run whose workers each died holding it: created by one, taken over by the rest."""
-    now = datetime.now(UTC)
-    record = RunRecord(
-        id=run_id, task="t", params={}, status="running", created_at=now, updated_at=now
-    )
-    await store.create_run(record, started=json.dumps({"type": "run_started"}), owner="w0", ttl_s=0)
+    record = run_record(run_id, "running")
+    started = json.dumps({"type": "run_started"})
+    await store.create_run(record, started=started, owner="w0", ttl_s=ENDED_LEASE_S)
     for worker in range(1, deaths):
-        await asyncio.sleep(0.01)
-        assert await store.claim(run_id, f"w{worker}", 0) is not None
+        assert await store.claim(run_id, f"w{worker}", ENDED_LEASE_S) is not None
 
 
 async def test_a_run_whose_workers_keep_dying_is_failed_not_run_again(
@@ -93,7 +82,6 @@ async def test_a_run_whose_workers_keep_dying_is_failed_not_run_again(
     await _died_holding(store, "r-thrice", deaths=3)
     await _died_holding(store, "r-four-times", deaths=4)
     await store.close()
-    await asyncio.sleep(0.01)
 
     async with service_for(Scenario(plan=["A"])) as svc:
         stream = (await svc.client.get("/runs/r-thrice/events")).text  # to its end

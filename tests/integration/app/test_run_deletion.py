@@ -4,7 +4,7 @@ and the real Postgres. Unfinished runs are never deleted."""
 from __future__ import annotations
 
 import asyncio
-import uuid
+import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,18 +13,17 @@ from agents.result import RunResult
 from app.runs import retention
 from app.runs.retention import Retention
 from app.settings import Settings
-from app.store.base import RunRecord, RunStore
+from app.store.base import RunStore
 from app.store.sqlite import SqliteRunStore
-from tests.integration.app.conftest import Opener, ServiceMaker
-from tests.integration.app.test_run_lifecycle import BODY as GATED
-from tests.integration.app.test_run_lifecycle import Gate
+from testkit.gate import Gate
+from tests.support.makers import Opener, ServiceMaker
+from tests.support.runs import run_record
+
+GATED = {"task": "t", "max_paths": 1}  # one path: the gate holds its one step
 
 
 async def _run(store: RunStore, *, finished: bool) -> str:
-    now = datetime.now(UTC)
-    record = RunRecord(
-        id=uuid.uuid4().hex, task="t", params={}, status="queued", created_at=now, updated_at=now
-    )
+    record = run_record()
     await store.create_run(record, started="{}", owner="me", ttl_s=60)
     await store.append_event(record.id, "me", "plan", "{}")
     if finished:
@@ -90,12 +89,15 @@ async def test_delete_answers_409_while_a_run_is_open_then_204_then_404(
 async def test_a_worker_sweeps_at_start_up_when_a_retention_is_set(
     service_for: ServiceMaker, settings: Settings
 ) -> None:
-    store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
+    path = settings.data_dir / "runs.sqlite"
+    store = await SqliteRunStore.open(path)
     ended, running = await _run(store, finished=True), await _run(store, finished=False)
     await store.close()
-    await asyncio.sleep(0.2)
+    two_days_ago = (datetime.now(UTC) - timedelta(days=2)).isoformat()
+    with sqlite3.connect(path) as conn:  # the runs ended two days ago
+        conn.execute("UPDATE runs SET updated_at = ?", (two_days_ago,))
 
-    async with service_for(Gate(), run_retention_days=1e-6) as svc:  # 0.09 s
+    async with service_for(Gate(), run_retention_days=1) as svc:
         gone = await svc.client.get(f"/runs/{ended}")
         kept = await svc.client.get(f"/runs/{running}")
 

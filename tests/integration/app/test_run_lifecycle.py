@@ -7,31 +7,11 @@ import json
 
 from httpx_sse import aconnect_sse
 
-from testkit.fakes import FakeCall, Reply, step_to_execute
-from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
+from testkit.gate import TREE_TO_B as TREE
+from testkit.gate import Gate
+from tests.support.makers import ServiceMaker
 
-TREE = Scenario(plan=["A"], replans={"A": ["B"]})
 BODY = {"task": "t", "max_paths": 1}
-
-
-class Gate:
-    """Holds executor calls of step B until released; tells when one is waiting."""
-
-    def __init__(self) -> None:
-        self.waiting = asyncio.Event()
-        self.release = asyncio.Event()
-        self.cancelled = 0
-
-    async def __call__(self, call: FakeCall) -> Reply:
-        if call.role == "executor" and step_to_execute(call) == "B":
-            self.waiting.set()
-            try:
-                await self.release.wait()
-            except asyncio.CancelledError:
-                self.cancelled += 1
-                raise
-        return TREE.reply(call)
 
 
 async def _terminal(svc_client: object, run_id: str) -> list[str]:

@@ -22,7 +22,6 @@ from app.settings import Settings
 from calls.cache import RoleCache
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
-from tests.conftest import REDIS_URL
 
 
 @pytest.fixture
@@ -53,9 +52,9 @@ async def inboxes() -> tuple[Inbox, Inbox]:
 
 @pytest.fixture
 async def pair(
-    prefix: str, inboxes: tuple[Inbox, Inbox]
+    redis_url: str, prefix: str, inboxes: tuple[Inbox, Inbox]
 ) -> AsyncIterator[tuple[RedisSignals, RedisSignals]]:
-    a, b = RedisSignals(REDIS_URL, prefix), RedisSignals(REDIS_URL, prefix)
+    a, b = RedisSignals(redis_url, prefix), RedisSignals(redis_url, prefix)
     for signals, inbox in zip((a, b), inboxes, strict=True):
         await signals.start(on_cancel=inbox, check_cancels=inbox.check)
     yield a, b
@@ -108,9 +107,9 @@ async def test_a_run_stored_for_any_worker_wakes_the_idle_workers(
 
 
 async def test_the_waiting_bound_counts_the_runs_every_api_process_stored(
-    settings: Settings, fresh_postgres_url: str
+    settings: Settings, postgres_url: str
 ) -> None:
-    shared = settings.model_copy(update={"database_url": fresh_postgres_url, "max_queued_runs": 2})
+    shared = settings.model_copy(update={"database_url": postgres_url, "max_queued_runs": 2})
     models = FakeModels(Scenario(plan=["A"]))
     async with (
         run_service(shared, models=models, tools=[], worker=False) as first,
@@ -125,8 +124,8 @@ async def test_the_waiting_bound_counts_the_runs_every_api_process_stored(
         assert await first.store.count_unclaimed() == 2
 
 
-def test_the_redis_cache_is_one_cache_for_every_process(prefix: str) -> None:
-    one, two = RedisCacheStore(REDIS_URL, prefix=prefix), RedisCacheStore(REDIS_URL, prefix=prefix)
+def test_the_redis_cache_is_one_cache_for_every_process(redis_url: str, prefix: str) -> None:
+    one, two = RedisCacheStore(redis_url, prefix=prefix), RedisCacheStore(redis_url, prefix=prefix)
     one.put("k", "reply")
     assert two.get("k") == "reply"
     assert two.get("other") is None
@@ -136,8 +135,10 @@ def test_the_redis_cache_is_one_cache_for_every_process(prefix: str) -> None:
     two.close()
 
 
-async def test_a_run_reads_and_writes_the_redis_cache_on_its_loop(prefix: str) -> None:
-    one, two = RedisCacheStore(REDIS_URL, prefix=prefix), RedisCacheStore(REDIS_URL, prefix=prefix)
+async def test_a_run_reads_and_writes_the_redis_cache_on_its_loop(
+    redis_url: str, prefix: str
+) -> None:
+    one, two = RedisCacheStore(redis_url, prefix=prefix), RedisCacheStore(redis_url, prefix=prefix)
     reply = [ChatGeneration(message=AIMessage(content="from the cache"))]
     await RoleCache(one, "executor").aupdate("prompt", "llm", reply)
 
@@ -161,8 +162,8 @@ async def test_an_unreachable_redis_cache_misses_instead_of_failing() -> None:
     store.close()
 
 
-def test_the_postgres_cache_is_one_cache_for_every_process(fresh_postgres_url: str) -> None:
-    one, two = PostgresCacheStore(fresh_postgres_url), PostgresCacheStore(fresh_postgres_url)
+def test_the_postgres_cache_is_one_cache_for_every_process(postgres_url: str) -> None:
+    one, two = PostgresCacheStore(postgres_url), PostgresCacheStore(postgres_url)
     one.put("k", "reply")
     two.put("k", "newer")
     assert one.get("k") == "newer"

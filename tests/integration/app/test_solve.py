@@ -9,7 +9,7 @@ import httpx
 from httpx_sse import aconnect_sse
 
 from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
+from tests.support.makers import ServiceMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C"]})
 BODY = {"task": "What is B?", "max_paths": 2}

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import uuid
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
 from agents.result import RunResult
-from app.store.base import LeaseLost, RunRecord
+from app.store.base import LeaseLost
 from app.store.sqlite import SqliteRunStore
 from app.store.sqlite_writer import BatchWriter
+from tests.support.runs import run_record
 
 T = TypeVar("T")
 Write = Callable[[sqlite3.Connection], T]
@@ -35,13 +34,6 @@ async def writer(tmp_path: Path) -> AsyncIterator[BatchWriter]:
     await opened.write(lambda conn: conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY)"))
     yield opened
     await opened.close()
-
-
-def _record() -> RunRecord:
-    now = datetime.now(UTC)
-    return RunRecord(
-        id=uuid.uuid4().hex, task="t", params={}, status="queued", created_at=now, updated_at=now
-    )
 
 
 def _keys(conn: sqlite3.Connection) -> list[str]:
@@ -89,7 +81,7 @@ async def test_a_failing_write_rolls_back_whole_and_alone(writer: BatchWriter) -
 async def test_concurrent_appends_across_runs_number_each_run_1_to_n(
     store: SqliteRunStore,
 ) -> None:
-    records = [_record() for _ in range(10)]
+    records = [run_record() for _ in range(10)]
     await asyncio.gather(
         *(store.create_run(r, started="{}", owner="me", ttl_s=60) for r in records)
     )
@@ -108,7 +100,7 @@ async def test_concurrent_appends_across_runs_number_each_run_1_to_n(
 
 
 async def test_a_fencing_failure_fails_only_its_caller(store: SqliteRunStore) -> None:
-    held, other = _record(), _record()
+    held, other = run_record(), run_record()
     await store.create_run(held, started="{}", owner="me", ttl_s=60)
     await store.create_run(other, started="{}", owner="them", ttl_s=60)
     done = RunResult(run_id=held.id, status="done", answer="ok")
@@ -139,7 +131,7 @@ async def test_a_fencing_failure_fails_only_its_caller(store: SqliteRunStore) ->
 
 
 async def test_a_cancelled_callers_write_still_commits(store: SqliteRunStore) -> None:
-    record = _record()
+    record = run_record()
     await store.create_run(record, started="{}", owner="me", ttl_s=60)
 
     task = asyncio.create_task(store.append_event(record.id, "me", "e", "cancelled"))
@@ -156,7 +148,7 @@ async def test_a_cancelled_callers_write_still_commits(store: SqliteRunStore) ->
 
 async def test_a_write_from_another_threads_loop_goes_through(store: SqliteRunStore) -> None:
     # What a synchronous tool's async callbacks do: `asyncio.run` in an executor thread.
-    record = _record()
+    record = run_record()
     await store.create_run(record, started="{}", owner="me", ttl_s=60)
     await store.append_event(record.id, "me", "e", "here")
 

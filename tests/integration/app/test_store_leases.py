@@ -5,26 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
-from datetime import UTC, datetime
 
 import pytest
 
 from agents.result import RunResult
-from app.store.base import LeaseLost, RunRecord
-from tests.integration.app.conftest import Opener
-
-
-def _record(run_id: str | None = None) -> RunRecord:
-    now = datetime.now(UTC)
-    return RunRecord(
-        id=run_id or uuid.uuid4().hex,
-        task="t",
-        params={},
-        status="queued",
-        created_at=now,
-        updated_at=now,
-    )
+from app.store.base import LeaseLost
+from tests.support.makers import Opener
+from tests.support.runs import ENDED_LEASE_S as ENDED
+from tests.support.runs import run_record as _record
 
 
 def _done(run_id: str, answer: str) -> RunResult:
@@ -61,8 +49,7 @@ async def test_a_held_lease_is_not_taken_an_expired_one_is(open_store: Opener) -
     store = await open_store()
     held, expired = _record(), _record()
     await store.create_run(held, owner="alive", ttl_s=60)
-    await store.create_run(expired, owner="dead", ttl_s=0)
-    await asyncio.sleep(0.01)  # the expired lease's instant is in the past
+    await store.create_run(expired, owner="dead", ttl_s=ENDED)
 
     assert await store.claim(held.id, "other", 30) is None
     taken = await store.claim(expired.id, "other", 30)
@@ -76,9 +63,8 @@ async def test_event_ids_come_from_the_store_and_continue_after_a_take_over(
 ) -> None:
     store = await open_store()
     record = _record()
-    await store.create_run(record, started='{"type": "run_started"}', owner="old", ttl_s=0)
+    await store.create_run(record, started='{"type": "run_started"}', owner="old", ttl_s=ENDED)
     first = await store.append_event(record.id, "old", "node_started", "{}")
-    await asyncio.sleep(0.01)
     assert await store.claim(record.id, "new", 30) is not None
 
     with pytest.raises(LeaseLost):
@@ -114,17 +100,16 @@ async def test_renew_keeps_leases_and_reports_cancel_requests(open_store: Opener
     store = await open_store()
     mine, flagged, orphan = _record(), _record(), _record()
     for record in (mine, flagged, orphan):
-        await store.create_run(record, owner="me", ttl_s=0.5)
+        await store.create_run(record, owner="me", ttl_s=ENDED)
     await store.request_cancel(flagged.id)
 
     held = await store.renew("me", 60, [mine.id, flagged.id])  # no task behind `orphan`
-    await asyncio.sleep(0.6)
 
     assert {(h.run_id, h.cancel_requested) for h in held} == {
         (mine.id, False),
         (flagged.id, True),
     }
-    assert await store.claim(mine.id, "other", 30) is None  # renewed past its first expiry
+    assert await store.claim(mine.id, "other", 30) is None  # renewed past its first end
     assert await store.claim(orphan.id, "other", 30) is not None  # expired: claimed again
     assert await store.cancel_requests("me") == [flagged.id]
     assert await store.mark_running(flagged.id, "me") is True
@@ -150,12 +135,10 @@ async def test_only_a_take_over_from_a_worker_that_held_the_run_is_counted(
     await store.create_run(queued)  # free from the start
     await store.create_run(given_back, owner="drained", ttl_s=60)
     await store.release(given_back.id, "drained", "interrupted")
-    await store.create_run(held, owner="died", ttl_s=0)  # its lease is already over
-    await asyncio.sleep(0.01)
+    await store.create_run(held, owner="died", ttl_s=ENDED)  # its lease is already over
 
     taken = {r.id: r for r in [await store.claim_next("next", 30) for _ in range(3)] if r}
     again = await store.claim(held.id, "next", 30)  # its own run: no take-over
-    await asyncio.sleep(0.01)
     assert await store.claim(held.id, "third", 0) is None  # "next" holds it for 30 s
 
     assert {run_id: r.takeovers for run_id, r in taken.items()} == {

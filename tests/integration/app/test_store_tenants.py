@@ -65,7 +65,7 @@ class Backend:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
-    url = request.getfixturevalue("fresh_postgres_url") if request.param == "postgres" else ""
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else ""
     db = Backend(tmp_path / "runs.sqlite", url)
     yield db
     for store in db.opened:

@@ -15,8 +15,8 @@ from pydantic import AnyUrl, SecretStr
 
 from app.settings import Settings
 from testkit.scenario import Scenario
-from tests.integration.app.conftest import ServiceMaker
-from tests.integration.app.test_mcp_http import mcp_session
+from tests.support.makers import ServiceMaker
+from tests.support.mcp import mcp_session
 
 TREE = Scenario(plan=["A"], replans={"A": ["B"]})
 BODY = {"task": "t", "max_paths": 1}

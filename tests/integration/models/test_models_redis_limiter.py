@@ -5,27 +5,30 @@ key prefix and deletes it after."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
 from app.backends.model_limiter_redis import RedisLimiter
-from tests.conftest import REDIS_URL
+
+Pair = Callable[..., tuple[RedisLimiter, RedisLimiter]]
 
 
 @pytest.fixture
-def prefix(redis_prefix: str) -> str:
-    return redis_prefix
+def pair(redis_url: str, redis_prefix: str) -> Pair:
+    """`pair(**options)`: two limiters, as two processes hold them, on this test's prefix."""
+
+    def make(**kwargs: object) -> tuple[RedisLimiter, RedisLimiter]:
+        options: dict[str, object] = {"ceiling": None, "burst": 1, "max_in_flight": 8, **kwargs}
+        first = RedisLimiter(redis_url, "m", prefix=redis_prefix, **options)  # type: ignore[arg-type]
+        second = RedisLimiter(redis_url, "m", prefix=redis_prefix, **options)  # type: ignore[arg-type]
+        return first, second
+
+    return make
 
 
-def _pair(prefix: str, **kwargs: object) -> tuple[RedisLimiter, RedisLimiter]:
-    options: dict[str, object] = {"ceiling": None, "burst": 1, "max_in_flight": 8, **kwargs}
-    first = RedisLimiter(REDIS_URL, "m", prefix=prefix, **options)  # type: ignore[arg-type]
-    second = RedisLimiter(REDIS_URL, "m", prefix=prefix, **options)  # type: ignore[arg-type]
-    return first, second
-
-
-async def test_a_429_seen_by_one_process_cuts_and_pauses_the_other(prefix: str) -> None:
-    one, other = _pair(prefix)
+async def test_a_429_seen_by_one_process_cuts_and_pauses_the_other(pair: Pair) -> None:
+    one, other = pair()
     permits = [await one.acquire() for _ in range(6)]  # fewer than the in-flight cap
 
     await one.release(permits[0], "rate_limited", 0.3)
@@ -43,8 +46,8 @@ async def test_a_429_seen_by_one_process_cuts_and_pauses_the_other(prefix: str) 
         await limiter.aclose()
 
 
-async def test_requests_sent_before_a_cut_do_not_cut_again(prefix: str) -> None:
-    one, other = _pair(prefix)
+async def test_requests_sent_before_a_cut_do_not_cut_again(pair: Pair) -> None:
+    one, other = pair()
     early = [await one.acquire(), await other.acquire()]
 
     await one.release(early[0], "rate_limited", 0.0)
@@ -58,8 +61,8 @@ async def test_requests_sent_before_a_cut_do_not_cut_again(prefix: str) -> None:
         await limiter.aclose()
 
 
-async def test_a_slot_waiting_when_another_process_cuts_waits_for_the_pause(prefix: str) -> None:
-    one, other = _pair(prefix, ceiling=2.0, burst=2)
+async def test_a_slot_waiting_when_another_process_cuts_waits_for_the_pause(pair: Pair) -> None:
+    one, other = pair(ceiling=2.0, burst=2)
     early, stale = await one.acquire(), await one.acquire()  # the burst: both at once
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -81,8 +84,8 @@ async def test_a_slot_waiting_when_another_process_cuts_waits_for_the_pause(pref
         await limiter.aclose()
 
 
-async def test_successes_grow_the_shared_rate_up_to_the_ceiling(prefix: str) -> None:
-    one, other = _pair(prefix, ceiling=50.0)
+async def test_successes_grow_the_shared_rate_up_to_the_ceiling(pair: Pair) -> None:
+    one, other = pair(ceiling=50.0)
     permit = await one.acquire()
     await one.release(permit, "rate_limited", 0.0)
     cut = float((await one.shared_state())["rate"])

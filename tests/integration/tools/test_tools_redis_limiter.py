@@ -15,7 +15,6 @@ import pytest
 from app.backends.redis import SharedRedis
 from app.backends.redis_health import RedisHealth
 from app.backends.tool_limiter_redis import RedisLimiterRegistry, Slot
-from tests.conftest import REDIS_URL
 from tools.registry import ToolOverrides, build_tools
 from tools.runtime import TtlCache
 
@@ -23,10 +22,12 @@ UNREACHABLE = "redis://127.0.0.1:1/0"  # nothing listens on port 1
 
 
 @pytest.fixture
-async def processes(redis_prefix: str) -> AsyncIterator[tuple[RedisLimiterRegistry, ...]]:
+async def processes(
+    redis_url: str, redis_prefix: str
+) -> AsyncIterator[tuple[RedisLimiterRegistry, ...]]:
     registries = (
-        RedisLimiterRegistry(REDIS_URL, prefix=redis_prefix),
-        RedisLimiterRegistry(REDIS_URL, prefix=redis_prefix),
+        RedisLimiterRegistry(redis_url, prefix=redis_prefix),
+        RedisLimiterRegistry(redis_url, prefix=redis_prefix),
     )
     yield registries
     for registry in registries:

@@ -1,0 +1,33 @@
+"""A scripted model that holds a run at one step until the test lets it go."""
+
+from __future__ import annotations
+
+import asyncio
+
+from testkit.fakes import FakeCall, Reply, step_to_execute
+from testkit.scenario import Scenario
+
+# A plan of A whose replan adds B: a run held at B has written its first events.
+TREE_TO_B = Scenario(plan=["A"], replans={"A": ["B"]})
+
+
+class Gate:
+    """Runs `scenario`, but holds the executor's calls for `step` until `release` is set;
+    `waiting` is set once one is held, `cancelled` counts the held calls cancelled."""
+
+    def __init__(self, scenario: Scenario = TREE_TO_B, step: str = "B") -> None:
+        self.scenario = scenario
+        self.step = step
+        self.waiting = asyncio.Event()
+        self.release = asyncio.Event()
+        self.cancelled = 0
+
+    async def __call__(self, call: FakeCall) -> Reply:
+        if call.role == "executor" and step_to_execute(call) == self.step:
+            self.waiting.set()
+            try:
+                await self.release.wait()
+            except asyncio.CancelledError:
+                self.cancelled += 1
+                raise
+        return self.scenario.reply(call)
