@@ -14,6 +14,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from agents.events import EventSink, ToolCalled
+from agents.grounding.evidence import NewEvidence
 from agents.params import RunParams
 from agents.state import Source, ToolCallRecord
 from calls.attempts import AttemptHook
@@ -152,6 +153,7 @@ class CallTracker(CallHandler, AttemptHook):
         self.emit = emit
         self.tool_records: list[ToolCallRecord] = []
         self.sources: list[Source] = []
+        self.evidence: list[NewEvidence] = []
         self._tool_starts: dict[UUID, tuple[str, dict[str, Any], float]] = {}
         self._counted: set[UUID] = set()  # calls whose first attempt is counted already
         self._metered: set[UUID] = set()  # calls the call policy reported attempts for
@@ -242,7 +244,46 @@ class CallTracker(CallHandler, AttemptHook):
                     self.sources.append(
                         Source(title=str(source.get("title") or source["url"]), url=source["url"])
                     )
+            if ok and error_kind is None:
+                self._keep_evidence(run_id, output, artifact)
         await self._finish_tool(run_id, ok=ok, error_kind=error_kind)
+
+    def _keep_evidence(self, run_id: UUID, output: ToolMessage, artifact: dict[str, Any]) -> None:
+        """Every passage a tool call showed the model becomes evidence of this step: the
+        artifact's `passages` (each exactly as the content shows it), or for a tool that lists
+        none (an MCP server's, say) its whole text as one passage."""
+        if self.node_id is None:
+            return
+        name = self._tool_starts.get(run_id, ("tool", {}, 0.0))[0]
+        passages = artifact.get("passages")
+        if isinstance(passages, list) and passages:
+            for passage in passages:
+                if isinstance(passage, dict) and passage.get("text"):
+                    self.evidence.append(
+                        NewEvidence(
+                            node_id=self.node_id,
+                            tool=name,
+                            title=str(passage.get("title") or ""),
+                            text=str(passage["text"]),
+                            url=str(passage.get("url") or ""),
+                            path=str(passage.get("doc_id") or ""),
+                            sentences=list(passage.get("sentences") or []),
+                        )
+                    )
+            return
+        text = output.text.strip()
+        if text:
+            sources = artifact.get("sources") or []
+            first = sources[0] if sources and isinstance(sources[0], dict) else {}
+            self.evidence.append(
+                NewEvidence(
+                    node_id=self.node_id,
+                    tool=name,
+                    title=str(first.get("title") or name),
+                    text=text,
+                    url=str(first.get("url") or ""),
+                )
+            )
 
     async def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         await self._finish_tool(run_id, ok=False, error_kind=type(error).__name__)

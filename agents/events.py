@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from agents.grounding.verify import Citation, Rejection
 from agents.state import NodeStatus, Source, StopReason
 
 
@@ -141,6 +142,9 @@ class PathCompleted(_Event):
     node_id: str = Field(description="The leaf that ends the path.")
     path: list[str] = Field(description="Node ids from the root to the leaf.")
     answer: str | None = Field(description="The candidate answer; null when writing it failed.")
+    groundedness: float | None = Field(
+        default=None, description="Share of the answer's sentences with a verified citation."
+    )
     seconds: float | None = Field(default=None, description="The responder's wall time.")
     metrics: dict[str, Any] | None = Field(
         default=None, description="The run's model calls, tokens and tool calls so far."
@@ -149,7 +153,11 @@ class PathCompleted(_Event):
 
 class VoteCast(_Event):
     type: Literal["vote"] = "vote"
-    candidates: list[str] = Field(description="Leaf ids of the candidate answers.")
+    candidates: list[str] = Field(description="Leaf ids of the candidate answers voted on.")
+    ineligible: list[str] = Field(
+        default_factory=list,
+        description="Leaf ids of candidates left out for groundedness under min_groundedness.",
+    )
     values: dict[str, float] = Field(
         default_factory=dict,
         description="Each judged candidate's value (its leaf's node value), shown to the voter "
@@ -168,6 +176,19 @@ class RunDone(_Event):
     chosen_id: str | None
     path: list[str]
     sources: list[Source]
+    citations: list[Citation] = Field(
+        default_factory=list,
+        description="The answer's citations whose quote was found in the evidence they name.",
+    )
+    groundedness: float | None = Field(
+        default=None, description="Share of the answer's sentences with a verified citation."
+    )
+    unsupported: list[str] = Field(
+        default_factory=list, description="Sentences of the answer with no verified citation."
+    )
+    rejected: list[Rejection] = Field(
+        default_factory=list, description="Citations removed: their quote did not hold."
+    )
     stop_reason: StopReason
     metrics: dict[str, Any]
 

@@ -21,6 +21,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
+from agents.grounding.evidence import NewEvidence
+from agents.grounding.verify import Grounding
 from agents.state import Source, ToolCallRecord
 from calls.cache import CACHE_HIT
 
@@ -47,6 +49,7 @@ class ExecOutcome:
     seconds: float
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     sources: list[Source] = field(default_factory=list)
+    evidence: list[NewEvidence] = field(default_factory=list)
 
 
 @dataclass
@@ -71,6 +74,7 @@ class RespondOutcome:
     answer: str | None
     error: str | None
     seconds: float = 0.0
+    grounding: Grounding | None = None
 
 
 JobOutcome = ExecOutcome | ExpandOutcome | RespondOutcome

@@ -74,6 +74,13 @@ class RunParams(BaseModel):
     min_depth: int = Field(
         default=1, ge=1, le=20, description="Fewest steps a path needs to stop the search early."
     )
+    min_groundedness: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Candidates whose answer has a smaller share of sentences backed by a "
+        "verified quote are not voted on, unless no candidate reaches it.",
+    )
     use_cache: bool = Field(
         default=True, description="Serve repeated model calls from the cache (false: bypass)."
     )

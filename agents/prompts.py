@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from agents.fencing import FENCE_RULE, fence
+from agents.grounding.evidence import Evidence, path_ledger, render_evidence
 from agents.state import NodeRecord
 from agents.tree import trim
 
@@ -40,8 +41,11 @@ REPLANNER_SYSTEM = (
 )
 
 RESPONDER_SYSTEM = (
-    "Write the final answer to the task from the research below. Be direct and specific, say "
-    "where the evidence is thin, and cite sources as [title](url) when they are given. "
+    "Write the final answer to the task from the research and the evidence below. Be direct "
+    "and specific, and say where the evidence is thin. Back each claim with a citation: put a "
+    "marker [1], [2], ... right after the sentence it supports, and for each marker give the id "
+    "of the evidence item it rests on (E1, E2, ...) and a short quote copied word for word from "
+    "that item's text. Quote only what the item says; a claim no item supports gets no marker. "
     + FENCE_RULE
 )
 
@@ -72,15 +76,47 @@ def planner_messages(task: str, max_steps: int) -> list[BaseMessage]:
     ]
 
 
+def path_evidence_ledger(path: Sequence[NodeRecord]) -> dict[str, Evidence]:
+    """The evidence the path's steps found, numbered E1, E2, ... as its prompts show it."""
+    return path_ledger(item for node in path for item in node["evidence"])
+
+
+def _evidence_block(ledger: dict[str, Evidence], max_chars: int) -> str:
+    """The items fenced whole, each cut so that all of them fit in about `max_chars`."""
+    if not ledger:
+        return "(none)"
+    share = max(200, max_chars // len(ledger))
+    shown = [
+        Evidence(
+            id=item["id"],
+            node_id=item["node_id"],
+            tool=item["tool"],
+            source=item["source"],
+            text=trim(item["text"], share),
+            sentences=item["sentences"],
+        )
+        for item in ledger.values()
+    ]
+    return fence(render_evidence(shown))
+
+
 def executor_messages(
     task: str, done: Sequence[NodeRecord], step: str, planned: Sequence[str], result_chars: int
 ) -> list[BaseMessage]:
-    """The executor sees the task, every ancestor's step and result (root included), its own
-    step, and the steps still planned after it."""
+    """The executor sees the task, every ancestor's step and result (root included) and the
+    evidence they found, its own step, and the steps still planned after it."""
     later = "\n".join(f"- {s}" for s in planned) or "(none)"
+    evidence = path_evidence_ledger(done)
+    found = (
+        f"Evidence found so far (search again only for what it lacks):\n"
+        f"{_evidence_block(evidence, result_chars)}\n\n"
+        if evidence
+        else ""
+    )
     body = (
         f"Task: {task}\n\n"
         f"Done so far on this path:\n{_path_block(done, result_chars)}\n\n"
+        f"{found}"
         f"Step to execute: {step}\n\n"
         f"Planned after this step (do not do them now):\n{later}"
     )
@@ -100,18 +136,24 @@ def replanner_messages(
 
 
 def responder_messages(
-    task: str, path: Sequence[NodeRecord], result_chars: int, *, partial: bool
+    task: str,
+    path: Sequence[NodeRecord],
+    ledger: dict[str, Evidence],
+    result_chars: int,
+    *,
+    partial: bool,
 ) -> list[BaseMessage]:
+    """The path's steps and results, and its evidence numbered as `ledger` numbers it (the ids
+    the answer's citations must name)."""
     note = (
         "\n\nThe research stopped before it was complete: answer as well as the evidence allows "
         "and say what is missing."
         if partial
         else ""
     )
-    listed = "\n".join(f"- [{s['title']}]({s['url']})" for node in path for s in node["sources"])
-    sources = fence(listed) if listed else "(none recorded)"
     body = (
-        f"Task: {task}\n\nResearch:\n{_path_block(path, result_chars)}\n\nSources:\n{sources}{note}"
+        f"Task: {task}\n\nResearch:\n{_path_block(path, result_chars)}\n\n"
+        f"Evidence:\n{_evidence_block(ledger, 2 * result_chars)}{note}"
     )
     return [SystemMessage(content=RESPONDER_SYSTEM), HumanMessage(content=body)]
 
@@ -135,7 +177,8 @@ def path_evidence(path: Sequence[NodeRecord], result_chars: int, value: float | 
     best-effort answer shows it to the user), headed by the path's value in the search when it
     has one."""
     head = (
-        f"Search value of this path (0 to 1, from the scores of its steps): {value:.2f}\n\n"
+        "Value of this candidate (0 to 1, from the scores of its steps and its "
+        f"groundedness): {value:.2f}\n\n"
         if value is not None
         else ""
     )

@@ -10,6 +10,9 @@ from typing import Annotated, Any, Literal
 
 from typing_extensions import TypedDict
 
+from agents.grounding.evidence import Evidence
+from agents.grounding.verify import Citation, Grounding, Rejection
+
 NodeStatus = Literal["pending", "running", "done", "failed", "pruned", "cancelled"]
 Phase = Literal["plan", "search", "finish", "done"]
 StopReason = Literal[
@@ -52,11 +55,13 @@ class NodeRecord(TypedDict):
     error: str | None
     tool_calls: list[ToolCallRecord]
     sources: list[Source]
+    evidence: list[Evidence]
     seconds: float | None
     expanded: bool
     complete: bool
     answer: str | None
     answer_error: str | None
+    grounding: Grounding | None
     prior: float | None
     score: float | None
     value_sum: float
@@ -69,6 +74,10 @@ class FinalResult(TypedDict):
     chosen_id: str | None
     path: list[str]
     sources: list[Source]
+    citations: list[Citation]
+    groundedness: float | None
+    unsupported: list[str]
+    rejected: list[Rejection]
 
 
 class ErrorInfo(TypedDict):
@@ -120,11 +129,13 @@ def new_node(
         error=None,
         tool_calls=[],
         sources=[],
+        evidence=[],
         seconds=None,
         expanded=False,
         complete=False,
         answer=None,
         answer_error=None,
+        grounding=None,
         prior=None,
         score=None,
         value_sum=0.0,

@@ -74,7 +74,8 @@ class ToolArtifact(TypedDict):
     error_kind: str | None
     sources: list[Source]
     passages: NotRequired[list[PassageRecord]]
-    """Evidence for later checks, one per passage shown; only tools over sentence-split text."""
+    """Evidence for later checks: each passage shown, its text exactly as in the content (its
+    `sentences` only from tools over sentence-split text)."""
 
 
 ToolResult = tuple[str, ToolArtifact]
@@ -179,7 +180,22 @@ def render_hits(
     if not hits:
         return no_results(tool, query)
     layout = layout_hits(tool, query, hits, max_chars, footer)
-    return layout.content, {"ok": True, "error_kind": None, "sources": shown_sources(layout)}
+    artifact: ToolArtifact = {
+        "ok": True,
+        "error_kind": None,
+        "sources": shown_sources(layout),
+        "passages": shown_passages(layout),
+    }
+    return layout.content, artifact
+
+
+def shown_passages(layout: Layout) -> list[PassageRecord]:
+    """Each hit shown with a body, its body exactly as the content shows it."""
+    return [
+        {"doc_id": hit.url, "title": hit.title, "url": hit.url, "text": body, "sentences": []}
+        for hit, body in layout.shown
+        if body
+    ]
 
 
 def shown_sources(layout: Layout) -> list[Source]:

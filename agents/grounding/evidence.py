@@ -2,14 +2,15 @@
 ...) that an answer's citations name, so a quote can be checked against the very text the model
 saw (agents/grounding/verify.py).
 
-A run keeps its evidence as plain data, a dict of items keyed by id and merged by
-`merge_evidence`, so a checkpointer saves it like the tree. Ids are handed out by one writer
-(the fold that applies tool results in order) through `add_evidence`:
+A run keeps its evidence on the tree, as plain data a checkpointer saves: each step's node holds
+the passages its tool calls returned (`step_evidence`), under run-stable ids `<node id>/<k>`.
+A prompt numbers the evidence of one path E1, E2, ... (`path_ledger`, through `add_evidence`):
 
-- the same passages added in the same order get the same ids;
-- an id is never reused: the ledger only grows, and a new id is one more than the largest kept;
-- a passage already kept (same source id, same text) gets its existing id back, so one passage
-  retrieved by two branches is one item.
+- the same passages in the same order get the same ids, so a path's numbering depends only on
+  what its steps found, never on when other branches finished;
+- an id is never reused: a ledger only grows, and a new id is one more than the largest kept;
+- a passage already numbered (same source id, same text) keeps its number, so one passage
+  retrieved by two steps of a path is one item.
 """
 
 from __future__ import annotations
@@ -93,10 +94,42 @@ def join_sentences(sentences: Sequence[str]) -> tuple[str, list[SentenceSpan]]:
     return " ".join(parts), spans
 
 
-def merge_evidence(left: dict[str, Evidence], right: dict[str, Evidence]) -> dict[str, Evidence]:
-    """Reducer: new ids are added; an item already kept never changes, so a citation checked
-    against it stays checked."""
-    return {**right, **left}
+def step_evidence(node_id: str, passages: Iterable[NewEvidence]) -> list[Evidence]:
+    """The passages one step's tool calls returned, in order, as items with the run-stable ids
+    `<node_id>/1`, `<node_id>/2`, ... (an identical passage once)."""
+    _, items = add_evidence({}, passages)
+    return [
+        Evidence(
+            id=f"{node_id}/{number}",
+            node_id=node_id,
+            tool=item["tool"],
+            source=item["source"],
+            text=item["text"],
+            sentences=item["sentences"],
+        )
+        for number, item in enumerate(items.values(), start=1)
+    ]
+
+
+def path_ledger(items: Iterable[Evidence]) -> dict[str, Evidence]:
+    """The evidence of a path as one prompt numbers it: E1, E2, ... in the given order (the
+    path's steps, root first), each passage once. Every item keeps its `node_id`."""
+    _, ledger = add_evidence(
+        {},
+        (
+            NewEvidence(
+                node_id=item["node_id"],
+                tool=item["tool"],
+                title=item["source"]["title"],
+                text=item["text"],
+                url=item["source"]["url"],
+                path=item["source"]["id"],
+                sentences=item["sentences"],
+            )
+            for item in items
+        ),
+    )
+    return ledger
 
 
 def add_evidence(

@@ -118,6 +118,25 @@ class VerifiedAnswer(TypedDict):
     sentences: list[AnswerSentence]
 
 
+class Grounding(TypedDict):
+    """What the verifier found of one answer, kept beside it: the citations that hold, the
+    ones that did not, the sentences left without one, and the share of supported sentences."""
+
+    citations: list[Citation]
+    rejected: list[Rejection]
+    unsupported: list[str]
+    groundedness: float
+
+
+def grounding_of(verified: VerifiedAnswer) -> Grounding:
+    return Grounding(
+        citations=verified["citations"],
+        rejected=verified["rejected"],
+        unsupported=verified["unsupported"],
+        groundedness=verified["groundedness"],
+    )
+
+
 def verify_answer(cited: CitedAnswer, evidence: Mapping[str, Evidence]) -> VerifiedAnswer:
     """Check every citation of `cited` against `evidence` by the rules above."""
     present = {int(match.group(1)) for match in MARKER.finditer(cited.answer)}

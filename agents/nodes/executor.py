@@ -131,6 +131,7 @@ async def execute(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str
             seconds=round(time.monotonic() - started, 4),
             tool_calls=list(tracker.tool_records),
             sources=list(tracker.sources),
+            evidence=list(tracker.evidence),
         )
 
     try:

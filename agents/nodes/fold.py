@@ -24,6 +24,7 @@ from agents.events import (
     NodeStarted,
     PathCompleted,
 )
+from agents.grounding.evidence import step_evidence
 from agents.jobs import ExecOutcome, ExpandOutcome, Job, JobOutcome, Judged, RespondOutcome
 from agents.params import RunParams
 from agents.state import NodeRecord, NodeStatus, StopReason, new_node
@@ -150,6 +151,7 @@ class TreeFold:
                 "seconds": outcome.seconds,
                 "tool_calls": outcome.tool_calls,
                 "sources": outcome.sources,
+                "evidence": step_evidence(node_id, outcome.evidence),
             }
         node = self.update(node_id, **fields)
         self._events.append(
@@ -255,13 +257,16 @@ class TreeFold:
             self._events.append(NodePruned(run_id=self.run_id, node_id=child["id"], reason=reason))
 
     def _answered(self, node_id: str, outcome: RespondOutcome, metrics: Metrics) -> None:
-        self.update(node_id, answer=outcome.answer, answer_error=outcome.error)
+        self.update(
+            node_id, answer=outcome.answer, answer_error=outcome.error, grounding=outcome.grounding
+        )
         self._events.append(
             PathCompleted(
                 run_id=self.run_id,
                 node_id=node_id,
                 path=[n["id"] for n in path_to(self.nodes, node_id)],
                 answer=outcome.answer,
+                groundedness=outcome.grounding["groundedness"] if outcome.grounding else None,
                 seconds=outcome.seconds,
                 metrics=metrics,
             )

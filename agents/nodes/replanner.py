@@ -7,16 +7,17 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from agents.context import RunContext
+from agents.grounding.verify import path_complete_supported, question_entities
 from agents.jobs import ExpandOutcome, Judged
 from agents.nodes.evaluator import progress_wanted, score_progress
 from agents.nodes.fold import prune_reason
-from agents.prompts import replanner_messages
+from agents.prompts import path_evidence_ledger, replanner_messages
 from agents.state import NodeRecord
 from agents.tree import children_of, path_to, pick_candidates
 from calls.errors import BudgetExhausted, ModelError
@@ -121,6 +122,16 @@ async def _replan(
         return not follow, [(step, None) for step in follow]
 
 
+def complete_accepted(task: str, path: Sequence[NodeRecord]) -> bool:
+    """Whether a replanner's "complete" may end `path`. A small model's word is not taken
+    while planned steps remain and the task names entities (agents/grounding/verify.py:
+    `question_entities`): the path ends only when every one of them occurs in its evidence.
+    With no step left, or no entity to look for, the replanner decides."""
+    if not path[-1]["planned"] or not question_entities(task):
+        return True
+    return path_complete_supported(task, path_evidence_ledger(path), None)
+
+
 async def expand(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str) -> ExpandOutcome:
     """What follows `node_id`. A path at `max_depth` is complete without asking the replanner.
     Proposals that repeat a step of the path or of an existing sibling are dropped; none are
@@ -152,6 +163,14 @@ async def _proposals(
 ) -> ExpandOutcome:
     params = ctx.params
     complete, proposals = await _replan(ctx, path, node_id)
+    if complete and not complete_accepted(ctx.task, path):
+        logger.info(
+            "run=%s node=%s the replanner says complete, but the evidence does not name every "
+            "entity of the task: the next planned step runs",
+            ctx.run_id,
+            node_id,
+        )
+        complete, proposals = False, [(path[-1]["planned"][0], None)]
     if complete:
         return ExpandOutcome(complete=True, steps=[], dropped=[s for s, _ in proposals])
     taken = [n["step"] for n in path] + [c["step"] for c in children_of(nodes, node_id)]

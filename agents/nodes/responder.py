@@ -1,36 +1,70 @@
-"""Responder job: a complete path's steps and results become its candidate answer."""
+"""Responder job: a complete path's steps, results and evidence become its candidate answer,
+with citations checked by the verifier (agents/grounding/verify.py) before anyone reads them."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
+
+from langchain_core.messages import AIMessage
 
 from agents.context import RunContext
+from agents.grounding.verify import CitedAnswer, Grounding, grounding_of, verify_answer
 from agents.jobs import RespondOutcome
-from agents.prompts import responder_messages
+from agents.prompts import path_evidence_ledger, responder_messages
 from agents.state import NodeRecord
 from agents.tree import path_to
 from calls.errors import BudgetExhausted
+from calls.structured import structured
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A path's answer as the verifier left it: rejected markers removed, and what held."""
+
+    text: str
+    grounding: Grounding
 
 
 async def write_answer(
     ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str, *, partial: bool = False
-) -> str:
-    """The answer text for the path ending at `node_id` (raises on model failure)."""
+) -> Answer:
+    """The answer for the path ending at `node_id`, its citations verified (raises on model
+    failure).
+
+    The responder replies with a `CitedAnswer`. A reply that is not one (a model that answers
+    in prose) is taken as an answer without citations: it is kept, and every sentence of it is
+    unsupported, rather than asked for again.
+    """
     path = path_to(nodes, node_id)
+    ledger = path_evidence_ledger(path)
     tracker = ctx.tracker("responder", node_id)
-    model = ctx.model("responder")
-    messages = responder_messages(ctx.task, path, ctx.settings.result_max_chars, partial=partial)
-    reply = await model.ainvoke(messages, config=ctx.config(tracker, node_id=node_id))
-    return reply.text.strip()
+    messages = responder_messages(
+        ctx.task, path, ledger, ctx.settings.result_max_chars, partial=partial
+    )
+    out = await structured(ctx.model("responder"), CitedAnswer).ainvoke(
+        messages, config=ctx.config(tracker, node_id=node_id)
+    )
+    cited = out.get("parsed") if isinstance(out, dict) else None
+    if not isinstance(cited, CitedAnswer):
+        raw = out.get("raw") if isinstance(out, dict) else None
+        cited = CitedAnswer(answer=raw.text if isinstance(raw, AIMessage) else "", citations=[])
+    verified = verify_answer(cited, ledger)
+    return Answer(verified["answer"].strip(), grounding_of(verified))
 
 
 async def respond(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str) -> RespondOutcome:
     """Write the candidate answer of a complete path; a failure leaves the path without one."""
     started = time.monotonic()
 
-    def outcome(answer: str | None, error: str | None) -> RespondOutcome:
-        return RespondOutcome(answer, error, round(time.monotonic() - started, 4))
+    def outcome(answer: Answer | None, error: str | None) -> RespondOutcome:
+        return RespondOutcome(
+            answer.text if answer else None,
+            error,
+            round(time.monotonic() - started, 4),
+            answer.grounding if answer else None,
+        )
 
     try:
         answer = await write_answer(ctx, nodes, node_id)
@@ -38,6 +72,6 @@ async def respond(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str
         raise
     except Exception as e:
         return outcome(None, f"responder failed ({type(e).__name__})")
-    if not answer:
+    if not answer.text:
         return outcome(None, "responder returned an empty answer")
     return outcome(answer, None)

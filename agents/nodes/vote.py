@@ -14,7 +14,8 @@ from langgraph.runtime import Runtime
 from agents.context import RunContext
 from agents.errors import NoResult
 from agents.events import VoteCast
-from agents.nodes.responder import write_answer
+from agents.grounding.verify import Grounding
+from agents.nodes.responder import Answer, write_answer
 from agents.prompts import path_evidence, voter_messages
 from agents.state import FinalResult, NodeRecord, RunState
 from agents.tree import by_id, node_value, path_sources, path_to, trim
@@ -24,6 +25,8 @@ from calls.structured import call_structured
 logger = logging.getLogger(__name__)
 
 VOTE_EVIDENCE_CHARS = 2500
+GROUNDEDNESS_WEIGHT = 0.3
+"""How much a candidate's groundedness counts in its value (the rest is its path's value)."""
 VoteMethod = Literal["llm", "single", "fallback"]
 
 
@@ -41,12 +44,29 @@ def vote_schema(ids: Sequence[str]) -> dict[str, Any]:
     }
 
 
+def groundedness(leaf: NodeRecord) -> float | None:
+    """The share of the leaf's answer sentences with a verified citation, once answered."""
+    return leaf["grounding"]["groundedness"] if leaf["grounding"] is not None else None
+
+
 def leaf_value(leaf: NodeRecord, prior_weight: float) -> float | None:
     """A candidate's value: its leaf's `node_value` (a leaf has no children: its own
-    judgements), or None when nothing judged it (e.g. with evaluate=false)."""
+    judgements) blended with its answer's groundedness, (1 - w) * V + w * G with
+    w = GROUNDEDNESS_WEIGHT; V alone before the answer is verified, G alone when nothing
+    judged the path (e.g. with evaluate=false), None when neither is known."""
+    grounded = groundedness(leaf)
     if leaf["score"] is None and leaf["prior"] is None:
-        return None
-    return node_value({leaf["id"]: leaf}, leaf["id"], prior_weight)
+        return grounded
+    value = node_value({leaf["id"]: leaf}, leaf["id"], prior_weight)
+    if grounded is None:
+        return value
+    return (1 - GROUNDEDNESS_WEIGHT) * value + GROUNDEDNESS_WEIGHT * grounded
+
+
+def eligible(leaves: Sequence[NodeRecord], min_groundedness: float) -> list[NodeRecord]:
+    """The candidates grounded at least `min_groundedness`; all of them when none is."""
+    kept = [leaf for leaf in leaves if (groundedness(leaf) or 0.0) >= min_groundedness]
+    return kept or list(leaves)
 
 
 def best_valued(leaves: Sequence[NodeRecord], prior_weight: float) -> NodeRecord:
@@ -55,7 +75,11 @@ def best_valued(leaves: Sequence[NodeRecord], prior_weight: float) -> NodeRecord
 
 
 def _final(
-    nodes: Mapping[str, NodeRecord], leaf: NodeRecord, answer: str, partial: bool
+    nodes: Mapping[str, NodeRecord],
+    leaf: NodeRecord,
+    answer: str,
+    partial: bool,
+    grounding: Grounding | None,
 ) -> FinalResult:
     path = path_to(nodes, leaf["id"])
     return FinalResult(
@@ -64,6 +88,31 @@ def _final(
         chosen_id=leaf["id"],
         path=[n["id"] for n in path],
         sources=path_sources(path),
+        citations=grounding["citations"] if grounding else [],
+        groundedness=grounding["groundedness"] if grounding else None,
+        unsupported=grounding["unsupported"] if grounding else [],
+        rejected=grounding["rejected"] if grounding else [],
+    )
+
+
+def _vote_evidence(nodes: Mapping[str, NodeRecord], leaf: NodeRecord, weight: float) -> str:
+    """What the voter reads of a candidate besides its answer: its path's value and
+    groundedness, the quotes its citations were verified on, then its steps and results."""
+    grounding = leaf["grounding"]
+    lines: list[str] = []
+    if grounding is not None:
+        lines.append(
+            f"Groundedness (share of the answer's sentences backed by a verified quote): "
+            f"{grounding['groundedness']:.2f}"
+        )
+        lines += [
+            f'[{c["marker"]}] "{c["quote"]}" ({c["source"]["title"]})'
+            for c in grounding["citations"]
+        ]
+        lines.append("")
+    value = leaf_value(leaf, weight)
+    return "\n".join(lines) + path_evidence(
+        path_to(nodes, leaf["id"]), VOTE_EVIDENCE_CHARS // 2, value
     )
 
 
@@ -80,13 +129,7 @@ async def _vote(
     # that should be served from the cache).
     random.Random(f"{ctx.task}\n{','.join(shown)}").shuffle(shown)
     candidates = [
-        (
-            cid,
-            by_id[cid]["answer"] or "",
-            path_evidence(
-                path_to(nodes, cid), VOTE_EVIDENCE_CHARS // 2, leaf_value(by_id[cid], weight)
-            ),
-        )
+        (cid, by_id[cid]["answer"] or "", _vote_evidence(nodes, by_id[cid], weight))
         for cid in shown
     ]
 
@@ -121,15 +164,16 @@ async def _best_effort(ctx: RunContext, nodes: Mapping[str, NodeRecord]) -> Fina
         return None
     leaf = min(done, key=lambda n: (-n["depth"], by_id(n)))
     try:
-        answer = await write_answer(ctx, nodes, leaf["id"], partial=True)
+        answer: Answer | None = await write_answer(ctx, nodes, leaf["id"], partial=True)
     except (ModelError, BudgetExhausted, Exception) as e:  # any failure: fall back to the text
         logger.warning("run=%s best-effort answer failed: %s", ctx.run_id, type(e).__name__)
-        answer = ""
-    if not answer:
-        answer = "The research stopped before a complete answer. Findings so far:\n\n" + trim(
+        answer = None
+    if answer is None or not answer.text:
+        text = "The research stopped before a complete answer. Findings so far:\n\n" + trim(
             path_evidence(path_to(nodes, leaf["id"]), ctx.settings.result_max_chars), 8000
         )
-    return _final(nodes, leaf, answer, partial=True)
+        return _final(nodes, leaf, text, partial=True, grounding=None)
+    return _final(nodes, leaf, answer.text, partial=True, grounding=answer.grounding)
 
 
 async def finish(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -152,12 +196,14 @@ async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
             raise NoResult("no research step succeeded")
         return {"phase": "done", "final": final}
     started = time.monotonic()
-    leaf, method, reason = await _vote(ctx, nodes, leaves)
+    voted = eligible(leaves, ctx.params.min_groundedness)
+    leaf, method, reason = await _vote(ctx, nodes, voted)
     values = {n["id"]: leaf_value(n, ctx.params.prior_weight) for n in leaves}
     await ctx.emit(
         VoteCast(
             run_id=ctx.run_id,
-            candidates=[n["id"] for n in leaves],
+            candidates=[n["id"] for n in voted],
+            ineligible=[n["id"] for n in leaves if n not in voted],
             values={k: round(v, 6) for k, v in values.items() if v is not None},
             chosen_id=leaf["id"],
             method=method,
@@ -165,4 +211,5 @@ async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
             seconds=round(time.monotonic() - started, 4),
         )
     )
-    return {"phase": "done", "final": _final(nodes, leaf, leaf["answer"] or "", partial=False)}
+    final = _final(nodes, leaf, leaf["answer"] or "", partial=False, grounding=leaf["grounding"])
+    return {"phase": "done", "final": final}

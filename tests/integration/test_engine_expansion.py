@@ -125,8 +125,11 @@ async def test_the_voter_sees_each_judged_candidates_value_and_the_vote_event_li
     await engine.run("t", RunParams(min_score=0.0, satisfaction=0.99), sink=events)
 
     (vote,) = events.of("vote")
-    assert vote.values == {"n1.1": 0.7, "n1.2": 0.3}  # (prior + progress) / 2
+    # (prior + progress) / 2, blended with the answers' groundedness (0: the scripted answers
+    # cite nothing): 0.7 * V + 0.3 * 0
+    assert vote.values == {"n1.1": 0.49, "n1.2": 0.21}
     (ballot,) = models.recorder.by_role("voter")
-    assert "Search value of this path (0 to 1, from the scores of its steps): 0.70" in (
-        ballot.prompt
+    assert (
+        "Value of this candidate (0 to 1, from the scores of its steps and its groundedness): 0.49"
+        in (ballot.prompt)
     )

@@ -49,6 +49,9 @@ async def test_feed_is_parsed_into_papers_with_authors_dates_abstract_links(
     message = await call_tool(arxiv_tool(), {"query": "tree of thoughts"})
 
     content = message.content
+    passages = message.artifact.pop("passages")
+    assert passages
+    assert all(p["text"] in message.text for p in passages)
     assert message.artifact == {
         "ok": True,
         "error_kind": None,

@@ -134,6 +134,9 @@ async def test_best_match_is_summarised_with_its_url_and_other_titles(
 
     message = await call_tool(wiki_tool(), {"query": "monte carlo tree search"})
 
+    passages = message.artifact.pop("passages")
+    assert passages
+    assert all(p["text"] in message.text for p in passages)
     assert message.artifact == {
         "ok": True,
         "error_kind": None,

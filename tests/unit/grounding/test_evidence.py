@@ -15,9 +15,10 @@ from agents.grounding.evidence import (
     add_evidence,
     evidence_source,
     join_sentences,
-    merge_evidence,
+    path_ledger,
     render_evidence,
     sentence_ids_for,
+    step_evidence,
 )
 
 HEADER = re.compile(r"^\[E(\d+)\]", re.MULTILINE)
@@ -82,17 +83,34 @@ def test_ids_are_never_reused_across_merges() -> None:
     seen: list[str] = []
     for round_ in range(3):
         ids, added = add_evidence(ledger, [_passage(f"{round_}-{i}") for i in range(2)])
-        ledger = merge_evidence(ledger, added)
+        ledger = {**ledger, **added}
         seen.extend(ids)
 
     assert seen == [f"E{n}" for n in range(1, 7)]
 
 
-def test_merge_never_replaces_a_kept_item() -> None:
-    _, kept = add_evidence({}, [_passage("original")])
-    _, other = add_evidence({}, [_passage("something else")])
+def test_a_step_s_items_have_run_stable_ids_under_its_node() -> None:
+    items = step_evidence("n1.2", [_passage("one"), _passage("two"), _passage("one")])
 
-    assert merge_evidence(kept, other)["E1"]["text"] == "original"
+    assert [(i["id"], i["node_id"], i["text"]) for i in items] == [
+        ("n1.2/1", "n1.2", "one"),
+        ("n1.2/2", "n1.2", "two"),
+    ]
+
+
+def test_a_path_is_numbered_in_order_each_passage_once_whatever_else_the_run_found() -> None:
+    root = step_evidence("n1", [_passage("found first", node_id="n1")])
+    leaf = step_evidence(
+        "n1.3", [_passage("found first", node_id="n1.3"), _passage("then this", node_id="n1.3")]
+    )
+
+    ledger = path_ledger([*root, *leaf])
+
+    assert {k: (v["node_id"], v["text"]) for k, v in ledger.items()} == {
+        "E1": ("n1", "found first"),
+        "E2": ("n1.3", "then this"),
+    }
+    assert path_ledger([*root, *leaf]) == ledger  # the same path, the same numbers
 
 
 def test_text_is_bounded_to_a_prefix() -> None:

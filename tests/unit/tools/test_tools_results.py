@@ -62,12 +62,24 @@ def test_sources_are_exactly_the_hits_shown() -> None:
 def test_all_hits_and_sources_kept_when_they_fit() -> None:
     content, artifact = render_hits("arxiv", "q", _hits(3, 100), 3000)
 
-    assert artifact == {
+    assert {k: v for k, v in artifact.items() if k != "passages"} == {
         "ok": True,
         "error_kind": None,
         "sources": [{"title": f"Result {i}", "url": f"https://example.org/{i}"} for i in range(3)],
     }
+    assert [p["url"] for p in artifact["passages"]] == [
+        f"https://example.org/{i}" for i in range(3)
+    ]
     assert content.startswith('arxiv results for "q":')
+
+
+def test_every_passage_shown_is_in_the_content_verbatim() -> None:
+    content, artifact = render_hits("web_search", "query", _hits(8, 2000), 700)
+
+    passages = artifact["passages"]
+    assert passages
+    assert all(p["text"] and p["text"] in content for p in passages)
+    assert [p["url"] for p in passages] == [s["url"] for s in artifact["sources"]]
     assert "[3] Result 2" in content
     assert "meta 1" in content
 

@@ -61,6 +61,9 @@ def build(make_settings, clock):
 async def test_results_become_numbered_text_and_sources(build, call_tool) -> None:
     message = await call_tool(build(FakeSearch()), {"query": "langgraph"})
 
+    passages = message.artifact.pop("passages")
+    assert passages
+    assert all(p["text"] in message.text for p in passages)
     assert message.artifact == {
         "ok": True,
         "error_kind": None,
