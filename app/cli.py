@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from agents.params import RunParams
 from app.http.schemas import MAX_TASK_CHARS
-from app.render import TreePrinter
+from app.render import TreePrinter, footnotes
 from app.settings import Settings
 from calls.errors import ConfigError, LatsError
 from calls.models import ModelFactory
@@ -220,6 +220,7 @@ async def show_async(args: argparse.Namespace) -> int:
     draw(None, 1)
     if run.get("answer"):
         print(f"\nanswer:\n{run['answer']}")
+        print(footnotes(run), end="")
     return EXIT_OK if run["status"] != "failed" else EXIT_FAILED
 
 

@@ -70,6 +70,7 @@ class TreePrinter:
     def _done(self, event: dict[str, Any]) -> None:
         partial = " (partial)" if event.get("partial") else ""
         self.out.write(f"\nanswer{partial}:\n{event['answer']}\n")
+        self.out.write(footnotes(event))
         if event.get("sources"):
             self.out.write("\nsources:\n")
             for source in event["sources"]:
@@ -81,3 +82,25 @@ class TreePrinter:
             f" · tool calls {metrics.get('tool_calls', 0)}"
             f" · {metrics.get('wall_s', 0):.1f}s\n"
         )
+
+
+def footnotes(run: dict[str, Any]) -> str:
+    """The answer's verified citations as footnotes (`[n] "quote" — title, url`), then its
+    groundedness and the sentences no verified quote backs; "" for a run without citations."""
+    citations = run.get("citations") or []
+    grounded = run.get("groundedness")
+    if not citations and grounded is None:
+        return ""
+    lines = [""]
+    for cited in citations:
+        source = cited["source"]
+        where = f"{source['title']}, {source['url']}" if source.get("url") else source["title"]
+        lines.append(f'  [{cited["marker"]}] "{cited["quote"]}" — {where}')
+    if grounded is not None:
+        lines.append(f"  groundedness {grounded:.2f} (sentences backed by a verified quote)")
+    for sentence in run.get("unsupported") or []:
+        lines.append(f"  unsupported: {sentence}")
+    rejected = run.get("rejected") or []
+    if rejected:
+        lines.append(f"  {len(rejected)} citation(s) rejected: their quote is not in the evidence")
+    return "\n".join(lines) + "\n"

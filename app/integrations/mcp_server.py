@@ -168,7 +168,20 @@ async def _guard(work: Awaitable[T]) -> T:
 
 def _brief(run: dict[str, Any]) -> dict[str, Any]:
     """A run without its tree and parameters: what a client needs to answer with."""
-    keep = ("run_id", "status", "task", "answer", "partial", "sources", "stop_reason", "error")
+    keep = (
+        "run_id",
+        "status",
+        "task",
+        "answer",
+        "partial",
+        "sources",
+        "citations",
+        "groundedness",
+        "unsupported",
+        "rejected",
+        "stop_reason",
+        "error",
+    )
     return {k: run.get(k) for k in keep} | {"metrics": _costs(run.get("metrics") or {})}
 
 

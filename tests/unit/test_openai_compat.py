@@ -111,3 +111,22 @@ def test_sources_follow_the_answer_as_a_numbered_list() -> None:
     text = with_sources("Answer.", [{"title": "T", "url": "https://e.org"}])
 
     assert text == "Answer.\n\nSources:\n1. [T](https://e.org)"
+
+
+def test_verified_citations_with_a_web_url_become_url_citation_annotations() -> None:
+    from app.http.routes.chat import url_citations
+
+    text = "Paris is the capital.[1] The Seine flows through it.[2]"
+    web = {"id": "w", "title": "France", "url": "https://en.wikipedia.org/wiki/France"}
+    local = {"id": "doc", "title": "Notes", "url": "corpus://notes"}
+    citations = [
+        {"marker": 1, "source": web, "quote": "q", "verified": True},
+        {"marker": 2, "source": local, "quote": "q", "verified": True},
+    ]
+
+    [annotation] = url_citations(text, citations)  # type: ignore[arg-type]
+
+    found = annotation["url_citation"]
+    assert annotation["type"] == "url_citation"
+    assert text[found["start_index"] : found["end_index"]] == "[1]"
+    assert (found["url"], found["title"]) == (web["url"], "France")

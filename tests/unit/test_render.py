@@ -55,3 +55,38 @@ def test_the_printer_indents_by_depth_and_ends_with_answer_and_costs() -> None:
     assert "42" in lines
     assert "  - T: https://x.test" in lines
     assert lines[-1] == "stop: max_paths · model calls 7 · tokens 10+5 · tool calls 1 · 2.5s"
+
+
+CITED = {
+    "answer": "Paris is the capital.[1] It is big.",
+    "citations": [
+        {
+            "marker": 1,
+            "quote": "Paris is the capital and largest city",
+            "source": {"id": "u", "title": "France", "url": "https://en.wikipedia.org/wiki/France"},
+        }
+    ],
+    "groundedness": 0.5,
+    "unsupported": ["It is big."],
+    "rejected": [{"marker": 2, "evidence_id": "E9", "quote": "made up", "reason": "unknown"}],
+}
+
+
+def test_footnotes_list_the_verified_quotes_groundedness_and_what_is_unsupported() -> None:
+    from app.render import footnotes
+
+    lines = footnotes(CITED).splitlines()
+
+    assert lines[1] == (
+        '  [1] "Paris is the capital and largest city" — France, '
+        "https://en.wikipedia.org/wiki/France"
+    )
+    assert "  groundedness 0.50 (sentences backed by a verified quote)" in lines
+    assert "  unsupported: It is big." in lines
+    assert "  1 citation(s) rejected: their quote is not in the evidence" in lines
+
+
+def test_a_run_without_grounding_has_no_footnotes() -> None:
+    from app.render import footnotes
+
+    assert footnotes({"answer": "42"}) == ""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from fastapi import APIRouter, Response
@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
 from agents.events import TERMINAL_TYPES
+from agents.grounding.verify import Citation
 from agents.result import RunAnswer
 from app.access.run_access import NewStream, Runs
 from app.http.auth import Authorized
@@ -100,6 +101,29 @@ async def chat_completions(body: ChatRequest, runs: CallerRuns, settings: AppSet
     return JSONResponse(_completion(done, body.model), headers=headers)
 
 
+def url_citations(text: str, citations: Sequence[Citation]) -> list[dict[str, Any]]:
+    """OpenAI's `url_citation` annotations: each verified citation whose source has a web URL,
+    on the first occurrence of its marker `[n]` in `text` (`end_index` exclusive)."""
+    annotations: list[dict[str, Any]] = []
+    for citation in citations:
+        url = citation["source"]["url"]
+        start = text.find(f"[{citation['marker']}]")
+        if not url.startswith(("http://", "https://")) or start < 0:
+            continue
+        annotations.append(
+            {
+                "type": "url_citation",
+                "url_citation": {
+                    "url": url,
+                    "title": citation["source"]["title"],
+                    "start_index": start,
+                    "end_index": start + len(f"[{citation['marker']}]"),
+                },
+            }
+        )
+    return annotations
+
+
 def _outcome(record: RunRecord) -> tuple[str, dict[str, Any]]:
     """The assistant's text for a finished run, and the `plantree` object."""
     result = record.result or RunAnswer()
@@ -115,6 +139,10 @@ def _outcome(record: RunRecord) -> tuple[str, dict[str, Any]]:
         "stop_reason": result.stop_reason,
         "partial": result.partial,
         "sources": result.sources,
+        "citations": result.citations,
+        "groundedness": result.groundedness,
+        "unsupported": result.unsupported,
+        "rejected": result.rejected,
         "metrics": result.metrics,
         "run": f"/runs/{record.id}",
     }
@@ -131,7 +159,11 @@ def _completion(record: RunRecord, model: str) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
+                "message": {
+                    "role": "assistant",
+                    "content": text,
+                    "annotations": url_citations(text, info["citations"]),
+                },
                 "finish_reason": "stop",
             }
         ],
