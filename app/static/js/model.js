@@ -16,6 +16,9 @@ export function newRun(runId) {
     chosenId: null,
     path: [],
     sources: [],
+    citations: [], // verified citations of the answer: {marker, quote, source, node_id, …}
+    groundedness: null, // share of the answer's sentences backed by a verified quote
+    unsupported: [], // sentences of the answer no verified quote backs
     stopReason: null,
     error: null,
     metrics: null, // the terminal event's metrics
@@ -137,6 +140,9 @@ export function apply(run, event) {
         chosenId: event.chosen_id,
         path: event.path,
         sources: event.sources,
+        citations: event.citations ?? [],
+        groundedness: event.groundedness ?? null,
+        unsupported: event.unsupported ?? [],
       });
       break;
     case "error":

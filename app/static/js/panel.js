@@ -79,10 +79,96 @@ function drawAnswer(run) {
   $("answer-card").hidden = run.answer === null;
   if (run.answer === shownAnswer) return; // re-parse only when it changes
   shownAnswer = run.answer;
-  $("answer").innerHTML = markdown(run.answer);
+  const answer = $("answer");
+  answer.innerHTML = markdown(run.answer);
+  cite(answer, run.citations, run.unsupported);
+  drawGrounding(run);
   $("answer-partial").hidden = !run.partial;
   $("answer-sources-title").hidden = run.sources.length === 0;
   $("answer-sources").replaceChildren(...run.sources.map((s) => el("li", {}, link(s))));
+}
+
+// Text nodes of the rendered answer, outside links and code.
+function textNodes(root) {
+  const found = [];
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+    acceptNode: (n) => (n.parentElement.closest("a, code, pre") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+  });
+  while (walker.nextNode()) found.push(walker.currentNode);
+  return found;
+}
+
+/**
+ * The answer's verified citations made readable where they stand: each marker `[n]` becomes
+ * a button that opens its quote and source beside it, and each sentence no verified quote
+ * backs is marked. Everything is built with text nodes: a quote is never parsed as HTML.
+ */
+function cite(root, citations, unsupported) {
+  const byMarker = new Map();
+  for (const c of citations ?? []) {
+    if (!byMarker.has(c.marker)) byMarker.set(c.marker, []);
+    byMarker.get(c.marker).push(c);
+  }
+  for (const text of textNodes(root)) {
+    const parts = text.data.split(/(\[\d{1,6}\])/);
+    if (parts.length === 1) continue;
+    const pieces = parts.map((part) => {
+      const marker = /^\[(\d{1,6})\]$/.exec(part);
+      const quotes = marker ? byMarker.get(Number(marker[1])) : undefined;
+      return quotes ? citeButton(Number(marker[1]), quotes) : document.createTextNode(part);
+    });
+    text.replaceWith(...pieces);
+  }
+  for (const sentence of unsupported ?? []) markUnsupported(root, sentence.trim());
+}
+
+function citeButton(marker, quotes) {
+  const quote = el(
+    "span",
+    { className: "cite-quote", hidden: true, role: "note" },
+    ...quotes.map((c) => el("span", {}, el("q", { textContent: c.quote }), " — ", link(c.source))),
+  );
+  const button = el("button", {
+    type: "button",
+    className: "cite",
+    textContent: `[${marker}]`,
+    title: "show the quote this citation was verified on",
+  });
+  button.dataset.marker = String(marker);
+  button.setAttribute("aria-expanded", "false");
+  button.addEventListener("click", () => {
+    quote.hidden = !quote.hidden;
+    button.setAttribute("aria-expanded", String(!quote.hidden));
+  });
+  return el("span", { className: "citation" }, button, quote);
+}
+
+function markUnsupported(root, sentence) {
+  if (!sentence) return;
+  const bare = sentence.replace(/\s*\[\d{1,6}\]/g, "");
+  for (const text of textNodes(root)) {
+    const at = text.data.indexOf(bare);
+    if (at < 0) continue;
+    const tail = text.splitText(at);
+    tail.splitText(bare.length);
+    const mark = el("mark", {
+      className: "unsupported",
+      title: "no verified quote backs this sentence",
+      textContent: tail.data,
+    });
+    tail.replaceWith(mark);
+    return;
+  }
+}
+
+function drawGrounding(run) {
+  const line = $("answer-grounding");
+  line.hidden = run.groundedness === null;
+  if (run.groundedness === null) return;
+  const open = run.unsupported.length;
+  line.textContent =
+    `groundedness ${run.groundedness.toFixed(2)}: ${run.citations.length} verified ` +
+    `citation(s)${open ? `, ${open} sentence(s) without a verified quote (marked)` : ""}`;
 }
 
 export function drawNode(run, nodeId) {

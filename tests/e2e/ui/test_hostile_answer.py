@@ -32,10 +32,13 @@ HOSTILE = (
     '<style>body { display: none }</style><iframe src="about:blank"></iframe>'
     "<svg><a href='javascript:window.pwned=4'><text>svg</text></a></svg>"
 )
-# What must not exist inside rendered model text, whatever the answer says.
+# What must not exist inside rendered model text, whatever the answer says. The page's own
+# marks on it (a verified citation's button and quote, an unsupported sentence) are the only
+# elements with a class there, and the model cannot make them: they come from the verifier.
+OWN = ".citation, .cite, .cite-quote, mark.unsupported"
 FORBIDDEN = (
-    "dialog, form, input, button, img, style, iframe, svg, textarea, select, "
-    "[id], [name], [class], [style], [onerror], a[href^='javascript' i]"
+    f"dialog, form, input, button:not({OWN}), img, style, iframe, svg, textarea, select, "
+    f"[id], [name], [class]:not({OWN}), [style], [onerror], a[href^='javascript' i]"
 )
 
 
