@@ -21,6 +21,9 @@ from bench.cpu import CpuConfig, run_cpu
 from bench.engine_runs import Latency
 from bench.load import LoadConfig, run_load
 from bench.memory import MemoryConfig, run_memory
+from bench.multihop import CONFIGS, MultihopConfig, models_for, run_multihop
+from bench.multihop import summary as multihop_summary
+from bench.multihop_data import HOTPOTQA_DEV_100
 from bench.process import ROOT
 from bench.quality import QUICK, QualityConfig, run_quality
 from bench.quota import QuotaConfig, run_quota
@@ -34,11 +37,15 @@ from testkit.storm import StormConfig
 
 logger = logging.getLogger("bench")
 
-BENCHMARKS = ("search", "load", "memory", "quality", "quota", "cpu", "workers", "storm")
+BENCHMARKS = ("search", "load", "memory", "quality", "quota", "cpu", "workers", "storm", "multihop")
+# Only with `--only`: the multi-hop benchmark runs a real model (`--model`), for hours with a
+# local one.
+OPT_IN = ("multihop",)
+DEFAULT_SET = tuple(b for b in BENCHMARKS if b not in OPT_IN)
 # `--smoke` without `--only`: all but the ones that need Postgres and Redis (their smoke tests
 # are tests/e2e/bench/test_bench_workers.py and test_bench_storm.py).
 NEEDS_SERVICES = ("workers", "storm")
-SMOKE_DEFAULT = tuple(b for b in BENCHMARKS if b not in NEEDS_SERVICES)
+SMOKE_DEFAULT = tuple(b for b in DEFAULT_SET if b not in NEEDS_SERVICES)
 FAST = Latency(seed=7, low_s=0.002, high_s=0.008)
 # `--smoke`: every benchmark end to end at tiny sizes (the tests' variant; ~20 s).
 SMOKE: dict[str, Any] = {
@@ -93,9 +100,18 @@ def _load_json(path: Path) -> Any:
 
 
 async def _run(
-    only: Sequence[str], configs: dict[str, Any], results: Path, work: Path
+    only: Sequence[str],
+    configs: dict[str, Any],
+    results: Path,
+    work: Path,
+    multihop: MultihopConfig | None = None,
+    model: str | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    if "multihop" in only:
+        assert multihop is not None
+        logger.info("benchmark 11: multi-hop questions (%s)", model or "LATS_MODEL")
+        out["multihop"] = await run_multihop(multihop, models_for(model), work / "multihop")
     if "search" in only:
         logger.info("benchmarks 1-3: critical path, sequential baseline, calls")
         out["search"] = await run_search(configs["search"], work / "search")
@@ -191,8 +207,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--report", action="store_true", help="run nothing; redraw plots and docs from --results"
     )
+    multihop = parser.add_argument_group("multihop (only with --only multihop)")
+    multihop.add_argument(
+        "--data", type=Path, default=HOTPOTQA_DEV_100, help="JSON Lines in the shared format"
+    )
+    multihop.add_argument("--limit", type=int, default=None, help="the first N questions")
+    multihop.add_argument(
+        "--model",
+        default=None,
+        help="init_chat_model string, `local` (LATS_LOCAL_MODEL's model) or `scripted` "
+        "(testkit's reader); default: LATS_MODEL as the service reads it",
+    )
+    multihop.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated")
+    multihop.add_argument(
+        "--budget", type=int, default=MultihopConfig.max_llm_calls, help="model calls per run"
+    )
     args = parser.parse_args(argv)
-    chosen = args.only or ",".join(SMOKE_DEFAULT if args.smoke else BENCHMARKS)
+    chosen = args.only or ",".join(SMOKE_DEFAULT if args.smoke else DEFAULT_SET)
     only = [] if args.report else [x.strip() for x in chosen.split(",") if x.strip()]
     unknown = sorted(set(only) - set(BENCHMARKS))
     if unknown:
@@ -210,7 +241,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             configs = {**configs, **QUICK_SPEED, "quality": QUICK}
         if args.cpu_against is not None:
             configs = {**configs, "cpu": replace(configs["cpu"], against=args.cpu_against)}
-        fresh = asyncio.run(_run(only, configs, results, work))
+        questions = MultihopConfig(
+            data=args.data,
+            limit=args.limit,
+            configs=tuple(c.strip() for c in args.configs.split(",") if c.strip()),
+            max_llm_calls=args.budget,
+        )
+        fresh = asyncio.run(_run(only, configs, results, work, questions, args.model))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     seconds = time.monotonic() - started
@@ -222,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _save(results / f"{name}.json", data)
     run_info = _load_json(results / "run.json") or {}
     run_info = {**run_info, "machine": info, "last": only, "last_seconds": seconds}
-    if set(only) == set(BENCHMARKS):
+    if set(only) == set(DEFAULT_SET):
         run_info["all_seconds"] = seconds
     _save(results / "run.json", run_info)
 
@@ -265,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra += "".join(f"\n{line}" for line in workers_summary(shared)) if shared else ""
     stormed = fresh.get("storm")
     extra += "".join(f"\n{line}" for line in storm_summary(stormed)) if stormed else ""
+    hops = fresh.get("multihop")
+    extra += "".join(f"\n{line}" for line in multihop_summary(hops)) if hops else ""
     summary = _summary(search, load, memory, quality) + extra
     sys.stdout.write(summary + f"\n\ndone in {seconds / 60:.1f} min\n")
     return 0

@@ -3,24 +3,21 @@
 Per question, its own paragraphs are the only tool (`tools.local_corpus`, one passage per
 paragraph), and each search configuration (`CONFIGS`) runs once at one equal model-call budget,
 on a fresh engine (a cold model cache) with LangGraph's in-memory checkpointer. Answers are
-scored by the official metrics (`bench.multihop_metrics`). Supporting-fact and joint metrics
-need the sentences an answer rests on; they will come from verified citations, through
-`supporting_fact_metrics`.
+scored by the official metrics (`bench.multihop_metrics`). The supporting facts an answer
+predicts are the (title, sentence id) pairs its verified citations quote: a citation the
+verifier rejected predicts nothing. Every verified quote is checked once more, independently
+of the verifier (`misverified`): its words must stand in the paragraph it names.
 
-    .venv/bin/python -m bench.multihop --limit 10            # the models of LATS_MODEL...
-    .venv/bin/python -m bench.multihop --scripted --limit 2  # testkit's scripted reader
+    .venv/bin/python -m bench --only multihop --limit 10 --model local   # LATS_LOCAL_MODEL's
+    .venv/bin/python -m bench --only multihop --limit 2 --model scripted # testkit's reader
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import logging
 import re
 import statistics
-import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +28,7 @@ from urllib.parse import unquote
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agents.engine import Engine
+from agents.grounding.verify import Citation
 from agents.params import RunParams
 from agents.state import Source
 from app.settings import Settings
@@ -68,7 +66,8 @@ TASK = (
     "{question}\n\nAnswer with the shortest phrase that answers the question (a name, a "
     "date, a number, or yes or no), without explanation."
 )
-_LINK = re.compile(r"\[[^\]]*\]\([^)\s]*\)")  # [title](url), as the responder cites
+_LINK = re.compile(r"\[[^\]]*\]\([^)\s]*\)")  # [title](url), as an uncited answer may
+_MARKER = re.compile(r"\s*\[\d{1,6}\]")  # a citation marker
 
 ModelsFor = Callable[[Question, Settings], ModelFactory]
 """The models of one question's runs: the same factory for every question, or a script each."""
@@ -102,9 +101,19 @@ class Row(TypedDict):
     f1: float
     precision: float
     recall: float
+    sp_em: float
+    sp_f1: float
+    sp_precision: float
+    sp_recall: float
+    joint_f1: float
+    groundedness: float | None
+    citations: int
+    rejected: int
+    misverified: int  # verified citations whose quote the independent check does not find
     status: str
     stop_reason: str | None
     llm_calls: int
+    tokens: int
     tool_calls: int
     paths: int
     wall_s: float
@@ -118,17 +127,57 @@ def params_for(name: str, max_llm_calls: int) -> RunParams:
 
 
 def predicted_answer(answer: str | None) -> str | None:
-    """What of a run's answer is scored: its first non-empty line, citation links removed."""
+    """What of a run's answer is scored: its first non-empty line, citation links and
+    markers removed."""
     if answer is None:
         return None
-    text = _LINK.sub("", answer)
+    text = _MARKER.sub("", _LINK.sub("", answer))
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 def supporting_fact_metrics(question: Question, predicted: Sequence[tuple[str, int]]) -> Scores:
     """Supporting-fact EM/F1 of predicted (title, sent_id) pairs, titles as in the data file
-    (`CorpusDocument.doc_id`); for the facts of verified citations, once they exist."""
+    (`CorpusDocument.doc_id`)."""
     return supporting_fact_scores(predicted, question.supporting_facts)
+
+
+def cited_facts(citations: Iterable[Citation]) -> list[tuple[str, int]]:
+    """The (title, sent_id) pairs the verified citations quote, in order, each once."""
+    facts: list[tuple[str, int]] = []
+    for citation in citations:
+        url = citation["source"]["url"]
+        if not url.startswith(URL_SCHEME):
+            continue
+        for sent_id in citation["sent_ids"]:
+            fact = (unquote(url.removeprefix(URL_SCHEME)), sent_id)
+            if fact not in facts:
+                facts.append(fact)
+    return facts
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.casefold())
+
+
+def misverified(question: Question, citations: Iterable[Citation]) -> int:
+    """Verified citations whose quote the paragraph they name does not hold, by a check of
+    its own: nine in ten of the quote's words, in order, within the paragraph's words."""
+    paragraphs = {doc.doc_id: _words(doc.text) for doc in documents(question)}
+    wrong = 0
+    for citation in citations:
+        url = citation["source"]["url"]
+        text = paragraphs.get(unquote(url.removeprefix(URL_SCHEME)), [])
+        quote = _words(citation["quote"])
+        found, at = 0, 0
+        for word in quote:
+            try:
+                at = text.index(word, at) + 1
+                found += 1
+            except ValueError:
+                continue
+        if not quote or found < 0.9 * len(quote):
+            wrong += 1
+    return wrong
 
 
 def corpus_runtime(settings: Settings) -> ToolRuntime:
@@ -169,7 +218,8 @@ async def run_one(
         )
     wall = time.monotonic() - started
     predicted = predicted_answer(result.answer)
-    scores = score_question(question.answer, question.supporting_facts, predicted, None)
+    facts = cited_facts(result.citations)
+    scores = score_question(question.answer, question.supporting_facts, predicted, facts)
     gold = {title for title, _ in question.supporting_facts}
     seen = _doc_ids([s for node in result.nodes for s in node["sources"]])
     return {
@@ -183,9 +233,20 @@ async def run_one(
         "f1": round(scores.answer.f1, 4),
         "precision": round(scores.answer.precision, 4),
         "recall": round(scores.answer.recall, 4),
+        "sp_em": scores.supporting.em,
+        "sp_f1": round(scores.supporting.f1, 4),
+        "sp_precision": round(scores.supporting.precision, 4),
+        "sp_recall": round(scores.supporting.recall, 4),
+        "joint_f1": round(scores.joint.f1, 4),
+        "groundedness": result.groundedness,
+        "citations": len(result.citations),
+        "rejected": len(result.rejected),
+        "misverified": misverified(question, result.citations),
         "status": result.status,
         "stop_reason": result.stop_reason,
         "llm_calls": int(result.metrics.get("llm_calls", 0)),
+        "tokens": int(result.metrics.get("input_tokens", 0))
+        + int(result.metrics.get("output_tokens", 0)),
         "tool_calls": int(result.metrics.get("tool_calls", 0)),
         "paths": int(result.metrics.get("paths_completed", 0)),
         "wall_s": round(wall, 3),
@@ -205,11 +266,27 @@ def summarise(rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
         mine: list[Mapping[str, Any]] = [row for row in rows if row["config"] == name]
         means = {
             key: round(statistics.fmean(float(row[key]) for row in mine), 4)
-            for key in ("em", "f1", "llm_calls", "tool_calls", "gold_seen", "gold_on_path")
+            for key in (
+                "em",
+                "f1",
+                "sp_em",
+                "sp_precision",
+                "sp_recall",
+                "sp_f1",
+                "joint_f1",
+                "llm_calls",
+                "tokens",
+                "tool_calls",
+                "gold_seen",
+                "gold_on_path",
+            )
         }
+        grounded = [row["groundedness"] for row in mine if row["groundedness"] is not None]
+        means["groundedness"] = round(statistics.fmean(grounded), 4) if grounded else 0.0
         done = sum(1 for row in mine if row["status"] == "done")
         wall = round(statistics.median(row["wall_s"] for row in mine), 3)
-        out[name] = {"n": len(mine), "done": done, **means, "wall_s": wall}
+        counts = {key: sum(int(row[key]) for row in mine) for key in ("citations", "misverified")}
+        out[name] = {"n": len(mine), "done": done, **means, **counts, "wall_s": wall}
     return out
 
 
@@ -249,14 +326,6 @@ async def run_multihop(
     return out
 
 
-def save(out: dict[str, Any], results: Path) -> Path:
-    """`out` as `results/multihop.json`; returns the file's path."""
-    results.mkdir(parents=True, exist_ok=True)
-    path = results / "multihop.json"
-    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-    return path
-
-
 def _shown_path(path: Path) -> str:
     resolved = path.resolve()
     return str(resolved.relative_to(ROOT) if resolved.is_relative_to(ROOT) else path)
@@ -267,44 +336,26 @@ def scripted_models(question: Question, settings: Settings) -> ModelFactory:
     return ThroughPolicy(FakeModels(MultihopReader(question.question, CORPUS_TOOL)), settings)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.multihop", description=__doc__)
-    parser.add_argument("--data", type=Path, default=HOTPOTQA_DEV_100)
-    parser.add_argument("--limit", type=int, default=None, help="the first N questions only")
-    parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated")
-    parser.add_argument("--budget", type=int, default=MultihopConfig.max_llm_calls)
-    parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
-    parser.add_argument(
-        "--scripted", action="store_true", help="testkit's scripted reader instead of LATS_MODEL"
-    )
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    config = MultihopConfig(
-        data=args.data,
-        limit=args.limit,
-        configs=tuple(c.strip() for c in args.configs.split(",") if c.strip()),
-        max_llm_calls=args.budget,
-    )
-    if args.scripted:
-        models_for: ModelsFor = scripted_models
-    else:
-        # The models a user's service would use (LATS_MODEL..., from the environment).
-        factory = SettingsModelFactory(Settings())
-        factory.check()
+def models_for(model: str | None) -> ModelsFor:
+    """The models of the runs: `scripted` (testkit's reader), or the factory a user's service
+    would build from `model` (an init_chat_model string, or `local`) or, when None, from the
+    environment (LATS_MODEL...), checked before the first question."""
+    if model == "scripted":
+        return scripted_models
+    factory = SettingsModelFactory(Settings(model=model) if model else Settings())
+    factory.check()
 
-        def models_for(question: Question, settings: Settings) -> ModelFactory:
-            return factory
+    def same(question: Question, settings: Settings) -> ModelFactory:
+        return factory
 
-    with tempfile.TemporaryDirectory(prefix="bench-multihop-") as work:
-        out = asyncio.run(run_multihop(config, models_for, Path(work)))
-    save(out, args.results)
-    for name, total in out["totals"].items():
-        sys.stdout.write(
-            f"{name:<8} EM {total['em']:.2f}  F1 {total['f1']:.2f}  calls {total['llm_calls']:.1f}"
-            f"  gold seen {total['gold_seen']:.2f}\n"
-        )
-    return 0
+    return same
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def summary(out: dict[str, Any]) -> list[str]:
+    """One line per configuration for the terminal."""
+    return [
+        f"multihop {name:<8} EM {t['em']:.2f}  F1 {t['f1']:.2f}  SP F1 {t['sp_f1']:.2f}  "
+        f"grounded {t['groundedness']:.2f}  calls {t['llm_calls']:.1f}  "
+        f"misverified {t['misverified']}/{t['citations']}"
+        for name, t in out["totals"].items()
+    ]

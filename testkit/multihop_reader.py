@@ -2,7 +2,8 @@
 tool's results without knowing the gold answer.
 
 The plan is one search step; its executor searches the corpus for the question's own words
-and reports the title of the passage ranked first, and the responder answers with that title.
+and reports the title of the passage ranked first, and the responder answers with that title,
+citing the first words of that passage's first sentence as the evidence it was shown (E1).
 A floor to set real models beside (it can only be right when the answer is a paragraph's
 title), and a way to run the multi-hop benchmark end to end without a provider.
 """
@@ -20,6 +21,8 @@ from testkit.fakes import FakeCall, Reply, tool_call
 STEP = "Search the documents for the question"
 _FIRST_HIT = re.compile(r"^\[1\] (.+)$", re.MULTILINE)
 _FOUND = re.compile(r"^Top passage: (.+)$", re.MULTILINE)
+_FIRST_ITEM = re.compile(r"^\[E1\] [^\n]*\n([^\n]+)", re.MULTILINE)
+QUOTE_WORDS = 8
 NOTHING = "nothing found"
 
 
@@ -40,11 +43,24 @@ class MultihopReader:
         if call.role == "evaluator":
             return {"score": 0.5, "reason": "one search done"}
         if call.role == "responder":
-            found = _FOUND.findall(call.prompt)
-            return found[-1].strip() if found else NOTHING
+            return self.respond(call)
         if call.role == "voter":
             return {"choice": call.enum[0], "reason": "first shown"}
         raise AssertionError(f"unexpected role {call.role}")
+
+    def respond(self, call: FakeCall) -> Reply:
+        found: list[str] = _FOUND.findall(call.prompt)
+        if not found:
+            return NOTHING
+        item = _FIRST_ITEM.search(call.prompt)
+        if item is None:
+            return found[-1].strip()
+        first_sentence = re.split(r"(?<=[.!?])\s", item.group(1).strip(), maxsplit=1)[0]
+        quote = " ".join(first_sentence.split()[:QUOTE_WORDS])
+        return {
+            "answer": f"{found[-1].strip()} [1]",
+            "citations": [{"marker": 1, "evidence_id": "E1", "quote": quote}],
+        }
 
     def execute(self, call: FakeCall) -> Reply:
         results: list[Any] = [m for m in call.messages if m.type == "tool"]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.multihop import CONFIGS, MultihopConfig, run_multihop, save, scripted_models
+from bench.__main__ import main as bench_main
+from bench.multihop import CONFIGS, MultihopConfig, run_multihop, scripted_models
 
 # The reader answers with the title of the passage ranked first for the question's words.
 RIGHT = {
@@ -55,16 +56,36 @@ async def test_a_right_answer_scores_full_marks_in_every_configuration(tmp_path:
         ("Ann Smith", 1.0, 1.0)
     ] * len(CONFIGS)
     assert out["totals"]["chain"]["em"] == 1.0
+    # Its citation quotes sentence 0 of the gold paragraph: the supporting fact, verified.
+    for row in out["rows"]:
+        assert (row["citations"], row["misverified"], row["groundedness"]) == (1, 0, 1.0)
+        assert (row["sp_em"], row["sp_precision"], row["joint_f1"]) == (1.0, 1.0, 1.0)
 
 
-async def test_the_results_are_written_as_multihop_json(tmp_path: Path) -> None:
+def test_python_m_bench_only_multihop_writes_multihop_json_with_f1_per_question(
+    tmp_path: Path,
+) -> None:
     data = tmp_path / "one.jsonl"
     data.write_text(json.dumps(RIGHT) + "\n", encoding="utf-8")
-    out = await run_multihop(
-        MultihopConfig(data=data, configs=("chain",)), scripted_models, tmp_path / "work"
+    results = tmp_path / "results"
+
+    code = bench_main(
+        [
+            "--only",
+            "multihop",
+            "--data",
+            str(data),
+            "--model",
+            "scripted",
+            "--configs",
+            "chain,mcts",
+            "--results",
+            str(results),
+            "--docs",
+            str(tmp_path / "benchmarks.md"),
+        ]
     )
 
-    path = save(out, tmp_path / "results")
-
-    assert path == tmp_path / "results" / "multihop.json"
-    assert json.loads(path.read_text(encoding="utf-8")) == out
+    out = json.loads((results / "multihop.json").read_text(encoding="utf-8"))
+    assert code == 0
+    assert [(row["config"], row["f1"]) for row in out["rows"]] == [("chain", 1.0), ("mcts", 1.0)]
