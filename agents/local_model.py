@@ -1,11 +1,12 @@
-"""The bundled offline model as a LangChain chat model: SmolLM2-135M-Instruct run by
-llama-cpp-python (`agents.local_runner`), with grammar-constrained JSON for structured output
-and tool calls (`agents.local_grammar`).
+"""The offline models as a LangChain chat model: the bundled SmolLM2-135M-Instruct, or a
+fetched Qwen2.5-Coder, run by llama-cpp-python (`agents.local_runner`), with grammar-constrained
+JSON for structured output and tool calls (`agents.local_grammar`).
 
 `with_structured_output` turns the schema into a llama.cpp grammar, and `bind_tools` makes the
 model choose `{"action": <tool>, "action_input": <arguments>}` or `{"action": "final_answer",
-...}`, with tool results shown to it as text. A 135M model answers weakly; the point is that
-every stage of the engine runs for real, offline, without a key.
+...}`, with tool results shown to it as text. Native tool calling is not used: llama-cpp-python
+hands a Qwen tool call back as text in the reply, and SmolLM2 has none. A 135M model answers
+weakly; the point is that every stage of the engine runs for real, offline, without a key.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from agents.local_runner import (
     LocalModelUnavailable,
     default_model_path,
     local_stats,
+    model_file,
     runner,
 )
 
@@ -61,11 +63,12 @@ __all__ = [
     "LocalModelUnavailable",
     "default_model_path",
     "local_stats",
+    "model_file",
 ]
 
 
 class LocalChatModel(BaseChatModel):
-    """SmolLM2 (or another small GGUF chat model) through llama-cpp-python."""
+    """SmolLM2, Qwen2.5-Coder (or another small GGUF chat model) through llama-cpp-python."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -77,6 +80,12 @@ class LocalChatModel(BaseChatModel):
         default=None, ge=1, description="CPU threads (None: half the cores)."
     )
     seed: int | None = Field(default=None, description="Sampling seed (None: varies).")
+    kv_cache_mb: int = Field(
+        default=0,
+        ge=0,
+        description="Memory for KV states kept to reuse across calls sharing a prompt prefix "
+        "(0: only the last call's state is reused).",
+    )
     tool_first: bool = Field(
         default=True,
         description="With tools bound and no tool result yet, the first reply must call a "
@@ -252,10 +261,14 @@ class LocalChatModel(BaseChatModel):
         usage = completion.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens", 0))
         output_tokens = int(usage.get("completion_tokens", 0))
+        # Prompt tokens llama.cpp did not compute again are reported as read from a cache,
+        # as providers report their prompt caches.
+        evaluated = int(usage.get("prompt_tokens_evaluated", prompt_tokens))
         metadata = UsageMetadata(
             input_tokens=prompt_tokens,
             output_tokens=output_tokens,
             total_tokens=prompt_tokens + output_tokens,
+            input_token_details={"cache_read": max(0, prompt_tokens - evaluated)},
         )
         message = AIMessage(content=text, usage_metadata=metadata)
         if tool_mode:
@@ -281,7 +294,7 @@ class LocalChatModel(BaseChatModel):
         return AIMessage(content="", tool_calls=[call], usage_metadata=metadata)
 
     def _engine(self) -> LlamaRunner:
-        return runner(self.model_path, self.n_ctx, self.n_threads)
+        return runner(self.model_path, self.n_ctx, self.n_threads, self.kv_cache_mb << 20)
 
     def _generate(
         self,
