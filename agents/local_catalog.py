@@ -41,6 +41,10 @@ class LocalModelSpec:
     name: LocalModelName
     label: str
     n_ctx: int  # default LATS_LOCAL_N_CTX: what fits memory and a CPU's patience
+    # Defaults of LATS_MODEL_TIMEOUT_S and LATS_STEP_TIMEOUT_S while this model is chosen (None:
+    # the usual ones). A call's timeout counts its wait for the one llama.cpp instance.
+    model_timeout_s: float | None = None
+    step_timeout_s: float | None = None
     file_name: str | None = None  # None: shipped in a wheel (found at run time)
     size: int = 0
     sha256: str = ""
@@ -56,6 +60,8 @@ CATALOG: dict[LocalModelName, LocalModelSpec] = {
             name="qwen2.5-coder-0.5b",
             label="Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
             n_ctx=8192,
+            model_timeout_s=180.0,
+            step_timeout_s=600.0,
             file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
@@ -66,6 +72,8 @@ CATALOG: dict[LocalModelName, LocalModelSpec] = {
             name="qwen2.5-coder-1.5b",
             label="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
             n_ctx=8192,
+            model_timeout_s=300.0,
+            step_timeout_s=900.0,
             file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",

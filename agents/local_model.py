@@ -296,6 +296,10 @@ class LocalChatModel(BaseChatModel):
     def _engine(self) -> LlamaRunner:
         return runner(self.model_path, self.n_ctx, self.n_threads, self.kv_cache_mb << 20)
 
+    def load(self) -> LlamaRunner:
+        """The llama.cpp runner of this model, loading the file now if no call has yet."""
+        return self._engine()
+
     def _generate(
         self,
         messages: list[BaseMessage],

@@ -81,7 +81,7 @@ class LocalStats:
 
     `prompt_tokens` counts every prompt token of every call; `prompt_evaluated` only those
     llama.cpp computed (the rest were reused from the KV cache, the last call's or a saved
-    state), from llama.cpp's own counters.
+    state), from llama.cpp's own counters, which count a one-token remainder as generation.
     """
 
     calls: int = 0
@@ -152,6 +152,7 @@ class LlamaRunner:
             seed=0,
         )
         self.n_ctx = n_ctx
+        self.threads = threads
         self.lock = threading.Lock()
         self._llama_cpp = llama_cpp
         self._ctx = self.llama._ctx.ctx
@@ -279,7 +280,7 @@ class LlamaRunner:
                 self._save()
             elapsed = time.monotonic() - started
             usage = result.setdefault("usage", {})
-            evaluated = int(after.n_p_eval - before.n_p_eval)
+            evaluated = after.n_p_eval - _floor_free(before.n_p_eval)
             usage["prompt_tokens_evaluated"] = evaluated
             self.stats += LocalStats(
                 calls=1,
@@ -299,6 +300,12 @@ class LlamaRunner:
                 elapsed,
             )
             return result
+
+
+def _floor_free(n_p_eval: int) -> int:
+    """llama.cpp reports its prompt-token counter as at least 1; it counts only batches of two
+    or more tokens (a one-token batch counts as generation), so a 1 is really 0."""
+    return 0 if n_p_eval == 1 else n_p_eval
 
 
 _engines: dict[tuple[str, int, int | None, int], LlamaRunner] = {}

@@ -6,10 +6,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from agents.local_catalog import BUNDLED, LocalModelName
+from agents.local_catalog import BUNDLED, CATALOG, LocalModelName
 
 Role = Literal["planner", "executor", "replanner", "evaluator", "responder", "voter"]
 ROLES: tuple[Role, ...] = ("planner", "executor", "replanner", "evaluator", "responder", "voter")
@@ -177,6 +177,18 @@ class Settings(BaseSettings):
                 f"unknown tool(s) {', '.join(unknown)}; known: {', '.join(KNOWN_TOOLS)}"
             )
         return value
+
+    @model_validator(mode="after")
+    def _slower_defaults_for_a_bigger_local_model(self) -> Settings:
+        """A fetched Qwen on a CPU takes tens of seconds a call, and calls wait their turn for
+        the one llama.cpp instance inside the call's timeout: its catalog entry gives longer
+        defaults. Only defaults change; a value that was set stays."""
+        spec = CATALOG[self.local_model]
+        if spec.model_timeout_s is not None and "model_timeout_s" not in self.model_fields_set:
+            self.model_timeout_s = spec.model_timeout_s
+        if spec.step_timeout_s is not None and "step_timeout_s" not in self.model_fields_set:
+            self.step_timeout_s = spec.step_timeout_s
+        return self
 
     def model_for(self, role: Role) -> str:
         """The model string for one role: its override, else the shared `model`."""

@@ -20,6 +20,8 @@ from bench import machine, plots, report
 from bench.cpu import CpuConfig, run_cpu
 from bench.engine_runs import Latency
 from bench.load import LoadConfig, run_load
+from bench.local_prefix import LocalPrefixConfig, run_local_prefix
+from bench.local_prefix import summary as local_prefix_summary
 from bench.memory import MemoryConfig, run_memory
 from bench.process import ROOT
 from bench.quality import QUICK, QualityConfig, run_quality
@@ -35,6 +37,8 @@ from testkit.storm import StormConfig
 logger = logging.getLogger("bench")
 
 BENCHMARKS = ("search", "load", "memory", "quality", "quota", "cpu", "workers", "storm")
+# Run only when named in `--only`: a real local model on the CPU (minutes with Qwen).
+OPT_IN = ("local_prefix",)
 # `--smoke` without `--only`: all but the ones that need Postgres and Redis (their smoke tests
 # are tests/e2e/bench/test_bench_workers.py and test_bench_storm.py).
 NEEDS_SERVICES = ("workers", "storm")
@@ -66,6 +70,7 @@ SMOKE: dict[str, Any] = {
         worker_cpus=(None, 0.5),
     ),
     "storm": StormConfig(runs=6, cancels=3, threads=6),
+    "local_prefix": LocalPrefixConfig(max_paths=1, max_llm_calls=4, max_depth=1),
 }
 FULL: dict[str, Any] = {
     "search": SearchConfig(),
@@ -76,6 +81,7 @@ FULL: dict[str, Any] = {
     "cpu": CpuConfig(),
     "workers": WorkersConfig(),
     "storm": StormConfig(),  # the storm test's
+    "local_prefix": LocalPrefixConfig(),
 }
 # `--quick`: the speed benchmarks at one repetition and three load levels (a few minutes).
 QUICK_SPEED: dict[str, Any] = {
@@ -120,6 +126,12 @@ async def _run(
     if "storm" in only:
         logger.info("benchmark 10: a storm of runs and cancels across 3 processes")
         out["storm"] = await asyncio.to_thread(run_storm_bench, configs["storm"], work)
+    if "local_prefix" in only:
+        logger.info("benchmark 11: KV prefix reuse of the local model (one run, off and on)")
+        measured = await run_local_prefix(configs["local_prefix"], work / "local")
+        # One entry per model file: the models are measured one at a time.
+        kept = _load_json(results / "local_prefix.json") or {}
+        out["local_prefix"] = {**kept, measured["model"]: measured}
     return out
 
 
@@ -169,7 +181,9 @@ def _summary(search: Any, load: Any, memory: Any, quality: Any = None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
-        "--only", default=None, help=f"comma-separated subset of {BENCHMARKS} (default: all)"
+        "--only",
+        default=None,
+        help=f"comma-separated subset of {BENCHMARKS + OPT_IN} (default: all but {OPT_IN})",
     )
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--docs", type=Path, default=ROOT / "docs" / "benchmarks.md")
@@ -189,14 +203,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="another checkout whose CPU per run is measured side by side with this one",
     )
     parser.add_argument(
+        "--model-path",
+        type=Path,
+        default=None,
+        help="GGUF file for local_prefix (default: the file of LATS_LOCAL_MODEL)",
+    )
+    parser.add_argument(
         "--report", action="store_true", help="run nothing; redraw plots and docs from --results"
     )
     args = parser.parse_args(argv)
     chosen = args.only or ",".join(SMOKE_DEFAULT if args.smoke else BENCHMARKS)
     only = [] if args.report else [x.strip() for x in chosen.split(",") if x.strip()]
-    unknown = sorted(set(only) - set(BENCHMARKS))
+    known = BENCHMARKS + OPT_IN
+    unknown = sorted(set(only) - set(known))
     if unknown:
-        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(known)}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -210,6 +231,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             configs = {**configs, **QUICK_SPEED, "quality": QUICK}
         if args.cpu_against is not None:
             configs = {**configs, "cpu": replace(configs["cpu"], against=args.cpu_against)}
+        if args.model_path is not None:
+            local = replace(configs["local_prefix"], model_path=args.model_path)
+            configs = {**configs, "local_prefix": local}
         fresh = asyncio.run(_run(only, configs, results, work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -265,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra += "".join(f"\n{line}" for line in workers_summary(shared)) if shared else ""
     stormed = fresh.get("storm")
     extra += "".join(f"\n{line}" for line in storm_summary(stormed)) if stormed else ""
+    local = fresh.get("local_prefix")
+    extra += "".join(f"\n{line}" for line in local_prefix_summary(local)) if local else ""
     summary = _summary(search, load, memory, quality) + extra
     sys.stdout.write(summary + f"\n\ndone in {seconds / 60:.1f} min\n")
     return 0

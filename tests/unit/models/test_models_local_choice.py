@@ -109,3 +109,21 @@ def test_a_truncated_qwen_file_is_refused(tmp_path: Path) -> None:
 def test_an_unknown_local_model_is_refused() -> None:
     with pytest.raises(ValueError, match="local_model"):
         Settings(_env_file=None, local_model="llama-70b")  # type: ignore[arg-type]
+
+
+def test_a_qwen_gets_longer_default_timeouts_and_set_ones_stay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LATS_LOCAL_MODEL", "qwen2.5-coder-1.5b")
+    chosen = Settings(_env_file=None)
+    monkeypatch.setenv("LATS_MODEL_TIMEOUT_S", "45")
+    pinned = Settings(_env_file=None)
+
+    assert (chosen.model_timeout_s, chosen.step_timeout_s) == (300.0, 900.0)
+    assert (pinned.model_timeout_s, pinned.step_timeout_s) == (45.0, 900.0)
+
+
+def test_the_bundled_model_keeps_the_usual_timeouts() -> None:
+    settings = Settings(_env_file=None, local_model="smollm2-135m")
+
+    assert (settings.model_timeout_s, settings.step_timeout_s) == (60.0, 180.0)
