@@ -91,6 +91,14 @@ class LocalChatModel(BaseChatModel):
         description="With tools bound and no tool result yet, the first reply must call a "
         "tool: a 135M model seldom chooses one by itself, and the executor's step needs facts.",
     )
+    tools_in_system: bool = Field(
+        default=False,
+        description="List the bound tools in the system message rather than at the end of the "
+        "user's turn. The system message is then the same for every call with these tools, so "
+        "its KV state is reused instead of evaluated again after each path; Qwen reads tools "
+        "there (its own template puts them there), SmolLM2 follows a list best right before "
+        "it answers.",
+    )
     max_tool_rounds: int = Field(
         default=1,
         ge=0,
@@ -183,8 +191,14 @@ class LocalChatModel(BaseChatModel):
         answer_chars = self.max_tokens * CHARS_PER_TOKEN
         if tools and tool_choice != "none":
             rounds = sum(1 for m in messages if isinstance(m, ToolMessage))
-            schema, prompt = self._tool_schema(tools, tool_choice, rounds, answer_chars)
-            request["messages"] = chat_messages(messages, prompt)
+            schema, listing, instruction = self._tool_schema(
+                tools, tool_choice, rounds, answer_chars
+            )
+            if self.tools_in_system:
+                request["messages"] = chat_messages(messages, instruction, system_note=listing)
+            else:
+                note = instruction if schema is None else f"{listing}\n\n{instruction}"
+                request["messages"] = chat_messages(messages, note)
             if schema is None:  # only an answer is allowed: plain text reads best
                 return request, False
             request["response_format"] = {"type": "json_object", "schema": schema}
@@ -197,12 +211,19 @@ class LocalChatModel(BaseChatModel):
 
     def _tool_schema(
         self, tools: list[dict[str, Any]], tool_choice: str | None, rounds: int, answer_chars: int
-    ) -> tuple[dict[str, Any] | None, str]:
-        """(grammar schema, system note) for a tool-choice reply; no schema when the reply can
-        only be the answer, which SmolLM2 writes better as plain text than inside JSON."""
+    ) -> tuple[dict[str, Any] | None, str, str]:
+        """(grammar schema, tool listing, instruction) for a tool-choice reply; no schema when
+        the reply can only be the answer, which SmolLM2 writes better as plain text than
+        inside JSON. The listing is the same in every round, so it can sit in a prefix."""
         functions = [t["function"] for t in tools if t.get("type") == "function"]
         if tool_choice not in (None, "auto", "any", "required"):
             functions = [f for f in functions if f["name"] == tool_choice] or functions
+        lines = [
+            f"- {f['name']}: {f.get('description', '').strip()} Arguments: "
+            f"{json.dumps((f.get('parameters') or {}).get('properties', {}))}"
+            for f in functions
+        ]
+        listing = "You can call one tool at a time:\n" + "\n".join(lines)
         may_answer = tool_choice in (None, "auto") or not functions
         if rounds >= self.max_tool_rounds and may_answer:
             functions = []  # enough tool results: answer now
@@ -210,7 +231,7 @@ class LocalChatModel(BaseChatModel):
             may_answer = False
         if not functions:
             seen = "The tool results are above. Write what they tell" if rounds else "Write"
-            return None, f"{seen} about the step in two or three plain sentences."
+            return None, listing, f"{seen} about the step in two or three plain sentences."
         options: list[dict[str, Any]] = [
             {
                 "type": "object",
@@ -224,15 +245,9 @@ class LocalChatModel(BaseChatModel):
             }
             for f in functions
         ]
-        lines = [
-            f"- {f['name']}: {f.get('description', '').strip()} Arguments: "
-            f"{json.dumps((f.get('parameters') or {}).get('properties', {}))}"
-            for f in functions
-        ]
         # Plain words, no JSON template: the grammar already fixes the shape, and SmolLM2
         # copies a placeholder such as "<your findings>" verbatim.
-        prompt = (
-            "You can call one tool at a time:\n" + "\n".join(lines) + "\n\n"
+        instruction = (
             'To call a tool, set "action" to its name and "action_input" to its arguments.'
         )
         if may_answer:
@@ -246,12 +261,12 @@ class LocalChatModel(BaseChatModel):
                     "required": ["action", "action_input"],
                 }
             )
-            prompt += (
+            instruction += (
                 f' To answer, set "action" to "{FINAL_ANSWER}" and "action_input" to your '
                 "answer in plain sentences."
             )
         schema = options[0] if len(options) == 1 else {"anyOf": options}
-        return schema, prompt
+        return schema, listing, instruction
 
     # generation -----------------------------------------------------------------------------
 

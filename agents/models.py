@@ -161,14 +161,14 @@ class SettingsModelFactory:
         from agents.local_model import LocalChatModel, LocalModelUnavailable, model_file
 
         settings = self._settings
+        spec = CATALOG[settings.local_model]
         try:
-            path = settings.local_model_path or model_file(
-                settings.local_model, settings.local_models_dir
-            )
+            path = settings.local_model_path or model_file(spec.name, settings.local_models_dir)
             return LocalChatModel(
                 model_path=path,
                 temperature=ROLE_TEMPERATURE[role],
-                n_ctx=settings.local_n_ctx or CATALOG[settings.local_model].n_ctx,
+                n_ctx=settings.local_n_ctx or spec.n_ctx,
+                tools_in_system=spec.tools_in_system,
                 max_tokens=settings.local_max_tokens,
                 n_threads=settings.local_threads,
                 seed=settings.local_seed,
