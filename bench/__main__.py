@@ -20,6 +20,8 @@ from bench import machine, plots, report
 from bench.cpu import CpuConfig, run_cpu
 from bench.engine_runs import Latency
 from bench.load import LoadConfig, run_load
+from bench.local_prefix import LocalPrefixConfig, run_local_prefix
+from bench.local_prefix import summary as local_prefix_summary
 from bench.memory import MemoryConfig, run_memory
 from bench.multihop import CONFIGS, MultihopConfig, models_for, run_multihop
 from bench.multihop import summary as multihop_summary
@@ -37,15 +39,14 @@ from testkit.storm import StormConfig
 
 logger = logging.getLogger("bench")
 
-BENCHMARKS = ("search", "load", "memory", "quality", "quota", "cpu", "workers", "storm", "multihop")
-# Only with `--only`: the multi-hop benchmark runs a real model (`--model`), for hours with a
-# local one.
-OPT_IN = ("multihop",)
-DEFAULT_SET = tuple(b for b in BENCHMARKS if b not in OPT_IN)
+BENCHMARKS = ("search", "load", "memory", "quality", "quota", "cpu", "workers", "storm")
+# Run only when named in `--only`: they run a real model (the multi-hop questions for hours with
+# a local one; the local model's KV prefix reuse for minutes with Qwen).
+OPT_IN = ("multihop", "local_prefix")
 # `--smoke` without `--only`: all but the ones that need Postgres and Redis (their smoke tests
 # are tests/e2e/bench/test_bench_workers.py and test_bench_storm.py).
 NEEDS_SERVICES = ("workers", "storm")
-SMOKE_DEFAULT = tuple(b for b in DEFAULT_SET if b not in NEEDS_SERVICES)
+SMOKE_DEFAULT = tuple(b for b in BENCHMARKS if b not in NEEDS_SERVICES)
 FAST = Latency(seed=7, low_s=0.002, high_s=0.008)
 # `--smoke`: every benchmark end to end at tiny sizes (the tests' variant; ~20 s).
 SMOKE: dict[str, Any] = {
@@ -73,6 +74,7 @@ SMOKE: dict[str, Any] = {
         worker_cpus=(None, 0.5),
     ),
     "storm": StormConfig(runs=6, cancels=3, threads=6),
+    "local_prefix": LocalPrefixConfig(max_paths=1, max_llm_calls=4, max_depth=1),
 }
 FULL: dict[str, Any] = {
     "search": SearchConfig(),
@@ -83,6 +85,7 @@ FULL: dict[str, Any] = {
     "cpu": CpuConfig(),
     "workers": WorkersConfig(),
     "storm": StormConfig(),  # the storm test's
+    "local_prefix": LocalPrefixConfig(),
 }
 # `--quick`: the speed benchmarks at one repetition and three load levels (a few minutes).
 QUICK_SPEED: dict[str, Any] = {
@@ -136,6 +139,12 @@ async def _run(
     if "storm" in only:
         logger.info("benchmark 10: a storm of runs and cancels across 3 processes")
         out["storm"] = await asyncio.to_thread(run_storm_bench, configs["storm"], work)
+    if "local_prefix" in only:
+        logger.info("benchmark 11: KV prefix reuse of the local model (one run, off and on)")
+        measured = await run_local_prefix(configs["local_prefix"], work / "local")
+        # One entry per model file: the models are measured one at a time.
+        kept = _load_json(results / "local_prefix.json") or {}
+        out["local_prefix"] = {**kept, measured["model"]: measured}
     return out
 
 
@@ -185,7 +194,9 @@ def _summary(search: Any, load: Any, memory: Any, quality: Any = None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
-        "--only", default=None, help=f"comma-separated subset of {BENCHMARKS} (default: all)"
+        "--only",
+        default=None,
+        help=f"comma-separated subset of {BENCHMARKS + OPT_IN} (default: all but {OPT_IN})",
     )
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--docs", type=Path, default=ROOT / "docs" / "benchmarks.md")
@@ -203,6 +214,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=Path,
         default=None,
         help="another checkout whose CPU per run is measured side by side with this one",
+    )
+    parser.add_argument(
+        "--model-path",
+        type=Path,
+        default=None,
+        help="GGUF file for local_prefix (default: the file of LATS_LOCAL_MODEL)",
     )
     parser.add_argument(
         "--report", action="store_true", help="run nothing; redraw plots and docs from --results"
@@ -223,11 +240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--budget", type=int, default=MultihopConfig.max_llm_calls, help="model calls per run"
     )
     args = parser.parse_args(argv)
-    chosen = args.only or ",".join(SMOKE_DEFAULT if args.smoke else DEFAULT_SET)
+    chosen = args.only or ",".join(SMOKE_DEFAULT if args.smoke else BENCHMARKS)
     only = [] if args.report else [x.strip() for x in chosen.split(",") if x.strip()]
-    unknown = sorted(set(only) - set(BENCHMARKS))
+    known = BENCHMARKS + OPT_IN
+    unknown = sorted(set(only) - set(known))
     if unknown:
-        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(known)}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -241,6 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             configs = {**configs, **QUICK_SPEED, "quality": QUICK}
         if args.cpu_against is not None:
             configs = {**configs, "cpu": replace(configs["cpu"], against=args.cpu_against)}
+        if args.model_path is not None:
+            local = replace(configs["local_prefix"], model_path=args.model_path)
+            configs = {**configs, "local_prefix": local}
         questions = MultihopConfig(
             data=args.data,
             limit=args.limit,
@@ -259,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _save(results / f"{name}.json", data)
     run_info = _load_json(results / "run.json") or {}
     run_info = {**run_info, "machine": info, "last": only, "last_seconds": seconds}
-    if set(only) == set(DEFAULT_SET):
+    if set(only) == set(BENCHMARKS):
         run_info["all_seconds"] = seconds
     _save(results / "run.json", run_info)
 
@@ -304,6 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra += "".join(f"\n{line}" for line in storm_summary(stormed)) if stormed else ""
     hops = fresh.get("multihop")
     extra += "".join(f"\n{line}" for line in multihop_summary(hops)) if hops else ""
+    local = fresh.get("local_prefix")
+    extra += "".join(f"\n{line}" for line in local_prefix_summary(local)) if local else ""
     summary = _summary(search, load, memory, quality) + extra
     sys.stdout.write(summary + f"\n\ndone in {seconds / 60:.1f} min\n")
     return 0

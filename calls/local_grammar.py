@@ -68,11 +68,16 @@ def _text(message: BaseMessage) -> str:
     return message.text if isinstance(message.text, str) else str(message.content)
 
 
-def chat_messages(messages: Sequence[BaseMessage], note: str = "") -> list[dict[str, str]]:
+def chat_messages(
+    messages: Sequence[BaseMessage], note: str = "", *, system_note: str = ""
+) -> list[dict[str, str]]:
     """LangChain messages as llama.cpp chat messages. Tool traffic becomes text in the user's
     turn ("Result of lookup(query: x): ..."): with its own tool calls in the history, in JSON or
-    in words, SmolLM2 keeps writing tool calls when it is asked for its findings."""
+    in words, SmolLM2 keeps writing tool calls when it is asked for its findings. `note` ends
+    the user's turn; `system_note` ends the system message."""
     system = [_text(m) for m in messages if isinstance(m, SystemMessage)]
+    if system_note:
+        system.append(system_note)
     out: list[dict[str, str]] = []
     if system:
         out.append({"role": "system", "content": "\n\n".join(system)})

@@ -1,11 +1,12 @@
-"""The bundled offline model as a LangChain chat model: SmolLM2-135M-Instruct run by
-llama-cpp-python (`calls.local_runner`), with grammar-constrained JSON for structured output
-and tool calls (`calls.local_grammar`).
+"""The offline models as a LangChain chat model: the bundled SmolLM2-135M-Instruct, or a
+fetched Qwen2.5-Coder, run by llama-cpp-python (`calls.local_runner`), with grammar-constrained
+JSON for structured output and tool calls (`calls.local_grammar`).
 
 `with_structured_output` turns the schema into a llama.cpp grammar, and `bind_tools` makes the
 model choose `{"action": <tool>, "action_input": <arguments>}` or `{"action": "final_answer",
-...}`, with tool results shown to it as text. A 135M model answers weakly; the point is that
-every stage of the engine runs for real, offline, without a key.
+...}`, with tool results shown to it as text. Native tool calling is not used: llama-cpp-python
+hands a Qwen tool call back as text in the reply, and SmolLM2 has none. A 135M model answers
+weakly; the point is that every stage of the engine runs for real, offline, without a key.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from calls.local_runner import (
     LocalModelUnavailable,
     default_model_path,
     local_stats,
+    model_file,
     runner,
 )
 
@@ -61,11 +63,12 @@ __all__ = [
     "LocalModelUnavailable",
     "default_model_path",
     "local_stats",
+    "model_file",
 ]
 
 
 class LocalChatModel(BaseChatModel):
-    """SmolLM2 (or another small GGUF chat model) through llama-cpp-python."""
+    """SmolLM2, Qwen2.5-Coder (or another small GGUF chat model) through llama-cpp-python."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -77,10 +80,24 @@ class LocalChatModel(BaseChatModel):
         default=None, ge=1, description="CPU threads (None: half the cores)."
     )
     seed: int | None = Field(default=None, description="Sampling seed (None: varies).")
+    kv_cache_mb: int = Field(
+        default=0,
+        ge=0,
+        description="Memory for KV states kept to reuse across calls sharing a prompt prefix "
+        "(0: only the last call's state is reused).",
+    )
     tool_first: bool = Field(
         default=True,
         description="With tools bound and no tool result yet, the first reply must call a "
         "tool: a 135M model seldom chooses one by itself, and the executor's step needs facts.",
+    )
+    tools_in_system: bool = Field(
+        default=False,
+        description="List the bound tools in the system message rather than at the end of the "
+        "user's turn. The system message is then the same for every call with these tools, so "
+        "its KV state is reused instead of evaluated again after each path; Qwen reads tools "
+        "there (its own template puts them there), SmolLM2 follows a list best right before "
+        "it answers.",
     )
     max_tool_rounds: int = Field(
         default=1,
@@ -174,8 +191,14 @@ class LocalChatModel(BaseChatModel):
         answer_chars = self.max_tokens * CHARS_PER_TOKEN
         if tools and tool_choice != "none":
             rounds = sum(1 for m in messages if isinstance(m, ToolMessage))
-            schema, prompt = self._tool_schema(tools, tool_choice, rounds, answer_chars)
-            request["messages"] = chat_messages(messages, prompt)
+            schema, listing, instruction = self._tool_schema(
+                tools, tool_choice, rounds, answer_chars
+            )
+            if self.tools_in_system:
+                request["messages"] = chat_messages(messages, instruction, system_note=listing)
+            else:
+                note = instruction if schema is None else f"{listing}\n\n{instruction}"
+                request["messages"] = chat_messages(messages, note)
             if schema is None:  # only an answer is allowed: plain text reads best
                 return request, False
             request["response_format"] = {"type": "json_object", "schema": schema}
@@ -188,12 +211,19 @@ class LocalChatModel(BaseChatModel):
 
     def _tool_schema(
         self, tools: list[dict[str, Any]], tool_choice: str | None, rounds: int, answer_chars: int
-    ) -> tuple[dict[str, Any] | None, str]:
-        """(grammar schema, system note) for a tool-choice reply; no schema when the reply can
-        only be the answer, which SmolLM2 writes better as plain text than inside JSON."""
+    ) -> tuple[dict[str, Any] | None, str, str]:
+        """(grammar schema, tool listing, instruction) for a tool-choice reply; no schema when
+        the reply can only be the answer, which SmolLM2 writes better as plain text than
+        inside JSON. The listing is the same in every round, so it can sit in a prefix."""
         functions = [t["function"] for t in tools if t.get("type") == "function"]
         if tool_choice not in (None, "auto", "any", "required"):
             functions = [f for f in functions if f["name"] == tool_choice] or functions
+        lines = [
+            f"- {f['name']}: {f.get('description', '').strip()} Arguments: "
+            f"{json.dumps((f.get('parameters') or {}).get('properties', {}))}"
+            for f in functions
+        ]
+        listing = "You can call one tool at a time:\n" + "\n".join(lines)
         may_answer = tool_choice in (None, "auto") or not functions
         if rounds >= self.max_tool_rounds and may_answer:
             functions = []  # enough tool results: answer now
@@ -201,7 +231,7 @@ class LocalChatModel(BaseChatModel):
             may_answer = False
         if not functions:
             seen = "The tool results are above. Write what they tell" if rounds else "Write"
-            return None, f"{seen} about the step in two or three plain sentences."
+            return None, listing, f"{seen} about the step in two or three plain sentences."
         options: list[dict[str, Any]] = [
             {
                 "type": "object",
@@ -215,15 +245,9 @@ class LocalChatModel(BaseChatModel):
             }
             for f in functions
         ]
-        lines = [
-            f"- {f['name']}: {f.get('description', '').strip()} Arguments: "
-            f"{json.dumps((f.get('parameters') or {}).get('properties', {}))}"
-            for f in functions
-        ]
         # Plain words, no JSON template: the grammar already fixes the shape, and SmolLM2
         # copies a placeholder such as "<your findings>" verbatim.
-        prompt = (
-            "You can call one tool at a time:\n" + "\n".join(lines) + "\n\n"
+        instruction = (
             'To call a tool, set "action" to its name and "action_input" to its arguments.'
         )
         if may_answer:
@@ -237,12 +261,12 @@ class LocalChatModel(BaseChatModel):
                     "required": ["action", "action_input"],
                 }
             )
-            prompt += (
+            instruction += (
                 f' To answer, set "action" to "{FINAL_ANSWER}" and "action_input" to your '
                 "answer in plain sentences."
             )
         schema = options[0] if len(options) == 1 else {"anyOf": options}
-        return schema, prompt
+        return schema, listing, instruction
 
     # generation -----------------------------------------------------------------------------
 
@@ -252,10 +276,14 @@ class LocalChatModel(BaseChatModel):
         usage = completion.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens", 0))
         output_tokens = int(usage.get("completion_tokens", 0))
+        # Prompt tokens llama.cpp did not compute again are reported as read from a cache,
+        # as providers report their prompt caches.
+        evaluated = int(usage.get("prompt_tokens_evaluated", prompt_tokens))
         metadata = UsageMetadata(
             input_tokens=prompt_tokens,
             output_tokens=output_tokens,
             total_tokens=prompt_tokens + output_tokens,
+            input_token_details={"cache_read": max(0, prompt_tokens - evaluated)},
         )
         message = AIMessage(content=text, usage_metadata=metadata)
         if tool_mode:
@@ -281,7 +309,11 @@ class LocalChatModel(BaseChatModel):
         return AIMessage(content="", tool_calls=[call], usage_metadata=metadata)
 
     def _engine(self) -> LlamaRunner:
-        return runner(self.model_path, self.n_ctx, self.n_threads)
+        return runner(self.model_path, self.n_ctx, self.n_threads, self.kv_cache_mb << 20)
+
+    def load(self) -> LlamaRunner:
+        """The llama.cpp runner of this model, loading the file now if no call has yet."""
+        return self._engine()
 
     def _generate(
         self,

@@ -158,18 +158,22 @@ class SettingsModelFactory:
         return with_policy(inner, role, settings, limiter)
 
     def _local(self, role: Role) -> BaseChatModel:
-        from calls.local_model import LocalChatModel, LocalModelUnavailable, default_model_path
+        from calls.local_catalog import CATALOG
+        from calls.local_model import LocalChatModel, LocalModelUnavailable, model_file
 
         settings = self._settings
+        spec = CATALOG[settings.local_model]
         try:
-            path = settings.local_model_path or default_model_path()
+            path = settings.local_model_path or model_file(spec.name, settings.local_models_dir)
             return LocalChatModel(
                 model_path=path,
                 temperature=ROLE_TEMPERATURE[role],
-                n_ctx=settings.local_n_ctx,
+                n_ctx=settings.local_n_ctx or spec.n_ctx,
+                tools_in_system=spec.tools_in_system,
                 max_tokens=settings.local_max_tokens,
                 n_threads=settings.local_threads,
                 seed=settings.local_seed,
+                kv_cache_mb=settings.local_kv_cache_mb,
             )
         except LocalModelUnavailable as e:
             hint = "" if self._has_google_key() else " (or set GOOGLE_API_KEY to use Gemini)"

