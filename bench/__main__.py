@@ -267,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             limit=args.limit,
             configs=tuple(c.strip() for c in args.configs.split(",") if c.strip()),
             max_llm_calls=args.budget,
+            progress=results / "multihop.progress.jsonl",
         )
         fresh = asyncio.run(_run(only, configs, results, work, questions, args.model))
     finally:

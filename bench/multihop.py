@@ -15,6 +15,7 @@ of the verifier (`misverified`): its words must stand in the paragraph it names.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import statistics
@@ -88,6 +89,9 @@ class MultihopConfig:
     passages: int = 5
     settings: dict[str, Any] = field(default_factory=dict)
     """Further settings for every run (e.g. timeouts for a slow local model)."""
+    progress: Path | None = None
+    """A JSON Lines file of the rows done so far: each row is appended as it ends, and the
+    rows already there are kept instead of run again (a run of hours can be taken up)."""
 
 
 class Row(TypedDict):
@@ -255,6 +259,21 @@ async def run_one(
     }
 
 
+def _done_rows(progress: Path | None) -> dict[tuple[str, str], Row]:
+    if progress is None or not progress.exists():
+        return {}
+    lines = progress.read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line]
+    return {(row["id"], row["config"]): row for row in rows}
+
+
+def _append_row(progress: Path | None, row: Row) -> None:
+    if progress is not None:
+        progress.parent.mkdir(parents=True, exist_ok=True)
+        with progress.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(row) + "\n")
+
+
 def _share(gold: set[str], found: set[str]) -> float:
     return round(len(gold & found) / len(gold), 4) if gold else 0.0
 
@@ -301,12 +320,18 @@ async def run_multihop(
     settings = bench_settings(
         work_dir, tool_result_max_chars=config.tool_result_max_chars, **config.settings
     )
+    done = _done_rows(config.progress)
     rows: list[Row] = []
     with quiet_runs():
         for number, question in enumerate(questions, start=1):
             for name in config.configs:
-                models = models_for(question, settings)
-                rows.append(await run_one(question, name, config, settings, models))
+                kept = done.get((question.id, name))
+                if kept is None:
+                    kept = await run_one(
+                        question, name, config, settings, models_for(question, settings)
+                    )
+                    _append_row(config.progress, kept)
+                rows.append(kept)
             logger.info("multihop: %s/%s questions", number, len(questions))
     out = {
         "config": {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from bench.__main__ import main as bench_main
 from bench.multihop import CONFIGS, MultihopConfig, run_multihop, scripted_models
@@ -89,3 +90,22 @@ def test_python_m_bench_only_multihop_writes_multihop_json_with_f1_per_question(
     out = json.loads((results / "multihop.json").read_text(encoding="utf-8"))
     assert code == 0
     assert [(row["config"], row["f1"]) for row in out["rows"]] == [("chain", 1.0), ("mcts", 1.0)]
+
+
+async def test_rows_already_in_the_progress_file_are_kept_not_run_again(tmp_path: Path) -> None:
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps(RIGHT) + "\n", encoding="utf-8")
+    progress = tmp_path / "progress.jsonl"
+    config = MultihopConfig(data=data, configs=("chain", "mcts"), progress=progress)
+    first = await run_multihop(config, scripted_models, tmp_path / "a")
+    asked: list[str] = []
+
+    def counting(question: Any, settings: Any) -> Any:
+        asked.append(question.id)
+        return scripted_models(question, settings)
+
+    again = await run_multihop(config, counting, tmp_path / "b")
+
+    assert asked == []  # both rows came from the progress file
+    assert again["rows"] == first["rows"]
+    assert len(progress.read_text(encoding="utf-8").splitlines()) == 2
