@@ -23,7 +23,7 @@ from bench.load import LoadConfig, run_load
 from bench.local_prefix import LocalPrefixConfig, run_local_prefix
 from bench.local_prefix import summary as local_prefix_summary
 from bench.memory import MemoryConfig, run_memory
-from bench.multihop import CONFIGS, MultihopConfig, models_for, run_multihop
+from bench.multihop import CONFIGS, MultihopConfig, model_label, models_for, run_multihop
 from bench.multihop import summary as multihop_summary
 from bench.multihop_data import HOTPOTQA_DEV_100
 from bench.process import ROOT
@@ -114,7 +114,12 @@ async def _run(
     if "multihop" in only:
         assert multihop is not None
         logger.info("benchmark 11: multi-hop questions (%s)", model or "LATS_MODEL")
-        out["multihop"] = await run_multihop(multihop, models_for(model), work / "multihop")
+        hops = await run_multihop(multihop, models_for(model), work / "multihop")
+        out["multihop"] = {
+            "model": model or "LATS_MODEL",
+            "model_detail": model_label(model),
+            **hops,
+        }
     if "search" in only:
         logger.info("benchmarks 1-3: critical path, sequential baseline, calls")
         out["search"] = await run_search(configs["search"], work / "search")
@@ -293,6 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     quota_data = _load_json(results / "quota.json")
     cpu = _load_json(results / "cpu.json")
     storm = _load_json(results / "storm.json")
+    multihop_results = _load_json(results / "multihop.json")
     if search:
         plots.critical_path(search, results / "critical_path.png")
         plots.sequential(search, results / "sequential.png")
@@ -317,6 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         quota=quota_data,
         cpu=cpu,
         storm=storm,
+        multihop=multihop_results,
     )
     quota = fresh.get("quota")
     extra = "".join(f"\n{line}" for line in quota_summary(quota)) if quota else ""

@@ -361,6 +361,16 @@ def scripted_models(question: Question, settings: Settings) -> ModelFactory:
     return ThroughPolicy(FakeModels(MultihopReader(question.question, CORPUS_TOOL)), settings)
 
 
+def model_label(model: str | None) -> str:
+    """How the results name the model: `local` with the local model it stands for."""
+    if model == "scripted":
+        return "scripted (testkit's reader)"
+    settings = Settings(model=model) if model else Settings()
+    if settings.model == "local":
+        return f"local ({settings.local_model})"
+    return settings.model
+
+
 def models_for(model: str | None) -> ModelsFor:
     """The models of the runs: `scripted` (testkit's reader), or the factory a user's service
     would build from `model` (an init_chat_model string, or `local`) or, when None, from the

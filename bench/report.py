@@ -8,7 +8,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench import load_report, quality_report, speed_report, storm_report, workers_report
+from bench import (
+    load_report,
+    multihop_report,
+    quality_report,
+    speed_report,
+    storm_report,
+    workers_report,
+)
 from bench import search as search_bench
 from bench.stats import Spread, fmt
 
@@ -458,6 +465,7 @@ def write(
     quota: dict[str, Any] | None = None,
     cpu: dict[str, Any] | None = None,
     storm: dict[str, Any] | None = None,
+    multihop: dict[str, Any] | None = None,
 ) -> None:
     """Render docs/benchmarks.md from whichever results exist."""
     lines = [
@@ -500,6 +508,8 @@ def write(
     headline = _headline(search, load)
     if quality is not None:
         headline[-1:-1] = [quality_report.headline(quality)]
+    if multihop is not None and multihop_report.headline(multihop):
+        headline[-1:-1] = [multihop_report.headline(multihop)]
     lines += headline
     if search is not None:
         lines += _critical(search, doc, results)
@@ -519,6 +529,8 @@ def write(
         lines += workers_report.section(workers)
     if storm is not None:
         lines += storm_report.section(storm)
+    if multihop is not None:
+        lines += multihop_report.section(multihop)
     closing = _closing(search, load, memory)
     if quality is not None:
         closing[-1:-1] = quality_report.closing(quality)

@@ -48,7 +48,11 @@ class ModelSettings(BaseSettings):
     model_voter: str | None = Field(default=None, description="Override for the voter role.")
     model_timeout_s: float = Field(default=60.0, gt=0, le=600, description="Per model call.")
     model_max_retries: int = Field(
-        default=2, ge=0, le=10, description="Retries of retryable model errors (429, 5xx)."
+        default=2,
+        ge=0,
+        le=10,
+        description="Retries of retryable model errors (5xx, timeouts, connection errors); a "
+        "429 uses none: it is waited out within LATS_MODEL_RATE_LIMIT_PATIENCE_S.",
     )
     model_retry_base_delay_s: float = Field(
         default=1.0, ge=0, le=60, description="First backoff delay; doubles, jittered."

@@ -3,9 +3,10 @@ jittered retries, a rate limit and a cache.
 
 `ToolRuntime.run` is the single path from a tool's coroutine to its blocking library call. It
 never raises (except cancellation): every failure becomes a `results.failure` observation.
-Retries and spacing are the model calls' own implementation (`calls.retry.retrying`,
-`calls.ratelimit.TokenBucket`), so tools and models back off by the same rules. With Redis,
-the spacing is shared by every process instead (`app.backends.tool_limiter_redis`).
+Retries are the model calls' own implementation (`calls.retry.retrying`) and spacing the one
+token bucket (`calls.ratelimit.TokenBucket`, behind `RateLimiter`), so tools and models back
+off by the same rules. With Redis, the service hands the tools limiters that share the
+spacing with every process instead (`app.backends.tool_limiter_redis`).
 """
 
 from __future__ import annotations
