@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from pydantic import ValidationError
 
 from agents.params import RunParams
 from app.http.schemas import MAX_TASK_CHARS
+from app.http.sse import aframes
 from app.render import TreePrinter, footnotes
 from app.settings import Settings
 from calls.errors import ConfigError, LatsError
@@ -147,12 +147,11 @@ async def solve_remote(
         if response.status_code != 200:
             await response.aread()
             raise CliError(_http_problem(response), EXIT_FAILED)
-        async for line in response.aiter_lines():
-            if line.startswith("data: "):
-                event = json.loads(line[6:])
-                printer.handle(event)
-                if event["type"] == "done":
-                    code = EXIT_OK
+        async for frame in aframes(response.aiter_lines()):
+            event = frame.json()
+            printer.handle(event)
+            if event["type"] == "done":
+                code = EXIT_OK
     return code
 
 

@@ -11,7 +11,6 @@ directory (SQLite run store and checkpointer) on tmpfs, to show what durable wri
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import shutil
 import tempfile
@@ -25,6 +24,7 @@ import httpx
 
 from agents.engine import Engine
 from agents.events import TERMINAL_TYPES
+from app.http.sse import aframes
 from app.settings import Settings
 from bench.engine_runs import Latency, bench_settings, server_args
 from bench.process import ServerProcess
@@ -88,11 +88,9 @@ async def solve(client: httpx.AsyncClient, body: dict[str, Any]) -> ClientResult
             if status != 200:
                 await response.aread()
             else:
-                async for line in response.aiter_lines():
-                    if not line.startswith("data: "):
-                        continue
+                async for frame in aframes(response.aiter_lines()):
                     received = time.time()
-                    event = json.loads(line[6:])
+                    event = frame.json()
                     latencies.append(received - datetime.fromisoformat(event["ts"]).timestamp())
                     types.append(event["type"])
                     if event["type"] in TERMINAL_TYPES:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
+
+from app.http.sse import frames
 
 Event = tuple[int, str, dict[str, Any]]  # (id, type, data) as streamed
 
@@ -17,14 +18,8 @@ def iter_events(url: str, run_id: str, after: int = 0, timeout: float = 60) -> I
         httpx.Client(base_url=url, timeout=timeout) as client,
         client.stream("GET", f"/runs/{run_id}/events", params={"after": after}) as response,
     ):
-        seq, kind = 0, ""
-        for line in response.iter_lines():
-            if line.startswith("id: "):
-                seq = int(line[4:])
-            elif line.startswith("event: "):
-                kind = line[7:]
-            elif line.startswith("data: "):
-                yield seq, kind, json.loads(line[6:])
+        for frame in frames(response.iter_lines()):
+            yield frame.id or 0, frame.event, frame.json()
 
 
 def read_events(url: str, run_id: str, after: int = 0, timeout: float = 60) -> list[Event]:

@@ -1,6 +1,12 @@
-"""Server-Sent Events framing: `id:` / `event:` / `data:` frames and heartbeat comments."""
+"""Server-Sent Events: the service's framing (`id:` / `event:` / `data:` frames and heartbeat
+comments) and the one reader of such streams (`frames`, `aframes`)."""
 
 from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from agents.events import RunError
 from app.store.base import StoredEvent
@@ -37,3 +43,65 @@ def parse_last_event_id(value: str | None) -> int | None:
     except ValueError:
         return None
     return seq if 0 <= seq <= MAX_EVENT_ID else None
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One event as a client reads it: its `id:` (None when it had none), `event:`, `data:`."""
+
+    id: int | None
+    event: str
+    data: str
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
+class FrameReader:
+    """The one SSE reader (the CLI, the benchmarks and the tests read streams with it): fed the
+    stream's lines one by one, it hands back each event when the blank line that ends it
+    arrives. Comments (`: heartbeat`) are skipped; several `data:` lines are joined by a
+    newline, as the SSE specification says."""
+
+    def __init__(self) -> None:
+        self._id: int | None = None
+        self._event = "message"
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> Frame | None:
+        if not line:
+            if not self._data:
+                self._event = "message"
+                return None
+            frame = Frame(self._id, self._event, "\n".join(self._data))
+            self._id, self._event, self._data = None, "message", []
+            return frame
+        if line.startswith(":"):
+            return None
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "id":
+            self._id = int(value) if value.isdigit() else None
+        elif field == "event":
+            self._event = value
+        elif field == "data":
+            self._data.append(value)
+        return None
+
+
+def frames(lines: Iterable[str]) -> Iterator[Frame]:
+    """The events of a stream read line by line (httpx's `iter_lines`)."""
+    reader = FrameReader()
+    for line in lines:
+        frame = reader.feed(line)
+        if frame is not None:
+            yield frame
+
+
+async def aframes(lines: AsyncIterable[str]) -> AsyncIterator[Frame]:
+    """`frames` for an async stream (httpx's `aiter_lines`)."""
+    reader = FrameReader()
+    async for line in lines:
+        frame = reader.feed(line)
+        if frame is not None:
+            yield frame

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from app.http.sse import frames
 from testkit.events import Event, read_events
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,8 +128,8 @@ def start_executing(url: str, task: dict[str, object]) -> str:
     with httpx.Client(base_url=url, timeout=60) as client:
         run_id: str = client.post("/runs", json=task).json()["run_id"]
         with client.stream("GET", f"/runs/{run_id}/events") as reply:
-            for line in reply.iter_lines():
-                if line.startswith("id: ") and int(line[4:]) >= 2:
+            for frame in frames(reply.iter_lines()):
+                if (frame.id or 0) >= 2:
                     return run_id
     raise AssertionError(f"run {run_id} ended its stream before executing")
 
