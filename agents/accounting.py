@@ -9,20 +9,20 @@ from collections import Counter
 from typing import Any
 from uuid import UUID
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.messages.ai import UsageMetadata
-from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.outputs import LLMResult
 
 from agents.events import EventSink, ToolCalled
 from agents.grounding.evidence import NewEvidence
 from agents.params import RunParams
 from agents.state import Source, ToolCallRecord
 from calls.attempts import AttemptHook
-from calls.cache import CACHE_HIT
 from calls.errors import BudgetExhausted, BudgetReason
 from calls.observers import CallHandler
 from calls.ratelimit import LimiterStats
 from calls.settings import Role
+from calls.usage import call_cost
 
 # Model calls kept back for the end of a run: the vote (or a best-effort answer).
 FINISH_RESERVE_CALLS = 1
@@ -96,13 +96,6 @@ class Accountant:
         if self.calls[role] <= 0:
             del self.calls[role]
         self.cache_hits += 1
-
-    def add_usage(self, message: BaseMessage) -> None:
-        """Add a response's token usage (thinking tokens are inside output tokens for Gemini)."""
-        usage = message.usage_metadata if isinstance(message, AIMessage) else None
-        if usage:
-            self.input_tokens += int(usage.get("input_tokens", 0))
-            self.output_tokens += int(usage.get("output_tokens", 0))
 
     def snapshot(self) -> dict[str, Any]:
         """The counters as plain data (saved in the graph state, sent in events)."""
@@ -204,13 +197,11 @@ class CallTracker(CallHandler, AttemptHook):
         if run_id in self._metered:
             self._metered.discard(run_id)
             return  # the call policy has settled every attempt
-        generations = [g for gens in response.generations for g in gens]
-        if any((g.generation_info or {}).get(CACHE_HIT) for g in generations):
+        cost = call_cost(response)
+        if cost.cache_hit:
             self.accountant.count_hit(self.role)
             return
-        for generation in generations:
-            if isinstance(generation, ChatGeneration):
-                self.accountant.add_usage(generation.message)
+        self.accountant.settle(0, cost.usage)
 
     async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._counted.discard(run_id)

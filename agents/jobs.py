@@ -17,14 +17,13 @@ from typing import Any, Literal
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler
-from langchain_core.messages import AIMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
 from agents.grounding.evidence import NewEvidence
 from agents.grounding.verify import Grounding
 from agents.state import Source, ToolCallRecord
-from calls.cache import CACHE_HIT
+from calls.usage import call_cost
 
 logger = logging.getLogger(__name__)
 
@@ -122,15 +121,11 @@ class StopGate(AsyncCallbackHandler):
         parent = self._model_runs.pop(run_id, None)
         if not self.closed or parent in self._model_runs:  # a wrapper's inner call: once
             return
-        generations = [g for gens in response.generations for g in gens]
-        if any((g.generation_info or {}).get(CACHE_HIT) for g in generations):
+        cost = call_cost(response)
+        if cost.cache_hit:
             return
         self.calls_after_stop += 1
-        for generation in generations:
-            message = generation.message if isinstance(generation, ChatGeneration) else None
-            usage = message.usage_metadata if isinstance(message, AIMessage) else None
-            if usage:
-                self.tokens_after_stop += int(usage.get("total_tokens", 0))
+        self.tokens_after_stop += cost.total_tokens
 
     async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._model_runs.pop(run_id, None)

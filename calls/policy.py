@@ -27,7 +27,6 @@ from typing import Any
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LangSmithParams
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.messages.ai import UsageMetadata, add_usage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,15 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from calls import streaming
 from calls.attempts import CallPolicy, find_hook
 from calls.retarget import retarget
-
-
-def _usage(result: ChatResult) -> UsageMetadata | None:
-    total: UsageMetadata | None = None
-    for generation in result.generations:
-        usage = getattr(generation.message, "usage_metadata", None)
-        if usage:
-            total = usage if total is None else add_usage(total, usage)
-    return total
+from calls.usage import call_cost
 
 
 class ResilientChatModel(BaseChatModel):
@@ -135,7 +126,7 @@ class ResilientChatModel(BaseChatModel):
             lambda: self.inner._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs),
             messages,
             run_manager,
-            _usage,
+            lambda result: call_cost(result).usage,
         )
 
     def _generate(

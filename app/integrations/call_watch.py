@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.outputs import LLMResult
 
-from calls.cache import CACHE_HIT
 from calls.observers import CallHandler
 from calls.settings import Role
+from calls.usage import call_cost
 
 
 @dataclass
@@ -110,14 +110,10 @@ class CallWatcher(CallHandler):
         call = self._models.pop(run_id, None)
         if call is None:
             return
-        generations = [g for gens in response.generations for g in gens]
-        call.cache_hit = any((g.generation_info or {}).get(CACHE_HIT) for g in generations)
-        for generation in generations:
-            message = generation.message if isinstance(generation, ChatGeneration) else None
-            usage = message.usage_metadata if isinstance(message, AIMessage) else None
-            if usage and not call.cache_hit:
-                call.input_tokens += int(usage.get("input_tokens", 0))
-                call.output_tokens += int(usage.get("output_tokens", 0))
+        cost = call_cost(response)
+        call.cache_hit = cost.cache_hit
+        call.input_tokens += cost.input_tokens
+        call.output_tokens += cost.output_tokens
         self.listener.model_ended(call, run_id)
 
     async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:

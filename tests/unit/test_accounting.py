@@ -37,12 +37,7 @@ def test_the_finish_phase_may_use_the_reserved_call_and_no_more() -> None:
 
 def test_tokens_count_input_and_output_and_stop_further_calls() -> None:
     acct = Accountant(RunParams(max_tokens=1000))
-    acct.add_usage(
-        AIMessage(
-            content="x",
-            usage_metadata={"input_tokens": 900, "output_tokens": 150, "total_tokens": 1050},
-        )
-    )
+    acct.settle(0, {"input_tokens": 900, "output_tokens": 150, "total_tokens": 1050})
 
     assert acct.total_tokens == 1050
     assert acct.exhausted() == "budget_tokens"
@@ -58,3 +53,26 @@ def test_a_snapshot_restores_into_a_new_accountant() -> None:
 
     assert again.snapshot() == acct.snapshot()
     assert again.snapshot()["llm_calls_by_role"] == {"executor": 1, "planner": 1}
+
+
+def test_a_call_s_cost_sums_its_replies_usage_and_a_cache_hit_costs_nothing() -> None:
+    from langchain_core.outputs import ChatGeneration, LLMResult
+
+    from calls.cache import CACHE_HIT
+    from calls.usage import call_cost
+
+    def reply(tokens: int, hit: bool = False) -> ChatGeneration:
+        usage = {"input_tokens": tokens, "output_tokens": 1, "total_tokens": tokens + 1}
+        message = AIMessage(content="x", usage_metadata=usage)  # type: ignore[arg-type]
+        return ChatGeneration(message=message, generation_info={CACHE_HIT: True} if hit else None)
+
+    paid = call_cost(LLMResult(generations=[[reply(10), reply(5)]]))
+    free = call_cost(LLMResult(generations=[[reply(10, hit=True)]]))
+
+    assert (paid.cache_hit, paid.input_tokens, paid.output_tokens, paid.total_tokens) == (
+        False,
+        15,
+        2,
+        17,
+    )
+    assert (free.cache_hit, free.input_tokens, free.total_tokens) == (True, 0, 0)
