@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
 from langchain_core.tools import BaseTool
 from pydantic import ValidationError
+from rich.console import Console
 
 from agents.params import RunParams
 from app.http.schemas import MAX_TASK_CHARS
 from app.http.sse import aframes
-from app.render import TreePrinter, footnotes
+from app.logs import configure as configure_logging
+from app.render import JsonLines, LiveTree, Renderer, TreePrinter, footnotes
 from app.settings import Settings
 from calls.errors import ConfigError, LatsError
 from calls.models import ModelFactory
@@ -33,6 +35,8 @@ PARAM_FLAGS = (
     "deadline_s",
     "strategy",
 )
+# Long-running processes: their own INFO lines are their log, shown without -v.
+SERVICES = frozenset({"serve", "worker", "mcp"})
 
 
 class CliError(Exception):
@@ -120,7 +124,7 @@ def mcp(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _solve_local(task: str, params: RunParams, printer: TreePrinter) -> int:
+async def _solve_local(task: str, params: RunParams, renderer: Renderer) -> int:
     from agents.engine import Engine
 
     settings = _settings()
@@ -128,14 +132,14 @@ async def _solve_local(task: str, params: RunParams, printer: TreePrinter) -> in
     engine = Engine(settings=settings, models=models, tools=tools)
     code = EXIT_FAILED
     async for event in engine.stream(task, params):
-        printer.handle(event.model_dump(mode="json"))
+        renderer.handle(event.model_dump(mode="json"))
         if event.type == "done":
             code = EXIT_OK
     return code
 
 
 async def solve_remote(
-    url: str, task: str, params: RunParams, printer: TreePrinter, headers: dict[str, str]
+    url: str, task: str, params: RunParams, renderer: Renderer, headers: dict[str, str]
 ) -> int:
     """Run `task` on the server at `url`, rendering its SSE stream; the exit code."""
     body = {"task": task, **params.model_dump(exclude_defaults=True)}
@@ -149,7 +153,7 @@ async def solve_remote(
             raise CliError(_http_problem(response), EXIT_FAILED)
         async for frame in aframes(response.aiter_lines()):
             event = frame.json()
-            printer.handle(event)
+            renderer.handle(event)
             if event["type"] == "done":
                 code = EXIT_OK
     return code
@@ -168,10 +172,23 @@ def solve(args: argparse.Namespace) -> int:
     if not task or len(task) > MAX_TASK_CHARS:
         raise CliError(f"the task must be 1 to {MAX_TASK_CHARS} characters")
     params = _params(args)
-    printer = TreePrinter(sys.stdout)
-    if args.url:
-        return asyncio.run(solve_remote(args.url, task, params, printer, _headers(args)))
-    return asyncio.run(_solve_local(task, params, printer))
+    with _renderer(args.json) as renderer:
+        if args.url:
+            return asyncio.run(solve_remote(args.url, task, params, renderer, _headers(args)))
+        return asyncio.run(_solve_local(task, params, renderer))
+
+
+@contextmanager
+def _renderer(as_json: bool) -> Iterator[Renderer]:
+    """JSON Lines with `--json`; on a terminal the tree under a live progress line; else the
+    tree as plain lines."""
+    if as_json:
+        yield JsonLines(sys.stdout)
+    elif sys.stdout.isatty():
+        with LiveTree(Console(file=sys.stdout)) as live:
+            yield live
+    else:
+        yield TreePrinter(sys.stdout)
 
 
 async def fetch_json(url: str, path: str, headers: dict[str, str]) -> Any:
@@ -258,6 +275,11 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("solve", help="answer a task, showing the search live")
     p.add_argument("task")
     remote(p, required=False)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print every event as one JSON object per line (JSON Lines) and nothing else",
+    )
     for name in PARAM_FLAGS:
         kind: Any = float if name == "deadline_s" else (str if name == "strategy" else int)
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
@@ -273,13 +295,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("run_id")
     remote(p, required=True)
     p.set_defaults(func=show)
+
+    for command in sub.choices.values():
+        command.add_argument(
+            "-v",
+            "--verbose",
+            action="count",
+            default=0,
+            help="-v: INFO logs, the libraries' included; -vv: DEBUG",
+        )
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `lats` command; returns the exit code."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args = parser().parse_args(argv)
+    configure_logging(args.verbose, service=args.command in SERVICES)
     try:
         code: int = args.func(args)
         return code

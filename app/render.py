@@ -1,14 +1,54 @@
-"""Terminal rendering of a run's events: the tree as it grows, tool calls, and the answer."""
+"""Terminal rendering of a run's events: the tree as it grows, tool calls, and the answer
+(`TreePrinter`); on a terminal, under a live progress line (`LiveTree`); or the events as
+JSON Lines (`JsonLines`)."""
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+import json
+import sys
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Protocol, TextIO
+
+from rich.console import Console
+from rich.file_proxy import FileProxy
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.text import Text
+
+from agents.events import TERMINAL_TYPES
+
+
+class Output(Protocol):
+    """Where rendered text goes: a text stream (`sys.stdout`, `io.StringIO`, …)."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
+class Renderer(Protocol):
+    """Shows a run's events as they come (each the JSON object of docs/events.md)."""
+
+    def handle(self, event: dict[str, Any]) -> None: ...
+
+
+class JsonLines:
+    """Every event as one line of JSON, and nothing else."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def handle(self, event: dict[str, Any]) -> None:
+        self.out.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.out.flush()
 
 
 class TreePrinter:
     """Prints one line per tree change, indented by depth, then the answer and costs."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: Output) -> None:
         self.out = out
         self.depth: dict[str, int] = {}
         self.steps: dict[str, str] = {}
@@ -104,3 +144,84 @@ def footnotes(run: dict[str, Any]) -> str:
     if rejected:
         lines.append(f"  {len(rejected)} citation(s) rejected: their quote is not in the evidence")
     return "\n".join(lines) + "\n"
+
+
+class Progress:
+    """The run's progress as one line, folded from its events: paths completed of
+    `max_paths`, model calls and tokens against their budgets (the `metrics` so far that
+    `node_finished`, `candidates` and `path_completed` carry), and the seconds since it began."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.started = clock()
+        self.budgets: dict[str, Any] = {}
+        self.paths = 0
+        self.calls = 0
+        self.tokens = 0
+
+    def handle(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "run_started":
+            self.budgets = event.get("params") or {}
+        elif kind == "path_completed":
+            self.paths += 1
+        metrics = event.get("metrics")
+        if metrics:
+            self.calls = metrics.get("llm_calls", self.calls)
+            self.tokens = metrics.get("input_tokens", 0) + metrics.get("output_tokens", 0)
+
+    def line(self) -> str:
+        elapsed = f"{self.clock() - self.started:.0f}s"
+        if not self.budgets:
+            return f"starting · {elapsed}"
+
+        def of(key: str) -> str:
+            return f"/{self.budgets[key]:,}" if key in self.budgets else ""
+
+        return (
+            f"paths {self.paths}{of('max_paths')} · model calls {self.calls}{of('max_llm_calls')}"
+            f" · tokens {self.tokens:,}{of('max_tokens')} · {elapsed}"
+        )
+
+
+class LiveTree:
+    """A terminal's view of a run: the tree's lines print above a progress line that is
+    redrawn in place; at the terminal event the line goes and the answer and costs follow.
+
+    A context manager: the line is drawn while it is entered. Output to stderr while it is
+    drawn (log records) prints above the line too, when stderr is the same terminal."""
+
+    def __init__(self, console: Console, clock: Callable[[], float] = time.monotonic) -> None:
+        self.progress = Progress(clock)
+        self.printer = TreePrinter(FileProxy(console, console.file))
+        self._spinner = Spinner("dots", style="cyan")
+        self.live = Live(
+            console=console,
+            get_renderable=self._render,
+            refresh_per_second=4,
+            transient=True,
+            redirect_stdout=True,
+            redirect_stderr=sys.stderr.isatty(),
+        )
+
+    def _render(self) -> Spinner:
+        self._spinner.update(text=Text(self.progress.line()))
+        return self._spinner
+
+    def __enter__(self) -> LiveTree:
+        self.live.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.live.stop()
+
+    def handle(self, event: dict[str, Any]) -> None:
+        self.progress.handle(event)
+        if event.get("type") in TERMINAL_TYPES:
+            self.live.stop()
+        self.printer.handle(event)
