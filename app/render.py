@@ -224,4 +224,8 @@ class LiveTree:
         self.progress.handle(event)
         if event.get("type") in TERMINAL_TYPES:
             self.live.stop()
+        elif self.live.is_started:
+            # Redrawn now rather than at the next tick: a line printed above it shows the line
+            # as last drawn, and a fast run ends before the ticks see its progress.
+            self.live.refresh()
         self.printer.handle(event)
