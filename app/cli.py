@@ -31,6 +31,7 @@ PARAM_FLAGS = (
     "max_depth",
     "max_nodes",
     "max_llm_calls",
+    "max_tokens",
     "max_concurrency",
     "deadline_s",
     "strategy",

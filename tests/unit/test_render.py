@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import json
 
-from app.render import TreePrinter
+from app.render import JsonLines, Progress, TreePrinter
+from testkit.clock import FakeClock
 
 
 def test_the_printer_indents_by_depth_and_ends_with_answer_and_costs() -> None:
@@ -90,3 +92,45 @@ def test_a_run_without_grounding_has_no_footnotes() -> None:
     from app.render import footnotes
 
     assert footnotes({"answer": "42"}) == ""
+
+
+PARAMS = {"max_paths": 2, "max_llm_calls": 150, "max_tokens": 2_000_000}
+
+
+def test_the_progress_line_counts_paths_calls_and_tokens_against_the_budgets() -> None:
+    clock = FakeClock()
+    progress = Progress(clock)
+    assert progress.line() == "starting · 0s"
+    progress.handle({"type": "run_started", "params": PARAMS})
+    progress.handle(
+        {
+            "type": "path_completed",
+            "metrics": {"llm_calls": 7, "input_tokens": 1200, "output_tokens": 34},
+        }
+    )
+    clock.now += 12.4
+
+    assert progress.line() == ("paths 1/2 · model calls 7/150 · tokens 1,234/2,000,000 · 12s")
+
+
+def test_an_event_without_metrics_leaves_the_counts() -> None:
+    progress = Progress(FakeClock())
+    progress.handle({"type": "run_started", "params": PARAMS})
+    progress.handle({"type": "candidates", "metrics": {"llm_calls": 3, "input_tokens": 90}})
+    progress.handle({"type": "node_started", "node_id": "n1"})
+    progress.handle({"type": "node_finished", "metrics": None})
+
+    assert progress.line().startswith("paths 0/2 · model calls 3/150 · tokens 90/2,000,000")
+
+
+def test_json_lines_print_each_event_as_one_line_of_json() -> None:
+    out = io.StringIO()
+    printer = JsonLines(out)
+    events = [
+        {"type": "run_started", "task": "two\nlines", "params": PARAMS},
+        {"type": "done", "answer": "café"},
+    ]
+    for event in events:
+        printer.handle(event)
+
+    assert [json.loads(line) for line in out.getvalue().splitlines()] == events
