@@ -181,12 +181,13 @@ def solve(args: argparse.Namespace) -> int:
 
 @contextmanager
 def _renderer(as_json: bool) -> Iterator[Renderer]:
-    """JSON Lines with `--json`; on a terminal the tree under a live progress line; else the
-    tree as plain lines."""
+    """JSON Lines with `--json`; on a terminal (not `TERM=dumb`) the tree under a live
+    progress line; else the tree as plain lines."""
+    console = Console(file=sys.stdout)
     if as_json:
         yield JsonLines(sys.stdout)
-    elif sys.stdout.isatty():
-        with LiveTree(Console(file=sys.stdout)) as live:
+    elif console.is_terminal and not console.is_dumb_terminal:
+        with LiveTree(console) as live:
             yield live
     else:
         yield TreePrinter(sys.stdout)
