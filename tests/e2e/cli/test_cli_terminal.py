@@ -135,3 +135,21 @@ def test_json_prints_only_json_lines_ending_with_the_terminal_event(env: dict[st
     assert events[-1]["type"] == "done"
     assert [e for e in events if e["type"] in ("done", "error", "cancelled")] == events[-1:]
     assert len({e["run_id"] for e in events}) == 1
+
+
+def test_json_to_a_reader_that_stops_early_ends_without_a_traceback(env: dict[str, str]) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", *TASK, "--json"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    assert json.loads(proc.stdout.readline())["type"] == "run_started"
+    proc.stdout.close()  # as `| head -1` does
+    _, err = proc.communicate(timeout=90)
+
+    assert proc.returncode == 1
+    assert b"Traceback" not in err
