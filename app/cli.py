@@ -16,6 +16,7 @@ from langchain_core.tools import BaseTool
 from pydantic import ValidationError
 
 from agents.params import RunParams
+from app.errors import ServiceError
 from app.http.schemas import MAX_TASK_CHARS
 from app.render import TreePrinter
 from app.settings import Settings
@@ -286,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as e:
         print(f"lats: {e}", file=sys.stderr)
         return e.code
-    except LatsError as e:
+    except (LatsError, ServiceError) as e:
         print(f"lats: {e}", file=sys.stderr)
         return EXIT_FAILED
     except httpx.HTTPError as e:

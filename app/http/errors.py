@@ -1,4 +1,5 @@
-"""Translation of core errors to HTTP responses. The only place that knows both."""
+"""Translation of the core's and the service's errors to HTTP responses. The only place that
+knows both."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agents.errors import RunNotFinished, RunNotFound
 from app.access.limits import RateLimited
+from app.errors import ServiceError
 from app.runs.queue import QueueFull
 from calls.errors import LatsError
 
@@ -23,7 +25,7 @@ logger = logging.getLogger(__name__)
 RETRY_AFTER_S = 5
 
 
-class Unauthorized(LatsError):
+class Unauthorized(ServiceError):
     code = "unauthorized"
 
 
@@ -137,6 +139,10 @@ def add_handlers(app: FastAPI) -> None:
             return JSONResponse(_body("not_found", str(exc)), 404)
         if isinstance(exc, RunNotFinished):
             return JSONResponse(_body(exc.code, str(exc)), 409)
+        return _unavailable(exc.code, exc)
+
+    @app.exception_handler(ServiceError)
+    async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
         if isinstance(exc, QueueFull):
             return JSONResponse(
                 _body(exc.code, str(exc)), 429, headers={"Retry-After": str(RETRY_AFTER_S)}
@@ -149,5 +155,10 @@ def add_handlers(app: FastAPI) -> None:
             return JSONResponse(
                 _body(exc.code, str(exc)), 401, headers={"WWW-Authenticate": "Bearer"}
             )
-        logger.warning("request failed: %s (%s)", exc.code, exc)
-        return JSONResponse(_body(exc.code, "the request could not be served"), 503)
+        return _unavailable(exc.code, exc)
+
+
+def _unavailable(code: str, exc: Exception) -> JSONResponse:
+    """An error with no status of its own: logged, answered 503 without its message."""
+    logger.warning("request failed: %s (%s)", code, exc)
+    return JSONResponse(_body(code, "the request could not be served"), 503)

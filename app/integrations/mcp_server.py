@@ -32,6 +32,7 @@ from agents.params import RunParams
 from app.access.limits import RateLimited
 from app.access.run_access import Runs
 from app.access.tenancy import Caller
+from app.errors import ServiceError
 from app.http.auth import require_key
 from app.http.errors import Unauthorized
 from app.http.routes.runs import view
@@ -159,10 +160,11 @@ def _task(task: str) -> str:
 
 
 async def _guard(work: Awaitable[T]) -> T:
-    """Await `work`, turning the core's errors into tool errors with their safe messages."""
+    """Await `work`, turning the core's and the service's errors into tool errors with their
+    safe messages."""
     try:
         return await work
-    except LatsError as e:
+    except (LatsError, ServiceError) as e:
         raise ToolError(str(e)) from e
 
 

@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from agents.result import RunResult
-from calls.errors import LatsError
+from app.errors import ServiceError
 
 RunStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
 RUN_STATUSES: tuple[RunStatus, ...] = (
@@ -35,7 +35,7 @@ FINISHED: frozenset[RunStatus] = frozenset({"done", "failed", "cancelled"})
 UNFINISHED: tuple[RunStatus, ...] = ("queued", "running", "interrupted")
 
 
-class LeaseLost(LatsError):
+class LeaseLost(ServiceError):
     """The writer no longer owns the run (its lease was taken over, or the run has ended)."""
 
     code = "lease_lost"
