@@ -56,8 +56,6 @@ class Follower:
                     return
                 if record.status in FINISHED:
                     # The end may have been stored between the two reads: read once more.
-                    # (A record from before terminal events were stored with the status has
-                    # none, and its stream ends here.)
                     for event in await self.store.events_after(run_id, seq):
                         yield event
                         if event.type in TERMINAL_TYPES:

@@ -12,7 +12,6 @@ to claim.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -25,9 +24,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from agents import observers
 from agents.engine import Engine
 from agents.errors import RunNotFound
-from agents.events import STATUS_OF_TERMINAL, TERMINAL_TYPES, RunError, RunStarted
+from agents.events import RunError, RunStarted
 from agents.params import RunParams
-from agents.result import RunAnswer, RunResult
 from agents.tree import by_id
 from app.runs.cancelling import Canceller
 from app.runs.claiming import Claimer
@@ -39,7 +37,7 @@ from app.runs.queue import LocalRunQueue, RunQueue, SharedAdmission
 from app.runs.retention import Retention
 from app.runs.signals import LocalSignals
 from app.settings import Settings
-from app.store.base import LeaseLost, RunRecord, RunStore, StoredEvent
+from app.store.base import RunRecord, RunStore, StoredEvent
 
 logger = logging.getLogger(__name__)
 CANCEL_WAIT_S = 10.0
@@ -199,16 +197,8 @@ class RunManager:
             self.claimer.slot_freed()
 
     async def _adopt(self, record: RunRecord) -> None:
-        """Take on a run just claimed: settle it if its end is already stored, fail it if its
-        workers died holding it more than `max_takeovers` times, else resume."""
-        history = await self.store.events_after(record.id, 0)
-        if history and history[-1].type in TERMINAL_TYPES:
-            result = _result_from_terminal(record.id, history[-1])
-            try:
-                await self.store.settle(record.id, self.owner, result.status, result)
-            except LeaseLost:
-                logger.warning("run=%s lost before it was settled", record.id)
-            return
+        """Take on a run just claimed: fail it if its workers died holding it more than
+        `max_takeovers` times, else resume it."""
         if record.takeovers > self.settings.max_takeovers:
             logger.error(
                 "run=%s: its worker died holding it %d times; failed, not run again",
@@ -225,7 +215,7 @@ class RunManager:
             await self.executor.end_failed(live, self.executor.writer(live), error)
             return
         self.queue.admit(force=True)
-        self._begin(record, history, resume=True)
+        self._begin(record, await self.store.events_after(record.id, 0), resume=True)
 
     # -- following -----------------------------------------------------------------------------
     async def get(self, run_id: str) -> RunRecord:
@@ -283,14 +273,3 @@ class RunManager:
         drained = await self.lives.drain()
         if drained:
             logger.info("drained %d run(s); they resume at the next start", drained)
-
-
-def _result_from_terminal(run_id: str, event: StoredEvent) -> RunResult:
-    """A result rebuilt from a stored terminal event: a `done` event carries the answer,
-    sources, path and metrics; `error` its code and message."""
-    data: dict[str, Any] = json.loads(event.data)
-    if event.type == "error":
-        code, message = data.get("code", "internal"), data.get("message", "")
-        return RunResult.failed(run_id, code, message, metrics=data.get("metrics"))
-    kept = {k: data[k] for k in RunAnswer.model_fields if k in data}
-    return RunResult(run_id=run_id, status=STATUS_OF_TERMINAL[event.type], **kept)

@@ -8,18 +8,21 @@ Implementations: SQLite (embedded default) and Postgres. Both keep the same rule
   run, else it raises `LeaseLost`;
 - event ids come from the store (the next id after the stored ones), never from memory, under
   the unique (run, seq) key;
-- the terminal event, the status and the result land in **one transaction** (`finish`);
+- the terminal event, the status and the result land in **one transaction** (`finish`); a
+  store written before that was so is brought up to it when opened (`result_of_terminal`);
 - a run belongs to a **tenant** (the name of the API key that started it, never the key).
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from agents.result import RunResult
+from agents.events import STATUS_OF_TERMINAL
+from agents.result import RunAnswer, RunResult
 from app.errors import ServiceError
 
 RunStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
@@ -39,6 +42,19 @@ class LeaseLost(ServiceError):
     """The writer no longer owns the run (its lease was taken over, or the run has ended)."""
 
     code = "lease_lost"
+
+
+def result_of_terminal(run_id: str, type_: str, data: str) -> RunResult:
+    """The result a stored terminal event stands for: a `done` event carries the answer,
+    sources, path and metrics; `error` its code and message. For the migration of runs whose
+    end was logged without their status (stores written before `finish` was one
+    transaction)."""
+    fields: dict[str, Any] = json.loads(data)
+    if type_ == "error":
+        code, message = fields.get("code", "internal"), fields.get("message", "")
+        return RunResult.failed(run_id, code, message, metrics=fields.get("metrics"))
+    kept = {k: fields[k] for k in RunAnswer.model_fields if k in fields}
+    return RunResult(run_id=run_id, status=STATUS_OF_TERMINAL[type_], **kept)
 
 
 class RunRecord(BaseModel):
@@ -131,12 +147,6 @@ class RunStore(Protocol):
     ) -> int:
         """In one transaction: the terminal event (next id), the status, the result, and the
         lease freed. Fenced; the terminal event's id."""
-
-    async def settle(
-        self, run_id: str, owner: str, status: RunStatus, result: RunResult | None
-    ) -> None:
-        """Status and result of a run whose terminal event is stored but not its status (a
-        record from before `finish` was one transaction); the lease is freed. Fenced."""
 
     async def request_cancel(self, run_id: str) -> None:
         """Flag the run for cancellation (its owner, or the next claimer, ends it)."""

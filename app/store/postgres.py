@@ -24,9 +24,19 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from agents.events import TERMINAL_TYPES
 from agents.result import RunResult
 from app.store import pg_check
-from app.store.base import FINISHED, UNFINISHED, Held, LeaseLost, RunRecord, RunStatus, StoredEvent
+from app.store.base import (
+    FINISHED,
+    UNFINISHED,
+    Held,
+    LeaseLost,
+    RunRecord,
+    RunStatus,
+    StoredEvent,
+    result_of_terminal,
+)
 
 EVENTS_CHANNEL = "lats_events"
 CANCEL_CHANNEL = "lats_cancel"
@@ -121,6 +131,16 @@ _DELETE = (
     " RETURNING id), events AS (DELETE FROM lats_events WHERE run_id IN (SELECT id FROM gone))"
     " SELECT count(*) FROM gone"
 )
+# Unfinished runs whose last event is terminal, with that event.
+_LOGGED_ENDS = (
+    "SELECT r.id, e.type, e.data FROM lats_runs r JOIN lats_events e ON e.run_id = r.id"
+    " WHERE r.status = ANY(%s) AND e.type = ANY(%s)"
+    " AND e.seq = (SELECT MAX(seq) FROM lats_events WHERE run_id = r.id)"
+)
+_SETTLE = (
+    "UPDATE lats_runs SET status = %s, updated_at = now(), result = %s, owner = NULL,"
+    " lease_until = 'epoch' WHERE id = %s AND status = ANY(%s)"
+)
 _CREATE_STARTED = (
     f"WITH run AS ({_CREATE} RETURNING id)"
     " INSERT INTO lats_events (run_id, seq, type, data) SELECT id, 1, 'run_started', %(data)s"
@@ -148,6 +168,16 @@ def _json(result: RunResult | None) -> Jsonb | None:
     return Jsonb(result.model_dump(mode="json")) if result is not None else None
 
 
+async def _end_logged_runs(conn: AsyncConnection[Any]) -> None:
+    """Give each unfinished run whose terminal event is stored the status and result it
+    stands for (a database written before the end was one statement). Idempotent; run in
+    the schema's transaction, under its lock."""
+    cur = await conn.execute(_LOGGED_ENDS, (_OPEN, sorted(TERMINAL_TYPES)))
+    for run_id, type_, data in await cur.fetchall():
+        result = result_of_terminal(run_id, type_, data)
+        await conn.execute(_SETTLE, (result.status, _json(result), run_id, _OPEN))
+
+
 class PostgresRunStore:
     """`RunStore` on Postgres through a connection pool."""
 
@@ -172,6 +202,7 @@ class PostgresRunStore:
         await pool.open(wait=True, timeout=10)
         async with pool.connection() as conn, conn.transaction():
             await conn.execute(_SCHEMA)
+            await _end_logged_runs(conn)
         return cls(pool, notify=notify)
 
     async def close(self) -> None:
@@ -333,15 +364,6 @@ class PostgresRunStore:
             seq = int(row[0])
             await self._notify(conn, EVENTS_CHANNEL, f"{args['run']}:{seq}")
         return seq
-
-    async def settle(
-        self, run_id: str, owner: str, status: RunStatus, result: RunResult | None
-    ) -> None:
-        args = {"run": run_id, "owner": owner, "open": _OPEN, "status": status}
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(_END, {**args, "result": _json(result)})
-        if cur.rowcount != 1:
-            raise LeaseLost(f"run {run_id} is not held by {owner}")
 
     # -- reading -----------------------------------------------------------------------------------
     async def get_run(self, run_id: str) -> RunRecord | None:

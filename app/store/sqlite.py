@@ -14,8 +14,16 @@ from typing import Any
 
 import aiosqlite
 
+from agents.events import TERMINAL_TYPES
 from agents.result import RunResult
-from app.store.base import Held, LeaseLost, RunRecord, RunStatus, StoredEvent
+from app.store.base import (
+    Held,
+    LeaseLost,
+    RunRecord,
+    RunStatus,
+    StoredEvent,
+    result_of_terminal,
+)
 from app.store.sqlite_writer import BatchWriter
 
 BUSY_TIMEOUT_MS = 30_000
@@ -69,7 +77,12 @@ SELECT ?, COALESCE((SELECT MAX(seq) FROM events WHERE run_id = ?), 0) + 1, ?, ?
 WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND owner = ? AND {_OPEN})
 RETURNING seq
 """
-_HELD = f"SELECT 1 FROM runs WHERE id = ? AND owner = ? AND {_OPEN}"
+# Unfinished runs whose last event is terminal, with that event.
+_LOGGED_ENDS = f"""
+SELECT runs.id, events.type, events.data FROM runs JOIN events ON events.run_id = runs.id
+WHERE {_OPEN} AND events.type IN ({", ".join(f"'{t}'" for t in sorted(TERMINAL_TYPES))})
+  AND events.seq = (SELECT MAX(seq) FROM events WHERE run_id = runs.id)
+"""
 
 
 def _now() -> str:
@@ -288,16 +301,6 @@ class SqliteRunStore:
 
         return await self._writer.write(write)
 
-    async def settle(
-        self, run_id: str, owner: str, status: RunStatus, result: RunResult | None
-    ) -> None:
-        def write(conn: sqlite3.Connection) -> None:
-            if _row(conn, _HELD, (run_id, owner)) is None:
-                raise LeaseLost(f"run {run_id} is not held by {owner}")
-            _end(conn, run_id, status, result)
-
-        await self._writer.write(write)
-
     # -- reading -----------------------------------------------------------------------------------
     async def get_run(self, run_id: str) -> RunRecord | None:
         row = await self._one("SELECT * FROM runs WHERE id = ?", (run_id,))
@@ -379,6 +382,15 @@ def _migrate(conn: sqlite3.Connection) -> None:
         if name not in have:
             conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
     conn.execute(_TENANT_INDEX)
+    _end_logged_runs(conn)
+
+
+def _end_logged_runs(conn: sqlite3.Connection) -> None:
+    """Give each unfinished run whose terminal event is stored the status and result it
+    stands for (a file written before the end was one transaction). Idempotent."""
+    for row in conn.execute(_LOGGED_ENDS).fetchall():
+        result = result_of_terminal(row["id"], row["type"], row["data"])
+        _end(conn, row["id"], result.status, result)
 
 
 def _delete(conn: sqlite3.Connection, run_ids: list[str]) -> int:

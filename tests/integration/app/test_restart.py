@@ -12,7 +12,7 @@ from tests.support.makers import ServiceMaker
 from tests.support.runs import ENDED_LEASE_S, run_record
 
 
-async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_with_its_answer(
+async def test_a_run_whose_end_was_logged_but_not_its_status_is_ended_with_its_answer_at_start(
     service_for: ServiceMaker, settings: Settings
 ) -> None:
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
@@ -39,7 +39,7 @@ async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_with_its
         run = (await svc.client.get("/runs/r-ended")).json()
 
     assert run["status"] == "done"
-    assert run["answer"] == "42"  # settled with its answer
+    assert run["answer"] == "42"  # ended with its answer when the store opened
     assert svc.models.recorder.calls == []  # nothing ran again
 
 
