@@ -12,7 +12,7 @@ import asyncio
 import logging
 
 from agents.errors import RunNotFound
-from app.runs.execution import Executor
+from app.runs.execution import RunDriver
 from app.runs.following import Follower
 from app.runs.live import LiveRuns
 from app.runs.signals import LocalSignals
@@ -32,7 +32,7 @@ class Canceller:
         ttl_s: float,
         lives: LiveRuns,
         signals: LocalSignals,
-        executor: Executor,
+        driver: RunDriver,
         follower: Follower,
     ) -> None:
         self.store = store
@@ -40,7 +40,7 @@ class Canceller:
         self.ttl_s = ttl_s
         self.lives = lives
         self.signals = signals
-        self.executor = executor
+        self.driver = driver
         self.follower = follower
 
     async def cancel(self, run_id: str, wait_s: float) -> None:
@@ -60,7 +60,7 @@ class Canceller:
         if claimed is not None:
             logger.info("run=%s had no live owner; ended here as cancelled", run_id)
             orphan = self.lives.detached(run_id)
-            await self.executor.end_cancelled(orphan, self.executor.writer(orphan))
+            await self.driver.end_cancelled(orphan, self.driver.writer(orphan))
             return
         # The owner ends it; its terminal event tells when.
         last = await self.store.last_seq(run_id)

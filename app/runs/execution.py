@@ -116,7 +116,7 @@ class RunWriter:
         return True
 
 
-class Executor:
+class RunDriver:
     """Runs a claimed run on the engine and stores how it ended."""
 
     def __init__(
@@ -149,7 +149,9 @@ class Executor:
                 # The flag as of now: a cancel sent before this run was registered here
                 # found no task to stop.
                 live.start()
-                if record.cancel_requested or await self.store.mark_running(run_id, self.owner):
+                if record.cancel_requested or await self.store.mark_running_and_check_cancel(
+                    run_id, self.owner
+                ):
                     raise asyncio.CancelledError
                 result = await self._drive(record, writer, resume=resume)
         except asyncio.CancelledError:

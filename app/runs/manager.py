@@ -29,7 +29,7 @@ from agents.params import RunParams
 from agents.tree import by_id
 from app.runs.cancelling import Canceller
 from app.runs.claiming import Claimer
-from app.runs.execution import Executor
+from app.runs.execution import RunDriver
 from app.runs.following import Follower
 from app.runs.lease import LeaseKeeper, worker_id
 from app.runs.live import LiveRun, LiveRuns, Phase
@@ -68,7 +68,7 @@ class RunManager:
         self.admission = SharedAdmission(store, settings.max_queued_runs)
         self.lives = LiveRuns()
         ttl = settings.lease_ttl_s
-        self.executor = Executor(
+        self.driver = RunDriver(
             engine=engine,
             store=store,
             owner=self.owner,
@@ -83,7 +83,7 @@ class RunManager:
             ttl_s=ttl,
             lives=self.lives,
             signals=self.signals,
-            executor=self.executor,
+            driver=self.driver,
             follower=self.follower,
         )
         self.leases = LeaseKeeper(store, self.owner, ttl, self.lives, self.lives.cancel)
@@ -186,7 +186,7 @@ class RunManager:
 
     def _begin(self, record: RunRecord, history: list[StoredEvent], *, resume: bool) -> None:
         async def body(live: LiveRun) -> None:
-            await self.executor.execute(live, record, resume=resume)
+            await self.driver.execute(live, record, resume=resume)
 
         self.lives.launch(record.id, history, body, after=self._closed)
 
@@ -212,7 +212,7 @@ class RunManager:
                 message=f"the run's worker stopped while running it {record.takeovers} times "
                 "(a crash or an out-of-memory kill, say); it is not run again",
             )
-            await self.executor.end_failed(live, self.executor.writer(live), error)
+            await self.driver.end_failed(live, self.driver.writer(live), error)
             return
         self.queue.admit(force=True)
         self._begin(record, await self.store.events_after(record.id, 0), resume=True)

@@ -127,8 +127,9 @@ class RunStore(Protocol):
     async def release(self, run_id: str, owner: str, status: RunStatus) -> None:
         """Give the run back (a drain): set `status`, free the lease. Fenced."""
 
-    async def mark_running(self, run_id: str, owner: str) -> bool:
-        """Status `running`. Fenced; whether a cancel was requested meanwhile."""
+    async def mark_running_and_check_cancel(self, run_id: str, owner: str) -> bool:
+        """Set status `running`; whether a cancel was requested meanwhile (the caller then
+        ends the run as cancelled instead of running it). Fenced."""
 
     async def cancel_requests(self, owner: str) -> list[str]:
         """The runs `owner` holds that someone asked to cancel."""

@@ -290,7 +290,7 @@ class PostgresRunStore:
                 raise LeaseLost(f"run {run_id} is not held by {owner}")
             await self._notify(conn, QUEUED_CHANNEL, run_id)
 
-    async def mark_running(self, run_id: str, owner: str) -> bool:
+    async def mark_running_and_check_cancel(self, run_id: str, owner: str) -> bool:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "UPDATE lats_runs SET status = 'running', updated_at = now()"

@@ -250,7 +250,7 @@ class SqliteRunStore:
 
         await self._writer.write(write)
 
-    async def mark_running(self, run_id: str, owner: str) -> bool:
+    async def mark_running_and_check_cancel(self, run_id: str, owner: str) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
                 f"UPDATE runs SET status = 'running', updated_at = ? WHERE id = ? AND owner = ?"

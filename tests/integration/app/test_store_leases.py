@@ -112,7 +112,7 @@ async def test_renew_keeps_leases_and_reports_cancel_requests(open_store: Opener
     assert await store.claim(mine.id, "other", 30) is None  # renewed past its first end
     assert await store.claim(orphan.id, "other", 30) is not None  # expired: claimed again
     assert await store.cancel_requests("me") == [flagged.id]
-    assert await store.mark_running(flagged.id, "me") is True
+    assert await store.mark_running_and_check_cancel(flagged.id, "me") is True
 
 
 async def test_a_released_run_is_claimable_at_once(open_store: Opener) -> None:

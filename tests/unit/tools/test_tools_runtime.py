@@ -319,7 +319,7 @@ async def test_tool_calls_run_on_the_tools_own_pool(clock: Any) -> None:
 
 async def test_the_timeout_runs_from_when_a_thread_starts_the_call(clock: Any) -> None:
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tool-test")
-    runtime = replace(_runtime(clock, timeout_s=1.0, max_retries=0), executor=pool)
+    runtime = replace(_runtime(clock, timeout_s=1.0, max_retries=0), threads=pool)
     release = threading.Event()
 
     def hold(query: str) -> ToolResult:
