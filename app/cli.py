@@ -117,7 +117,7 @@ def mcp(args: argparse.Namespace) -> int:
     settings = _settings()
     models, tools = _started(settings)
     app = create_app(settings, models=models, tools=tools)
-    asyncio.run(serve_stdio(app, settings.sse_heartbeat_s))
+    asyncio.run(serve_stdio(app))
     return EXIT_OK
 
 

@@ -103,33 +103,27 @@ class Runs:
             raise RunNotFound(f"no run {run_id}")
         return record
 
-    async def follow(
-        self, run_id: str, after: int = 0, heartbeat_s: float = 10.0
-    ) -> AsyncIterator[StoredEvent | None]:
+    async def follow(self, run_id: str, after: int = 0) -> AsyncIterator[StoredEvent | None]:
         """The run's stored events after `after`, live until the terminal one; None on idle
         ticks. The run must be reachable (checked by the caller of this method first)."""
-        async for event in self._manager.follow(run_id, after, heartbeat_s):
+        async for event in self._manager.follow(run_id, after):
             yield event
 
-    def follow_new(self, new: NewStream, heartbeat_s: float) -> AsyncIterator[StoredEvent | None]:
+    def follow_new(self, new: NewStream) -> AsyncIterator[StoredEvent | None]:
         """`follow` of the run `submit_streamed` just started: its first event is the one
         written, not read back from the store."""
-        return self._manager.follow_new(new.record.id, new.first, heartbeat_s)
+        return self._manager.follow_new(new.record.id, new.first)
 
-    async def events(
-        self, run_id: str, after: int = 0, heartbeat_s: float = 10.0
-    ) -> AsyncIterator[RunEvent | None]:
+    async def events(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """The run's events after `after`, decoded, live until the terminal one; None on idle
         ticks."""
         await self.get(run_id)
-        async for event in self.follow(run_id, after, heartbeat_s):
+        async for event in self.follow(run_id, after):
             yield None if event is None else _decoded(event)
 
-    async def events_new(
-        self, new: NewStream, heartbeat_s: float
-    ) -> AsyncIterator[RunEvent | None]:
+    async def events_new(self, new: NewStream) -> AsyncIterator[RunEvent | None]:
         """`events` of the run `submit_streamed` just started."""
-        async for event in self.follow_new(new, heartbeat_s):
+        async for event in self.follow_new(new):
             yield None if event is None else _decoded(event)
 
     async def last_event_id(self, run_id: str) -> int:

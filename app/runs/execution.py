@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -54,16 +55,15 @@ async def shielded(work: Awaitable[T]) -> T:
     return task.result()
 
 
+@dataclass(frozen=True, slots=True)
 class RunWriter:
-    """The single writer of one run's history while this worker owns it."""
+    """The single writer of one run's history while this worker (`owner`) holds it; `wake`
+    tells the run's followers that an event was written."""
 
-    def __init__(
-        self, store: RunStore, owner: str, live: LiveRun, wake: Callable[[str], None]
-    ) -> None:
-        self.store = store
-        self.owner = owner
-        self.live = live
-        self._wake = wake
+    store: RunStore
+    owner: str
+    live: LiveRun
+    wake: Callable[[str], None]
 
     async def emit(self, event: Event) -> None:
         """The engine's sink. The terminal event is held for `finish`."""
@@ -88,7 +88,7 @@ class RunWriter:
                 live.lose()
                 return
             await live.push(StoredEvent(seq=seq, type=event.type, data=data))
-        self._wake(live.run_id)
+        self.wake(live.run_id)
 
     async def finish(self, terminal: Event, status: RunStatus, result: RunResult | None) -> bool:
         """Store the terminal event, the status and the result at once; False if the lease
@@ -112,32 +112,23 @@ class RunWriter:
             await live.push(StoredEvent(seq=seq, type=terminal.type, data=data))
         if not from_engine:
             observers.written(terminal, live.run_id, time.perf_counter() - started)
-        self._wake(live.run_id)
+        self.wake(live.run_id)
         return True
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunDriver:
     """Runs a claimed run on the engine and stores how it ended."""
 
-    def __init__(
-        self,
-        *,
-        engine: Engine,
-        store: RunStore,
-        owner: str,
-        queue: RunQueue,
-        checkpointer: BaseCheckpointSaver[str] | None,
-        wake: Callable[[str], None],
-    ) -> None:
-        self.engine = engine
-        self.store = store
-        self.owner = owner
-        self.queue = queue
-        self.checkpointer = checkpointer
-        self._wake = wake
+    engine: Engine
+    store: RunStore
+    owner: str
+    queue: RunQueue
+    checkpointer: BaseCheckpointSaver[str] | None
+    wake: Callable[[str], None]
 
     def writer(self, live: LiveRun) -> RunWriter:
-        return RunWriter(self.store, self.owner, live, self._wake)
+        return RunWriter(self.store, self.owner, live, self.wake)
 
     async def execute(self, live: LiveRun, record: RunRecord, *, resume: bool) -> None:
         """The body of a run's task (its slot in the queue is taken here)."""

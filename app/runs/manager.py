@@ -31,7 +31,7 @@ from app.runs.cancelling import Canceller
 from app.runs.claiming import Claimer
 from app.runs.execution import RunDriver
 from app.runs.following import Follower
-from app.runs.lease import LeaseKeeper, worker_id
+from app.runs.lease import Lease, LeaseKeeper, worker_id
 from app.runs.live import LiveRun, LiveRuns, Phase
 from app.runs.queue import LocalRunQueue, RunQueue, SharedAdmission
 from app.runs.retention import Retention
@@ -62,35 +62,32 @@ class RunManager:
         self.store = store
         self.settings = settings
         self.worker = worker
-        self.owner = owner or worker_id()
+        self.lease = Lease(owner or worker_id(), settings.lease_ttl_s)
         self.queue = queue or LocalRunQueue(settings.max_active_runs, settings.max_queued_runs)
         self.signals = signals or LocalSignals()
         self.admission = SharedAdmission(store, settings.max_queued_runs)
         self.lives = LiveRuns()
-        ttl = settings.lease_ttl_s
         self.driver = RunDriver(
             engine=engine,
             store=store,
-            owner=self.owner,
+            owner=self.lease.owner,
             queue=self.queue,
             checkpointer=checkpointer,
             wake=self.signals.event_written,
         )
-        self.follower = Follower(store, self.signals, self.lives)
+        self.follower = Follower(store, self.signals, self.lives, settings.sse_heartbeat_s)
         self.canceller = Canceller(
             store=store,
-            owner=self.owner,
-            ttl_s=ttl,
+            lease=self.lease,
             lives=self.lives,
             signals=self.signals,
             driver=self.driver,
             follower=self.follower,
         )
-        self.leases = LeaseKeeper(store, self.owner, ttl, self.lives, self.lives.cancel)
+        self.leases = LeaseKeeper(store, self.lease, self.lives, self.lives.cancel)
         self.claimer = Claimer(
             store=store,
-            owner=self.owner,
-            ttl_s=ttl,
+            lease=self.lease,
             queue=self.queue,
             signals=self.signals,
             adopt=self._adopt,
@@ -123,6 +120,11 @@ class RunManager:
         """Cancel the runs held here that someone flagged (a signal from another process)."""
         for run_id in await self.store.cancel_requests(self.owner):
             self.lives.cancel(run_id)
+
+    @property
+    def owner(self) -> str:
+        """This process's identity as a lease holder."""
+        return self.lease.owner
 
     # -- counts --------------------------------------------------------------------------------
     @property
@@ -176,7 +178,7 @@ class RunManager:
         started = StoredEvent(seq=1, type="run_started", data=event.model_dump_json())
         began = time.perf_counter()
         await self.store.create_run(
-            record, started=started.data, owner=owner, ttl_s=self.settings.lease_ttl_s
+            record, started=started.data, owner=owner, ttl_s=self.lease.ttl_s
         )
         observers.written(event, record.id, time.perf_counter() - began)
         if owner is None:
@@ -232,23 +234,21 @@ class RunManager:
         nodes = (snapshot.values or {}).get("nodes", {})
         return sorted(nodes.values(), key=by_id)
 
-    async def follow(
-        self, run_id: str, after: int, heartbeat_s: float
-    ) -> AsyncIterator[StoredEvent | None]:
-        """Events after `after`, live until the terminal one. Yields None when `heartbeat_s`
-        passes without an event (time for a heartbeat)."""
+    async def follow(self, run_id: str, after: int) -> AsyncIterator[StoredEvent | None]:
+        """Events after `after`, live until the terminal one. Yields None when the SSE
+        heartbeat interval passes without an event (time for a heartbeat)."""
         if run_id not in self.lives:  # a run executing here exists: no store read (and wait)
             await self.get(run_id)
-        async for event in self.follower.follow(run_id, after, heartbeat_s):
+        async for event in self.follower.follow(run_id, after):
             yield event
 
     async def follow_new(
-        self, run_id: str, first: StoredEvent, heartbeat_s: float
+        self, run_id: str, first: StoredEvent
     ) -> AsyncIterator[StoredEvent | None]:
         """`follow` of a run `submit_with_event` just created here: its first event as
         written, then the rest (the run is known to exist, so nothing is read to check it)."""
         yield first
-        async for event in self.follower.follow(run_id, first.seq, heartbeat_s):
+        async for event in self.follower.follow(run_id, first.seq):
             yield event
 
     async def wait(self, run_id: str) -> RunRecord:
@@ -257,7 +257,7 @@ class RunManager:
         if live is not None:
             await live.finished.wait()
         else:
-            async for _ in self.follower.follow(run_id, 0, self.settings.sse_heartbeat_s):
+            async for _ in self.follower.follow(run_id, 0):
                 pass
         return await self.get(run_id)
 

@@ -65,9 +65,9 @@ async def test_a_store_failing_mid_follow_ends_the_stream_with_one_error_frame(
     store = await FailingReads.open(tmp_path / "runs.sqlite")
     try:
         run_id = await _open_run(store)
-        follower = Follower(store, LocalSignals(), LiveRuns())
+        follower = Follower(store, LocalSignals(), LiveRuns(), heartbeat_s=0.01)
 
-        frames = _frames(await _collect(_framed(run_id, follower.follow(run_id, 0, 0.01))))
+        frames = _frames(await _collect(_framed(run_id, follower.follow(run_id, 0))))
     finally:
         await store.close()
 
@@ -86,8 +86,8 @@ async def test_a_run_deleted_while_followed_ends_the_stream_with_one_error_frame
         run_id = await _open_run(store)
         done = RunResult(run_id=run_id, status="done", answer="a")
         await store.finish(run_id, "elsewhere", "done", "{}", "done", done)
-        follower = Follower(store, LocalSignals(), LiveRuns())
-        stream = _framed(run_id, follower.follow(run_id, 3, 0.01))
+        follower = Follower(store, LocalSignals(), LiveRuns(), heartbeat_s=0.01)
+        stream = _framed(run_id, follower.follow(run_id, 3))
         assert await store.delete_run(run_id)
 
         frames = _frames(await _collect(stream))
@@ -106,9 +106,9 @@ async def test_a_followed_run_that_ends_sends_its_own_terminal_event_only(
         run_id = await _open_run(store)
         done = RunResult(run_id=run_id, status="done", answer="a")
         await store.finish(run_id, "elsewhere", "done", "{}", "done", done)
-        follower = Follower(store, LocalSignals(), LiveRuns())
+        follower = Follower(store, LocalSignals(), LiveRuns(), heartbeat_s=0.01)
 
-        frames = _frames(await _collect(_framed(run_id, follower.follow(run_id, 0, 0.01))))
+        frames = _frames(await _collect(_framed(run_id, follower.follow(run_id, 0))))
     finally:
         await store.close()
 
