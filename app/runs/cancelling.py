@@ -23,7 +23,7 @@ from app.store.base import FINISHED, RunStore
 logger = logging.getLogger(__name__)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False)
 class Canceller:
     """Stops runs wherever they execute; a run nobody holds is claimed under `lease`."""
 

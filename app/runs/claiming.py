@@ -22,7 +22,7 @@ from app.store.base import RunRecord, RunStore
 logger = logging.getLogger(__name__)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, eq=False)
 class Claimer:
     """The worker's intake loop: each run claimed under `lease` is handed to `adopt`."""
 

@@ -55,7 +55,7 @@ async def shielded(work: Awaitable[T]) -> T:
     return task.result()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class RunWriter:
     """The single writer of one run's history while this worker (`owner`) holds it; `wake`
     tells the run's followers that an event was written."""
@@ -116,7 +116,7 @@ class RunWriter:
         return True
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class RunDriver:
     """Runs a claimed run on the engine and stores how it ended."""
 

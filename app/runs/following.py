@@ -17,7 +17,7 @@ from app.runs.signals import LocalSignals
 from app.store.base import FINISHED, RunStore, StoredEvent
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Follower:
     """Streams of run events for any number of readers; each yields None when `heartbeat_s`
     passes without an event (time for a heartbeat)."""

@@ -44,7 +44,7 @@ class Lease:
         return self.ttl_s / 3
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class LeaseKeeper:
     """Renews the leases of the runs in `lives` until stopped; a run whose lease is gone is
     lost here, and a cancel request found at renewal is handed to `on_cancel`."""

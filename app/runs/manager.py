@@ -85,13 +85,7 @@ class RunManager:
             follower=self.follower,
         )
         self.leases = LeaseKeeper(store, self.lease, self.lives, self.lives.cancel)
-        self.claimer = Claimer(
-            store=store,
-            lease=self.lease,
-            queue=self.queue,
-            signals=self.signals,
-            adopt=self._adopt,
-        )
+        self.claimer = Claimer(store, self.lease, self.queue, self.signals, self._adopt)
         days = settings.run_retention_days
         self.retention = Retention(store, days) if worker and days is not None else None
 
@@ -104,7 +98,9 @@ class RunManager:
             await self.claimer.start()
         if self.retention is not None:
             await self.retention.start()
-        logger.info("owner=%s started (%s)", self.owner, "worker" if self.worker else "api only")
+        logger.info(
+            "owner=%s started (%s)", self.lease.owner, "worker" if self.worker else "api only"
+        )
 
     async def stop(self) -> None:
         """Stop claiming, drain the runs held here (they resume elsewhere or at the next
@@ -118,22 +114,8 @@ class RunManager:
 
     async def check_cancels(self) -> None:
         """Cancel the runs held here that someone flagged (a signal from another process)."""
-        for run_id in await self.store.cancel_requests(self.owner):
+        for run_id in await self.store.cancel_requests(self.lease.owner):
             self.lives.cancel(run_id)
-
-    @property
-    def owner(self) -> str:
-        """This process's identity as a lease holder."""
-        return self.lease.owner
-
-    # -- counts --------------------------------------------------------------------------------
-    @property
-    def active(self) -> int:
-        return self.queue.active
-
-    @property
-    def queued(self) -> int:
-        return self.queue.waiting
 
     # -- starting ------------------------------------------------------------------------------
     async def submit(self, task: str, params: RunParams, tenant: str | None = None) -> RunRecord:
@@ -153,7 +135,9 @@ class RunManager:
             return await self._create(task, params, owner=None, tenant=tenant)
         self.queue.admit()
         try:
-            record, started = await self._create(task, params, owner=self.owner, tenant=tenant)
+            record, started = await self._create(
+                task, params, owner=self.lease.owner, tenant=tenant
+            )
         except BaseException:
             self.queue.withdraw()
             raise

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Periodic:
     """Awaits `work` every `every_s` seconds (the first time after one interval); a round
     that raises is handed to `failed`."""
