@@ -29,7 +29,7 @@ from agents.state import NodeRecord
 from agents.tree import by_id
 from app.runs.live import LiveRun, Phase
 from app.runs.queue import RunQueue
-from app.store.base import LeaseLost, RunRecord, RunStatus, RunStore, StoredEvent
+from app.store.base import LeaseLost, RunRecord, RunStore, StoredEvent
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -90,9 +90,9 @@ class RunWriter:
             await live.push(StoredEvent(seq=seq, type=event.type, data=data))
         self.wake(live.run_id)
 
-    async def finish(self, terminal: Event, status: RunStatus, result: RunResult | None) -> bool:
-        """Store the terminal event, the status and the result at once; False if the lease
-        was gone (nothing written). Callers shield it."""
+    async def finish(self, terminal: Event, result: RunResult) -> bool:
+        """Store the terminal event and the result (with its status) at once; False if the
+        lease was gone (nothing written). Callers shield it."""
         live = self.live
         from_engine = terminal is live.held_terminal  # the engine's sink already reported it
         async with live.lock:
@@ -101,9 +101,7 @@ class RunWriter:
             data = terminal.model_dump_json()
             started = time.perf_counter()
             try:
-                seq = await self.store.finish(
-                    live.run_id, self.owner, terminal.type, data, status, result
-                )
+                seq = await self.store.finish(live.run_id, self.owner, terminal.type, data, result)
             except LeaseLost:
                 logger.warning("run=%s lease lost before its end was stored", live.run_id)
                 live.lose()
@@ -154,24 +152,18 @@ class RunDriver:
             message = "the run failed on an internal error"
             error = RunError(run_id=run_id, code="internal", message=message)
             failed = RunResult.failed(run_id, "internal", message)
-            await self._end(writer, live.held_terminal or error, "failed", failed)
+            await self._end(writer, live.held_terminal or error, failed)
         else:
             assert result is not None
             # The engine always ends with a terminal event; belt and braces.
             early = RunError(run_id=run_id, code="internal", message="the run ended early")
-            await self._end(writer, live.held_terminal or early, result.status, result)
+            await self._end(writer, live.held_terminal or early, result)
 
-    async def _end(
-        self,
-        writer: RunWriter,
-        terminal: Event,
-        status: RunStatus,
-        result: RunResult | None,
-    ) -> None:
+    async def _end(self, writer: RunWriter, terminal: Event, result: RunResult) -> None:
         """The run's end, stored once; a cancel landing meanwhile waits for it."""
 
         async def end() -> None:
-            if await writer.finish(terminal, status, result):
+            if await writer.finish(terminal, result):
                 await self._forget_checkpoint(writer.live.run_id)
 
         await shielded(end())
@@ -211,7 +203,7 @@ class RunDriver:
                 metrics=terminal.metrics,
                 nodes=await self._nodes(run_id),
             )
-            if await writer.finish(terminal, "cancelled", result):
+            if await writer.finish(terminal, result):
                 await self._forget_checkpoint(run_id)
 
         # One unit: a second cancel must not stop the end between reading the tree and
@@ -226,7 +218,7 @@ class RunDriver:
         async def end() -> None:
             nodes = await self._nodes(run_id)
             result = RunResult.failed(run_id, error.code, error.message, nodes=nodes)
-            if await writer.finish(error, "failed", result):
+            if await writer.finish(error, result):
                 await self._forget_checkpoint(run_id)
 
         await shielded(end())

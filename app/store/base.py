@@ -138,16 +138,10 @@ class RunStore(Protocol):
         """Append a non-terminal event with the next id; the id. Fenced."""
 
     async def finish(
-        self,
-        run_id: str,
-        owner: str,
-        type_: str,
-        data: str,
-        status: RunStatus,
-        result: RunResult | None,
+        self, run_id: str, owner: str, type_: str, data: str, result: RunResult
     ) -> int:
-        """In one transaction: the terminal event (next id), the status, the result, and the
-        lease freed. Fenced; the terminal event's id."""
+        """In one transaction: the terminal event (next id), the result with its status, and
+        the lease freed. Fenced; the terminal event's id."""
 
     async def request_cancel(self, run_id: str) -> None:
         """Flag the run for cancellation (its owner, or the next claimer, ends it)."""

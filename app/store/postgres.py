@@ -335,13 +335,7 @@ class PostgresRunStore:
         return await self._write_event(_APPEND, args)
 
     async def finish(
-        self,
-        run_id: str,
-        owner: str,
-        type_: str,
-        data: str,
-        status: RunStatus,
-        result: RunResult | None,
+        self, run_id: str, owner: str, type_: str, data: str, result: RunResult
     ) -> int:
         args = {
             "run": run_id,
@@ -349,7 +343,7 @@ class PostgresRunStore:
             "open": _OPEN,
             "type": type_,
             "data": data,
-            "status": status,
+            "status": result.status,
             "result": _json(result),
         }
         return await self._write_event(_FINISH, args)

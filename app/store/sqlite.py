@@ -286,17 +286,11 @@ class SqliteRunStore:
         return await self._writer.write(write)
 
     async def finish(
-        self,
-        run_id: str,
-        owner: str,
-        type_: str,
-        data: str,
-        status: RunStatus,
-        result: RunResult | None,
+        self, run_id: str, owner: str, type_: str, data: str, result: RunResult
     ) -> int:
         def write(conn: sqlite3.Connection) -> int:
             seq = _append(conn, run_id, owner, type_, data)
-            _end(conn, run_id, status, result)
+            _end(conn, run_id, result)
             return seq
 
         return await self._writer.write(write)
@@ -390,7 +384,7 @@ def _end_logged_runs(conn: sqlite3.Connection) -> None:
     stands for (a file written before the end was one transaction). Idempotent."""
     for row in conn.execute(_LOGGED_ENDS).fetchall():
         result = result_of_terminal(row["id"], row["type"], row["data"])
-        _end(conn, row["id"], result.status, result)
+        _end(conn, row["id"], result)
 
 
 def _delete(conn: sqlite3.Connection, run_ids: list[str]) -> int:
@@ -422,11 +416,9 @@ def _append(conn: sqlite3.Connection, run_id: str, owner: str, type_: str, data:
     return int(row[0])
 
 
-def _end(
-    conn: sqlite3.Connection, run_id: str, status: RunStatus, result: RunResult | None
-) -> None:
+def _end(conn: sqlite3.Connection, run_id: str, result: RunResult) -> None:
     conn.execute(
         "UPDATE runs SET status = ?, updated_at = ?, result = ?, owner = NULL,"
         " lease_until = 0 WHERE id = ?",
-        (status, _now(), result.model_dump_json() if result is not None else None, run_id),
+        (result.status, _now(), result.model_dump_json(), run_id),
     )

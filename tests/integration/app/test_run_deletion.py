@@ -28,7 +28,7 @@ async def _run(store: RunStore, *, finished: bool) -> str:
     await store.append_event(record.id, "me", "plan", "{}")
     if finished:
         done = RunResult(run_id=record.id, status="done", answer="a")
-        await store.finish(record.id, "me", "done", "{}", "done", done)
+        await store.finish(record.id, "me", "done", "{}", done)
     return record.id
 
 

@@ -108,9 +108,9 @@ async def test_a_fencing_failure_fails_only_its_caller(store: SqliteRunStore) ->
     outcomes = await asyncio.gather(
         store.append_event(held.id, "me", "e", "1"),
         store.append_event(other.id, "me", "e", "x"),
-        store.finish(other.id, "me", "run_done", "x", "done", None),
+        store.finish(other.id, "me", "run_done", "x", RunResult(run_id=other.id, status="done")),
         store.append_event(held.id, "me", "e", "2"),
-        store.finish(held.id, "me", "run_done", "3", "done", done),
+        store.finish(held.id, "me", "run_done", "3", done),
         return_exceptions=True,
     )
 

@@ -70,7 +70,7 @@ async def test_event_ids_come_from_the_store_and_continue_after_a_take_over(
     with pytest.raises(LeaseLost):
         await store.append_event(record.id, "old", "node_started", "{}")  # fenced
     with pytest.raises(LeaseLost):
-        await store.finish(record.id, "old", "done", "{}", "done", _done(record.id, "zombie"))
+        await store.finish(record.id, "old", "done", "{}", _done(record.id, "zombie"))
     second = await store.append_event(record.id, "new", "node_started", "{}")
 
     assert (first, second) == (2, 3)
@@ -84,7 +84,7 @@ async def test_finish_stores_terminal_event_status_and_result_together(
     record = _record()
     await store.create_run(record, started="{}", owner="me", ttl_s=30)
     seq = await store.finish(
-        record.id, "me", "done", json.dumps({"answer": "42"}), "done", _done(record.id, "42")
+        record.id, "me", "done", json.dumps({"answer": "42"}), _done(record.id, "42")
     )
     stored = await store.get_run(record.id)
 
@@ -92,7 +92,9 @@ async def test_finish_stores_terminal_event_status_and_result_together(
     assert stored is not None
     assert (stored.status, stored.result, stored.owner) == ("done", _done(record.id, "42"), None)
     with pytest.raises(LeaseLost):  # exactly one terminal event
-        await store.finish(record.id, "me", "cancelled", "{}", "cancelled", None)
+        await store.finish(
+            record.id, "me", "cancelled", "{}", RunResult(run_id=record.id, status="cancelled")
+        )
     assert await store.claim(record.id, "other", 30) is None  # a finished run is never claimed
 
 

@@ -85,7 +85,7 @@ async def test_a_run_deleted_while_followed_ends_the_stream_with_one_error_frame
     try:
         run_id = await _open_run(store)
         done = RunResult(run_id=run_id, status="done", answer="a")
-        await store.finish(run_id, "elsewhere", "done", "{}", "done", done)
+        await store.finish(run_id, "elsewhere", "done", "{}", done)
         follower = Follower(store, LocalSignals(), LiveRuns(), heartbeat_s=0.01)
         stream = _framed(run_id, follower.follow(run_id, 3))
         assert await store.delete_run(run_id)
@@ -105,7 +105,7 @@ async def test_a_followed_run_that_ends_sends_its_own_terminal_event_only(
     try:
         run_id = await _open_run(store)
         done = RunResult(run_id=run_id, status="done", answer="a")
-        await store.finish(run_id, "elsewhere", "done", "{}", "done", done)
+        await store.finish(run_id, "elsewhere", "done", "{}", done)
         follower = Follower(store, LocalSignals(), LiveRuns(), heartbeat_s=0.01)
 
         frames = _frames(await _collect(_framed(run_id, follower.follow(run_id, 0))))
