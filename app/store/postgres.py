@@ -34,9 +34,9 @@ from app.store.base import (
     LeaseLost,
     RunRecord,
     RunStatus,
-    StoredEvent,
     result_of_terminal,
 )
+from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
 
 EVENTS_CHANNEL = "lats_events"
 CANCEL_CHANNEL = "lats_cancel"
@@ -148,7 +148,7 @@ _CREATE_STARTED = (
 )
 
 
-def _record(row: dict[str, Any]) -> RunRecord:
+def _record(row: Row) -> RunRecord:
     return RunRecord(
         id=row["id"],
         task=row["task"],
@@ -178,8 +178,12 @@ async def _end_logged_runs(conn: AsyncConnection[Any]) -> None:
         await conn.execute(_SETTLE, (result.status, _json(result), run_id, _OPEN))
 
 
-class PostgresRunStore:
+class PostgresRunStore(RunReads):
     """`RunStore` on Postgres through a connection pool."""
+
+    dialect = Dialect(
+        runs="lats_runs", events="lats_events", same="IS NOT DISTINCT FROM", no_limit=None
+    )
 
     def __init__(self, pool: AsyncConnectionPool, *, notify: bool = True) -> None:
         self._pool = pool
@@ -207,6 +211,19 @@ class PostgresRunStore:
 
     async def close(self) -> None:
         await self._pool.close()
+
+    async def _one(self, sql: str, args: tuple[Any, ...]) -> dict[str, Any] | None:
+        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(sql.replace("?", "%s"), args)
+            return await cur.fetchone()
+
+    async def _all(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(sql.replace("?", "%s"), args)
+            return await cur.fetchall()
+
+    def _record(self, row: Row) -> RunRecord:
+        return _record(row)
 
     def _notifying(self, conn: AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
         """A transaction around a write and its NOTIFY; nothing when no NOTIFY is sent."""
@@ -321,13 +338,9 @@ class PostgresRunStore:
             await self._notify(conn, CANCEL_CHANNEL, run_id)
 
     async def count_unclaimed(self) -> int:
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT count(*) FROM lats_runs WHERE status = ANY(%s) AND lease_until < now()",
-                (_OPEN,),
-            )
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
+        return await self._count(
+            f"SELECT count(*) AS n FROM lats_runs WHERE {OPEN_SQL} AND lease_until < now()", ()
+        )
 
     # -- the event log -------------------------------------------------------------------------
     async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
@@ -359,64 +372,6 @@ class PostgresRunStore:
             await self._notify(conn, EVENTS_CHANNEL, f"{args['run']}:{seq}")
         return seq
 
-    # -- reading -----------------------------------------------------------------------------------
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute("SELECT * FROM lats_runs WHERE id = %s", (run_id,))
-            row = await cur.fetchone()
-        return _record(row) if row else None
-
-    async def list_runs(
-        self, *, status: RunStatus | None, limit: int, offset: int, tenant: str | None = None
-    ) -> list[RunRecord]:
-        conditions: list[str] = []
-        args: list[Any] = []
-        if status is not None:
-            conditions.append("status = %s")
-            args.append(status)
-        if tenant is not None:
-            conditions.append("tenant = %s")
-            args.append(tenant)
-        where = "WHERE " + " AND ".join(conditions) if conditions else ""
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(
-                f"SELECT * FROM lats_runs {where}"
-                " ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s",
-                [*args, limit, offset],
-            )
-            rows = await cur.fetchall()
-        return [_record(r) for r in rows]
-
-    async def count_open(self, tenant: str | None) -> int:
-        async with self._pool.connection() as conn, conn.cursor() as cur:
-            await cur.execute(
-                "SELECT COUNT(*) FROM lats_runs WHERE tenant IS NOT DISTINCT FROM %s"
-                " AND status = ANY(%s)",
-                (tenant, _OPEN),
-            )
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
-
-    async def events_after(
-        self, run_id: str, after: int, limit: int | None = None
-    ) -> list[StoredEvent]:
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(
-                "SELECT seq, type, data FROM lats_events WHERE run_id = %s AND seq > %s"
-                " ORDER BY seq LIMIT %s",
-                (run_id, after, limit),
-            )
-            rows = await cur.fetchall()
-        return [StoredEvent(seq=r["seq"], type=r["type"], data=r["data"]) for r in rows]
-
-    async def last_seq(self, run_id: str) -> int:
-        async with self._pool.connection() as conn, conn.cursor() as cur:
-            await cur.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM lats_events WHERE run_id = %s", (run_id,)
-            )
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
-
     async def delete_run(self, run_id: str) -> bool:
         return await self._delete("%(run)s", {"run": run_id}) == 1
 
@@ -432,7 +387,3 @@ class PostgresRunStore:
             cur = await conn.execute(_DELETE.format(pick=pick), {**args, "ended": list(FINISHED)})
             row = await cur.fetchone()
         return int(row[0]) if row else 0
-
-    async def ping(self) -> None:
-        async with self._pool.connection() as conn:
-            await conn.execute("SELECT 1")

@@ -21,9 +21,9 @@ from app.store.base import (
     LeaseLost,
     RunRecord,
     RunStatus,
-    StoredEvent,
     result_of_terminal,
 )
+from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
 from app.store.sqlite_writer import BatchWriter
 
 BUSY_TIMEOUT_MS = 30_000
@@ -63,7 +63,7 @@ _ADDED_COLUMNS = {
     "takeovers": "INTEGER NOT NULL DEFAULT 0",
 }
 _TENANT_INDEX = "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at DESC)"
-_OPEN = "status IN ('queued', 'running', 'interrupted')"  # base.UNFINISHED
+_OPEN = OPEN_SQL
 _ENDED = "status IN ('done', 'failed', 'cancelled')"  # base.FINISHED
 # In a claim by owner ?: 1 when the run is taken from another owner that still held it (its
 # lease ran out), 0 for a free run (queued, or given back) or one's own.
@@ -89,7 +89,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def _record(row: sqlite3.Row) -> RunRecord:
+def _record(row: Row) -> RunRecord:
     return RunRecord(
         id=row["id"],
         task=row["task"],
@@ -105,9 +105,11 @@ def _record(row: sqlite3.Row) -> RunRecord:
     )
 
 
-class SqliteRunStore:
+class SqliteRunStore(RunReads):
     """`RunStore` on SQLite. Writes go through one `BatchWriter` (group commit on its own
     connection); reads through a second connection, which in WAL mode never waits for them."""
+
+    dialect = Dialect(runs="runs", events="events", same="IS", no_limit=-1)
 
     def __init__(self, writer: BatchWriter, reader: aiosqlite.Connection) -> None:
         self._writer = writer
@@ -140,6 +142,9 @@ class SqliteRunStore:
 
     async def _all(self, sql: str, args: tuple[Any, ...]) -> list[aiosqlite.Row]:
         return list(await self._reader.execute_fetchall(sql, args))
+
+    def _record(self, row: Row) -> RunRecord:
+        return _record(row)
 
     # -- runs and leases -------------------------------------------------------------------------
     async def create_run(
@@ -296,50 +301,9 @@ class SqliteRunStore:
         return await self._writer.write(write)
 
     # -- reading -----------------------------------------------------------------------------------
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        row = await self._one("SELECT * FROM runs WHERE id = ?", (run_id,))
-        return _record(row) if row else None
-
-    async def list_runs(
-        self, *, status: RunStatus | None, limit: int, offset: int, tenant: str | None = None
-    ) -> list[RunRecord]:
-        where: list[str] = []
-        args: list[Any] = []
-        if status is not None:
-            where.append("status = ?")
-            args.append(status)
-        if tenant is not None:
-            where.append("tenant = ?")
-            args.append(tenant)
-        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
-        args += [limit, offset]
-        return [_record(r) for r in await self._all(sql, tuple(args))]
-
-    async def count_open(self, tenant: str | None) -> int:
-        row = await self._one(f"SELECT COUNT(*) FROM runs WHERE tenant IS ? AND {_OPEN}", (tenant,))
-        return int(row[0]) if row else 0
-
-    async def events_after(
-        self, run_id: str, after: int, limit: int | None = None
-    ) -> list[StoredEvent]:
-        rows = await self._all(
-            "SELECT seq, type, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (run_id, after, -1 if limit is None else limit),
-        )
-        return [StoredEvent(seq=r["seq"], type=r["type"], data=r["data"]) for r in rows]
-
-    async def last_seq(self, run_id: str) -> int:
-        row = await self._one(
-            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", (run_id,)
-        )
-        return int(row[0]) if row else 0
-
     async def count_unclaimed(self) -> int:
-        row = await self._one(
-            f"SELECT count(*) FROM runs WHERE {_OPEN} AND lease_until < ?", (time.time(),)
-        )
-        return int(row[0]) if row else 0
+        sql = f"SELECT count(*) AS n FROM runs WHERE {_OPEN} AND lease_until < ?"
+        return await self._count(sql, (time.time(),))
 
     async def data_version(self) -> int:
         """Changes whenever another connection (another process) commits to the file. Asked of
@@ -362,9 +326,6 @@ class SqliteRunStore:
             return _delete(conn, [row["id"] for row in rows])
 
         return await self._writer.write(write)
-
-    async def ping(self) -> None:
-        await self._one("SELECT 1", ())
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
