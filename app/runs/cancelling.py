@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from agents.errors import RunNotFound
 from app.runs.execution import RunDriver
 from app.runs.following import Follower
-from app.runs.lease import Lease
 from app.runs.live import LiveRuns
 from app.runs.signals import LocalSignals
-from app.store.base import FINISHED, RunStore
+from app.store.base import FINISHED, Lease, RunStore
 
 logger = logging.getLogger(__name__)
 

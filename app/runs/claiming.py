@@ -14,10 +14,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from app.runs.lease import Lease
 from app.runs.queue import RunQueue
 from app.runs.signals import LocalSignals
-from app.store.base import RunRecord, RunStore
+from app.store.base import Lease, RunRecord, RunStore
 
 logger = logging.getLogger(__name__)
 

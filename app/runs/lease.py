@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from app.runs.live import LiveRuns, Phase
 from app.runs.periodic import Periodic
-from app.store.base import RunStore
+from app.store.base import Lease, RunStore
 
 logger = logging.getLogger(__name__)
 
@@ -28,20 +28,6 @@ logger = logging.getLogger(__name__)
 def worker_id() -> str:
     """A new identity per process: host, pid and a random part (pids are reused)."""
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-
-@dataclass(frozen=True, slots=True)
-class Lease:
-    """Who this process is to the store (`owner`) and how long a lease it takes (`ttl_s`)."""
-
-    owner: str
-    ttl_s: float
-
-    @property
-    def renew_every_s(self) -> float:
-        """How often a holder renews, and a worker sweeps for expired leases: a third of the
-        lease time, so one missed round loses nothing."""
-        return self.ttl_s / 3
 
 
 @dataclass(slots=True, eq=False)

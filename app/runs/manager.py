@@ -31,13 +31,13 @@ from app.runs.cancelling import Canceller
 from app.runs.claiming import Claimer
 from app.runs.execution import RunDriver
 from app.runs.following import Follower
-from app.runs.lease import Lease, LeaseKeeper, worker_id
+from app.runs.lease import LeaseKeeper, worker_id
 from app.runs.live import LiveRun, LiveRuns, Phase
 from app.runs.queue import LocalRunQueue, RunQueue, SharedAdmission
 from app.runs.retention import Retention
 from app.runs.signals import LocalSignals
 from app.settings import Settings
-from app.store.base import RunRecord, RunStore, StoredEvent
+from app.store.base import Lease, RunRecord, RunStore, StoredEvent
 
 logger = logging.getLogger(__name__)
 CANCEL_WAIT_S = 10.0
@@ -132,12 +132,10 @@ class RunManager:
         run begins with it instead of reading it back."""
         if not (self.worker and self.queue.has_room):
             await self.admission.admit()
-            return await self._create(task, params, owner=None, tenant=tenant)
+            return await self._create(task, params, lease=None, tenant=tenant)
         self.queue.admit()
         try:
-            record, started = await self._create(
-                task, params, owner=self.lease.owner, tenant=tenant
-            )
+            record, started = await self._create(task, params, lease=self.lease, tenant=tenant)
         except BaseException:
             self.queue.withdraw()
             raise
@@ -145,8 +143,10 @@ class RunManager:
         return record, started
 
     async def _create(
-        self, task: str, params: RunParams, *, owner: str | None, tenant: str | None
+        self, task: str, params: RunParams, *, lease: Lease | None, tenant: str | None
     ) -> tuple[RunRecord, StoredEvent]:
+        """The run's record and first event, stored held by `lease` or free for any worker."""
+        owner = lease.owner if lease is not None else None
         now = datetime.now(UTC)
         record = RunRecord(
             id=uuid.uuid4().hex,
@@ -161,9 +161,7 @@ class RunManager:
         event = RunStarted(run_id=record.id, task=task, params=record.params)
         started = StoredEvent(seq=1, type="run_started", data=event.model_dump_json())
         began = time.perf_counter()
-        await self.store.create_run(
-            record, started=started.data, owner=owner, ttl_s=self.lease.ttl_s
-        )
+        await self.store.create_run(record, started=started.data, lease=lease)
         observers.written(event, record.id, time.perf_counter() - began)
         if owner is None:
             self.signals.announce_queued()

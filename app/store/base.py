@@ -16,6 +16,7 @@ Implementations: SQLite (embedded default) and Postgres. Both keep the same rule
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -55,6 +56,20 @@ def result_of_terminal(run_id: str, type_: str, data: str) -> RunResult:
         return RunResult.failed(run_id, code, message, metrics=fields.get("metrics"))
     kept = {k: fields[k] for k in RunAnswer.model_fields if k in fields}
     return RunResult(run_id=run_id, status=STATUS_OF_TERMINAL[type_], **kept)
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Who this process is to the store (`owner`) and how long a lease it takes (`ttl_s`)."""
+
+    owner: str
+    ttl_s: float
+
+    @property
+    def renew_every_s(self) -> float:
+        """How often a holder renews, and a worker sweeps for expired leases: a third of the
+        lease time, so one missed round loses nothing."""
+        return self.ttl_s / 3
 
 
 class RunRecord(BaseModel):
@@ -102,15 +117,10 @@ class RunStore(Protocol):
     """Runs, their leases and their event log."""
 
     async def create_run(
-        self,
-        record: RunRecord,
-        *,
-        started: str | None = None,
-        owner: str | None = None,
-        ttl_s: float = 0.0,
+        self, record: RunRecord, *, started: str | None = None, lease: Lease | None = None
     ) -> None:
-        """Store a new run with its first event (`run_started` JSON) as id 1, leased by
-        `owner` for `ttl_s`, or free for any worker."""
+        """Store a new run with its first event (`run_started` JSON) as id 1, held under
+        `lease`, or free for any worker."""
 
     async def claim(self, run_id: str, owner: str, ttl_s: float) -> RunRecord | None:
         """Take the lease of one unfinished run if it is free or expired; the run, or None

@@ -31,6 +31,7 @@ from app.store.base import (
     FINISHED,
     UNFINISHED,
     Held,
+    Lease,
     LeaseLost,
     RunRecord,
     RunStatus,
@@ -235,13 +236,9 @@ class PostgresRunStore(RunReads):
 
     # -- runs and leases -------------------------------------------------------------------------
     async def create_run(
-        self,
-        record: RunRecord,
-        *,
-        started: str | None = None,
-        owner: str | None = None,
-        ttl_s: float = 0.0,
+        self, record: RunRecord, *, started: str | None = None, lease: Lease | None = None
     ) -> None:
+        owner = lease.owner if lease is not None else None
         args = {
             "run": record.id,
             "task": record.task,
@@ -250,7 +247,7 @@ class PostgresRunStore(RunReads):
             "created": record.created_at,
             "updated": record.updated_at,
             "owner": owner,
-            "ttl": ttl_s,
+            "ttl": lease.ttl_s if lease is not None else 0.0,
             "tenant": record.tenant,
             "data": started,
         }

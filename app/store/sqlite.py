@@ -18,6 +18,7 @@ from agents.events import TERMINAL_TYPES
 from agents.result import RunResult
 from app.store.base import (
     Held,
+    Lease,
     LeaseLost,
     RunRecord,
     RunStatus,
@@ -148,14 +149,10 @@ class SqliteRunStore(RunReads):
 
     # -- runs and leases -------------------------------------------------------------------------
     async def create_run(
-        self,
-        record: RunRecord,
-        *,
-        started: str | None = None,
-        owner: str | None = None,
-        ttl_s: float = 0.0,
+        self, record: RunRecord, *, started: str | None = None, lease: Lease | None = None
     ) -> None:
-        until = time.time() + ttl_s if owner else 0.0
+        owner = lease.owner if lease is not None else None
+        until = time.time() + lease.ttl_s if lease is not None else 0.0
         run = (
             record.id,
             record.task,

@@ -17,7 +17,7 @@ from app.runs.live import LiveRuns
 from app.runs.manager import RunManager
 from app.settings import Settings
 from app.store import open_backend
-from app.store.base import RunRecord, RunStore, StoredEvent
+from app.store.base import Lease, RunRecord, RunStore, StoredEvent
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 
@@ -87,7 +87,7 @@ async def test_a_cancel_during_an_event_write_lets_the_write_finish_and_ids_cont
         record = RunRecord(
             id="r1", task="t", params={}, status="queued", created_at=_now(), updated_at=_now()
         )
-        await store.create_run(record, started="{}", owner="me", ttl_s=60)
+        await store.create_run(record, started="{}", lease=Lease("me", 60))
         live = LiveRuns().detached("r1", await store.events_after("r1", 0))
         writer = RunWriter(gated, "me", live, wake=lambda _: None)  # type: ignore[arg-type]
 

@@ -6,6 +6,7 @@ import json
 
 from agents.events import RunDone
 from app.settings import Settings
+from app.store.base import Lease
 from app.store.sqlite import SqliteRunStore
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
@@ -18,8 +19,7 @@ async def test_a_run_whose_end_was_logged_but_not_its_status_is_ended_with_its_a
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
     await store.create_run(
         run_record("r-ended", "running"),
-        owner="gone",
-        ttl_s=ENDED_LEASE_S,  # its process died: the lease has expired
+        lease=Lease("gone", ENDED_LEASE_S),  # its process died: the lease has expired
     )
     done = RunDone(
         run_id="r-ended",
@@ -50,8 +50,7 @@ async def test_start_up_leaves_alone_a_run_another_live_process_holds(
     await store.create_run(
         run_record("r-held", "running"),
         started="{}",
-        owner="alive-elsewhere",
-        ttl_s=600,
+        lease=Lease("alive-elsewhere", 600),
     )
     await store.close()
 
@@ -68,7 +67,7 @@ async def _died_holding(store: SqliteRunStore, run_id: str, deaths: int) -> None
     """A run whose workers each died holding it: created by one, taken over by the rest."""
     record = run_record(run_id, "running")
     started = json.dumps({"type": "run_started"})
-    await store.create_run(record, started=started, owner="w0", ttl_s=ENDED_LEASE_S)
+    await store.create_run(record, started=started, lease=Lease("w0", ENDED_LEASE_S))
     for worker in range(1, deaths):
         assert await store.claim(run_id, f"w{worker}", ENDED_LEASE_S) is not None
 

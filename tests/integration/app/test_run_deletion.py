@@ -13,7 +13,7 @@ from agents.result import RunResult
 from app.runs import retention
 from app.runs.retention import Retention
 from app.settings import Settings
-from app.store.base import RunStore
+from app.store.base import Lease, RunStore
 from app.store.sqlite import SqliteRunStore
 from testkit.gate import Gate
 from tests.support.makers import Opener, ServiceMaker
@@ -24,7 +24,7 @@ GATED = {"task": "t", "max_paths": 1}  # one path: the gate holds its one step
 
 async def _run(store: RunStore, *, finished: bool) -> str:
     record = run_record()
-    await store.create_run(record, started="{}", owner="me", ttl_s=60)
+    await store.create_run(record, started="{}", lease=Lease("me", 60))
     await store.append_event(record.id, "me", "plan", "{}")
     if finished:
         done = RunResult(run_id=record.id, status="done", answer="a")

@@ -4,7 +4,7 @@ unfinished run whose last event is terminal gets the status and result that even
 from __future__ import annotations
 
 from agents.events import RunDone, RunError
-from app.store.base import RunStore
+from app.store.base import Lease, RunStore
 from tests.support.makers import Opener
 from tests.support.runs import ENDED_LEASE_S, run_record
 
@@ -25,10 +25,10 @@ async def _logged_without_status(store: RunStore) -> None:
     """Runs as a store from before `finish` could leave them: the end logged, not the status."""
     for run_id, event in (("r-done", DONE), ("r-failed", FAILED)):
         await store.create_run(
-            run_record(run_id, "running"), started="{}", owner="gone", ttl_s=ENDED_LEASE_S
+            run_record(run_id, "running"), started="{}", lease=Lease("gone", ENDED_LEASE_S)
         )
         await store.append_event(run_id, "gone", event.type, event.model_dump_json())
-    await store.create_run(run_record("r-open", "running"), started="{}", owner="alive", ttl_s=600)
+    await store.create_run(run_record("r-open", "running"), started="{}", lease=Lease("alive", 600))
     await store.append_event("r-open", "alive", "node_added", "{}")
 
 

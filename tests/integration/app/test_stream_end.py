@@ -15,7 +15,7 @@ from app.http.routes.runs import _framed
 from app.runs.following import Follower
 from app.runs.live import LiveRuns
 from app.runs.signals import LocalSignals
-from app.store.base import RunRecord, StoredEvent
+from app.store.base import Lease, RunRecord, StoredEvent
 from app.store.sqlite import SqliteRunStore
 
 
@@ -39,7 +39,7 @@ async def _open_run(store: SqliteRunStore) -> str:
     record = RunRecord(
         id=run_id, task="t", params={}, status="queued", created_at=now, updated_at=now
     )
-    await store.create_run(record, started="{}", owner="elsewhere", ttl_s=60)
+    await store.create_run(record, started="{}", lease=Lease("elsewhere", 60))
     await store.append_event(run_id, "elsewhere", "plan", "{}")
     return run_id
 
