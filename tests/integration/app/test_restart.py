@@ -4,35 +4,19 @@ from __future__ import annotations
 
 import json
 
-from agents.events import RunDone
 from app.settings import Settings
 from app.store.base import Lease
 from app.store.sqlite import SqliteRunStore
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
-from tests.support.runs import ENDED_LEASE_S, run_record
+from tests.support.runs import ENDED_LEASE_S, done_event, log_end_without_status, run_record
 
 
 async def test_a_run_whose_end_was_logged_but_not_its_status_is_ended_with_its_answer_at_start(
     service_for: ServiceMaker, settings: Settings
 ) -> None:
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
-    await store.create_run(
-        run_record("r-ended", "running"),
-        lease=Lease("gone", ENDED_LEASE_S),  # its process died: the lease has expired
-    )
-    done = RunDone(
-        run_id="r-ended",
-        answer="42",
-        partial=False,
-        chosen_id="n1",
-        path=["n1"],
-        sources=[],
-        stop_reason="max_paths",
-        metrics={},
-    )
-    # The end was logged, its status not (what a store written before `finish` could leave).
-    await store.append_event("r-ended", "gone", "done", done.model_dump_json())
+    await log_end_without_status(store, "r-ended", done_event("r-ended"))
     await store.close()
 
     async with service_for(Scenario(plan=["A"])) as svc:

@@ -3,31 +3,19 @@ unfinished run whose last event is terminal gets the status and result that even
 
 from __future__ import annotations
 
-from agents.events import RunDone, RunError
+from agents.events import RunError
 from app.store.base import Lease, RunStore
 from tests.support.makers import Opener
-from tests.support.runs import ENDED_LEASE_S, run_record
+from tests.support.runs import done_event, log_end_without_status, run_record
 
-DONE = RunDone(
-    run_id="r-done",
-    answer="42",
-    partial=False,
-    chosen_id="n1",
-    path=["n1"],
-    sources=[],
-    stop_reason="max_paths",
-    metrics={},
-)
+DONE = done_event("r-done")
 FAILED = RunError(run_id="r-failed", code="model", message="the model failed")
 
 
 async def _logged_without_status(store: RunStore) -> None:
     """Runs as a store from before `finish` could leave them: the end logged, not the status."""
-    for run_id, event in (("r-done", DONE), ("r-failed", FAILED)):
-        await store.create_run(
-            run_record(run_id, "running"), started="{}", lease=Lease("gone", ENDED_LEASE_S)
-        )
-        await store.append_event(run_id, "gone", event.type, event.model_dump_json())
+    await log_end_without_status(store, "r-done", DONE)
+    await log_end_without_status(store, "r-failed", FAILED)
     await store.create_run(run_record("r-open", "running"), started="{}", lease=Lease("alive", 600))
     await store.append_event("r-open", "alive", "node_added", "{}")
 
