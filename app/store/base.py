@@ -9,21 +9,19 @@ Implementations: SQLite (embedded default) and Postgres. Both keep the same rule
 - event ids come from the store (the next id after the stored ones), never from memory, under
   the unique (run, seq) key;
 - the terminal event, the status and the result land in **one transaction** (`finish`); a
-  store written before that was so is brought up to it when opened (`result_of_terminal`);
+  store written before that was so is brought up to it when opened (app/store/upgrade.py);
 - a run belongs to a **tenant** (the name of the API key that started it, never the key).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from agents.events import STATUS_OF_TERMINAL
-from agents.result import RunAnswer, RunResult
+from agents.result import RunResult
 from app.errors import ServiceError
 
 RunStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
@@ -43,19 +41,6 @@ class LeaseLost(ServiceError):
     """The writer no longer owns the run (its lease was taken over, or the run has ended)."""
 
     code = "lease_lost"
-
-
-def result_of_terminal(run_id: str, type_: str, data: str) -> RunResult:
-    """The result a stored terminal event stands for: a `done` event carries the answer,
-    sources, path and metrics; `error` its code and message. For the migration of runs whose
-    end was logged without their status (stores written before `finish` was one
-    transaction)."""
-    fields: dict[str, Any] = json.loads(data)
-    if type_ == "error":
-        code, message = fields.get("code", "internal"), fields.get("message", "")
-        return RunResult.failed(run_id, code, message, metrics=fields.get("metrics"))
-    kept = {k: fields[k] for k in RunAnswer.model_fields if k in fields}
-    return RunResult(run_id=run_id, status=STATUS_OF_TERMINAL[type_], **kept)
 
 
 @dataclass(frozen=True, slots=True)

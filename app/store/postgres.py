@@ -24,26 +24,17 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from agents.events import TERMINAL_TYPES
 from agents.result import RunResult
 from app.store import pg_check
-from app.store.base import (
-    FINISHED,
-    UNFINISHED,
-    Held,
-    Lease,
-    LeaseLost,
-    RunRecord,
-    RunStatus,
-    result_of_terminal,
-)
+from app.store.base import FINISHED, UNFINISHED, Held, Lease, LeaseLost, RunRecord, RunStatus
 from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
+from app.store.upgrade import TERMINAL, result_of_terminal
 
 EVENTS_CHANNEL = "lats_events"
 CANCEL_CHANNEL = "lats_cancel"
 QUEUED_CHANNEL = "lats_queued"
 
-_SCHEMA = """
+_SCHEMA_TEMPLATE = """
 SELECT pg_advisory_xact_lock(hashtext('lats_schema'));
 CREATE TABLE IF NOT EXISTS lats_runs (
     id TEXT PRIMARY KEY,
@@ -54,38 +45,7 @@ CREATE TABLE IF NOT EXISTS lats_runs (
     updated_at TIMESTAMPTZ NOT NULL,
     result JSONB
 );
-DO $$
-BEGIN
-    -- ALTER TABLE locks the table exclusively even when the column exists, and would queue
-    -- behind every open transaction of the processes already running: only when needed.
-    IF NOT EXISTS (
-        SELECT 1 FROM information_schema.columns
-        WHERE table_schema = current_schema() AND table_name = 'lats_runs'
-          AND column_name = 'cancel_requested'
-    ) THEN
-        ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS owner TEXT;
-        ALTER TABLE lats_runs
-            ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ NOT NULL DEFAULT 'epoch';
-        ALTER TABLE lats_runs
-            ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false;
-    END IF;
-    IF NOT EXISTS (
-        SELECT 1 FROM information_schema.columns
-        WHERE table_schema = current_schema() AND table_name = 'lats_runs'
-          AND column_name = 'tenant'
-    ) THEN
-        ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS tenant TEXT;
-    END IF;
-    IF NOT EXISTS (
-        SELECT 1 FROM information_schema.columns
-        WHERE table_schema = current_schema() AND table_name = 'lats_runs'
-          AND column_name = 'takeovers'
-    ) THEN
-        ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS takeovers INTEGER NOT NULL DEFAULT 0;
-    END IF;
-END
-$$;
-CREATE INDEX IF NOT EXISTS lats_runs_tenant ON lats_runs (tenant, created_at DESC);
+{added_columns}CREATE INDEX IF NOT EXISTS lats_runs_tenant ON lats_runs (tenant, created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_created ON lats_runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_status ON lats_runs (status, created_at DESC);
 CREATE TABLE IF NOT EXISTS lats_events (
@@ -96,6 +56,39 @@ CREATE TABLE IF NOT EXISTS lats_events (
     PRIMARY KEY (run_id, seq)
 );
 """
+# Databases made before leases (or tenants, or take-over counts) existed get the columns added in
+# place: a column each, with the ALTER TABLEs it takes, keyed by the column that tells.
+_ADDED_COLUMNS = {
+    "cancel_requested": (
+        "owner TEXT",
+        "lease_until TIMESTAMPTZ NOT NULL DEFAULT 'epoch'",
+        "cancel_requested BOOLEAN NOT NULL DEFAULT false",
+    ),
+    "tenant": ("tenant TEXT",),
+    "takeovers": ("takeovers INTEGER NOT NULL DEFAULT 0",),
+}
+# ALTER TABLE locks the table exclusively even when the column exists, and would queue behind
+# every open transaction of the processes already running: only when the column is missing.
+_ADD_IF_MISSING = """
+    IF NOT EXISTS (
+        SELECT 1 FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = 'lats_runs'
+          AND column_name = '{column}'
+    ) THEN
+{alters}
+    END IF;"""
+
+
+def _add_missing_columns() -> str:
+    """A DO block adding each missing column of `_ADDED_COLUMNS`."""
+    blocks = []
+    for column, adds in _ADDED_COLUMNS.items():
+        alters = [f"        ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS {add};" for add in adds]
+        blocks.append(_ADD_IF_MISSING.format(column=column, alters="\n".join(alters)))
+    return "DO $$\nBEGIN{}\nEND\n$$;\n".format("".join(blocks))
+
+
+_SCHEMA = _SCHEMA_TEMPLATE.format(added_columns=_add_missing_columns())
 _OPEN = list(UNFINISHED)
 _LEASE = "now() + make_interval(secs => %s)"
 # In a claim by owner %s: 1 when the run is taken from another owner that still held it (its
@@ -173,7 +166,7 @@ async def _end_logged_runs(conn: AsyncConnection[Any]) -> None:
     """Give each unfinished run whose terminal event is stored the status and result it
     stands for (a database written before the end was one statement). Idempotent; run in
     the schema's transaction, under its lock."""
-    cur = await conn.execute(_LOGGED_ENDS, (_OPEN, sorted(TERMINAL_TYPES)))
+    cur = await conn.execute(_LOGGED_ENDS, (_OPEN, list(TERMINAL)))
     for run_id, type_, data in await cur.fetchall():
         result = result_of_terminal(run_id, type_, data)
         await conn.execute(_SETTLE, (result.status, _json(result), run_id, _OPEN))

@@ -14,18 +14,11 @@ from typing import Any
 
 import aiosqlite
 
-from agents.events import TERMINAL_TYPES
 from agents.result import RunResult
-from app.store.base import (
-    Held,
-    Lease,
-    LeaseLost,
-    RunRecord,
-    RunStatus,
-    result_of_terminal,
-)
+from app.store.base import Held, Lease, LeaseLost, RunRecord, RunStatus
 from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
 from app.store.sqlite_writer import BatchWriter
+from app.store.upgrade import TERMINAL, result_of_terminal
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -81,7 +74,7 @@ RETURNING seq
 # Unfinished runs whose last event is terminal, with that event.
 _LOGGED_ENDS = f"""
 SELECT runs.id, events.type, events.data FROM runs JOIN events ON events.run_id = runs.id
-WHERE {_OPEN} AND events.type IN ({", ".join(f"'{t}'" for t in sorted(TERMINAL_TYPES))})
+WHERE {_OPEN} AND events.type IN ({", ".join(f"'{t}'" for t in TERMINAL)})
   AND events.seq = (SELECT MAX(seq) FROM events WHERE run_id = runs.id)
 """
 

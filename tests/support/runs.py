@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime
 
 from agents.events import Event, RunDone
+from agents.result import RunResult
 from app.store.base import Lease, RunRecord, RunStatus, RunStore
 
 # A lease that ended a minute ago: no test waits for a real one to run out.
@@ -47,3 +48,15 @@ async def log_end_without_status(store: RunStore, run_id: str, end: Event) -> No
         run_record(run_id, "running"), started="{}", lease=Lease("gone", ENDED_LEASE_S)
     )
     await store.append_event(run_id, "gone", end.type, end.model_dump_json())
+
+
+async def held_run(store: RunStore, owner: str, *, ended: bool = False) -> str:
+    """A run `owner` holds, with two events (`run_started`, `plan`), and ended as done with
+    answer "a" when `ended`; its id."""
+    record = run_record()
+    await store.create_run(record, started="{}", lease=Lease(owner, 60))
+    await store.append_event(record.id, owner, "plan", "{}")
+    if ended:
+        done = RunResult(run_id=record.id, status="done", answer="a")
+        await store.finish(record.id, owner, "done", "{}", done)
+    return record.id

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from agents.result import RunResult
 from app.http.routes.runs import _framed
 from app.runs.following import Follower
 from app.runs.live import LiveRuns
 from app.runs.signals import LocalSignals
-from app.store.base import Lease, StoredEvent
+from app.store.base import StoredEvent
 from app.store.sqlite import SqliteRunStore
-from tests.support.runs import run_record
+from tests.support.runs import held_run
 
 
 class FailingReads(SqliteRunStore):
@@ -32,17 +31,6 @@ class FailingReads(SqliteRunStore):
         if self.reads > 1:
             raise OSError("disk I/O error")
         return await super().events_after(run_id, after, limit)
-
-
-async def _open_run(store: SqliteRunStore, *, ended: bool = False) -> str:
-    """A run held elsewhere with two events (`run_started`, `plan`), and `done` when `ended`."""
-    record = run_record()
-    await store.create_run(record, started="{}", lease=Lease("elsewhere", 60))
-    await store.append_event(record.id, "elsewhere", "plan", "{}")
-    if ended:
-        done = RunResult(run_id=record.id, status="done", answer="a")
-        await store.finish(record.id, "elsewhere", "done", "{}", done)
-    return record.id
 
 
 @pytest.fixture
@@ -76,7 +64,7 @@ async def test_a_store_failing_mid_follow_ends_the_stream_with_one_error_frame(
 ) -> None:
     store = await FailingReads.open(tmp_path / "runs.sqlite")
     try:
-        run_id = await _open_run(store)
+        run_id = await held_run(store, "elsewhere")
 
         frames = _frames(await _collect(_framed(run_id, _follower(store).follow(run_id, 0))))
     finally:
@@ -92,7 +80,7 @@ async def test_a_store_failing_mid_follow_ends_the_stream_with_one_error_frame(
 async def test_a_run_deleted_while_followed_ends_the_stream_with_one_error_frame(
     store: SqliteRunStore,
 ) -> None:
-    run_id = await _open_run(store, ended=True)
+    run_id = await held_run(store, "elsewhere", ended=True)
     stream = _framed(run_id, _follower(store).follow(run_id, 3))
     assert await store.delete_run(run_id)
 
@@ -105,7 +93,7 @@ async def test_a_run_deleted_while_followed_ends_the_stream_with_one_error_frame
 async def test_a_followed_run_that_ends_sends_its_own_terminal_event_only(
     store: SqliteRunStore,
 ) -> None:
-    run_id = await _open_run(store, ended=True)
+    run_id = await held_run(store, "elsewhere", ended=True)
 
     frames = _frames(await _collect(_framed(run_id, _follower(store).follow(run_id, 0))))
 
