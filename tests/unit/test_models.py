@@ -22,8 +22,10 @@ pytestmark = pytest.mark.usefixtures("no_model_environment")
 
 
 @pytest.fixture
-def gemini_key() -> None:
-    """A Gemini API key in the environment (a fake one: nothing is called)."""
+def gemini_key(no_model_environment: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Gemini API key in the environment (a fake one: nothing is called), set after the
+    model variables are cleared."""
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
 
 
 def _inner(factory: SettingsModelFactory, role: str) -> object:
