@@ -94,6 +94,11 @@ _LEASE = "now() + make_interval(secs => %s)"
 # In a claim by owner %s: 1 when the run is taken from another owner that still held it (its
 # lease ran out), 0 for a free run (queued, or given back) or one's own.
 _TAKEN = "(CASE WHEN owner IS NOT NULL AND owner <> %s THEN 1 ELSE 0 END)"
+# A claim by owner %s for %s seconds of the run the WHERE clause that follows picks.
+_CLAIM = (
+    f"UPDATE lats_runs SET owner = %s, lease_until = {_LEASE}, takeovers = takeovers + {_TAKEN}"
+    " WHERE"
+)
 # The next event of run %(run)s, for an INSERT … SELECT whose FROM is the fence.
 _NEXT_EVENT = (
     "INSERT INTO lats_events (run_id, seq, type, data)"
@@ -250,27 +255,20 @@ class PostgresRunStore(RunReads):
                 await self._notify(conn, QUEUED_CHANNEL, record.id)
 
     async def claim(self, run_id: str, owner: str, ttl_s: float) -> RunRecord | None:
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(
-                f"UPDATE lats_runs SET owner = %s, lease_until = {_LEASE},"
-                f" takeovers = takeovers + {_TAKEN}"
-                " WHERE id = %s AND status = ANY(%s) AND (lease_until < now() OR owner = %s)"
-                " RETURNING *",
-                (owner, ttl_s, owner, run_id, _OPEN, owner),
-            )
-            row = await cur.fetchone()
+        row = await self._one(
+            f"{_CLAIM} id = %s AND status = ANY(%s) AND (lease_until < now() OR owner = %s)"
+            " RETURNING *",
+            (owner, ttl_s, owner, run_id, _OPEN, owner),
+        )
         return _record(row) if row else None
 
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(
-                f"UPDATE lats_runs SET owner = %s, lease_until = {_LEASE},"
-                f" takeovers = takeovers + {_TAKEN} WHERE id = ("
-                " SELECT id FROM lats_runs WHERE status = ANY(%s) AND lease_until < now()"
-                " ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING *",
-                (owner, ttl_s, owner, _OPEN),
-            )
-            row = await cur.fetchone()
+        row = await self._one(
+            f"{_CLAIM} id = (SELECT id FROM lats_runs WHERE status = ANY(%s)"
+            " AND lease_until < now() ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
+            " RETURNING *",
+            (owner, ttl_s, owner, _OPEN),
+        )
         return _record(row) if row else None
 
     async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
