@@ -10,7 +10,6 @@ import os
 import signal
 import sys
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
 logger = logging.getLogger(__name__)
@@ -81,12 +80,7 @@ class ServerProcess:
         logger.info("bench server pid=%s at %s", self.pid, self.url)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self._stop()
 
     async def _stop(self) -> None:

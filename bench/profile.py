@@ -21,7 +21,6 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from concurrent.futures import thread as futures_thread
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TypedDict
 
 import aiosqlite.core
@@ -236,12 +235,7 @@ class Profiler:
         await asyncio.sleep(0.5)  # py-spy attaches before the load starts
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         proc = self.proc
         if proc is None or proc.returncode is not None:
             return
