@@ -3,7 +3,6 @@ and the real Postgres. Unfinished runs are never deleted."""
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from datetime import UTC, datetime, timedelta
 
@@ -60,8 +59,7 @@ async def test_delete_answers_409_while_a_run_is_open_then_204_then_404(
     gate = Gate()
     async with service_for(gate) as svc:
         run_id = (await svc.client.post("/runs", json=GATED)).json()["run_id"]
-        async with asyncio.timeout(5):
-            await gate.waiting.wait()
+        await gate.reached()
         refused = await svc.client.delete(f"/runs/{run_id}")
         gate.release.set()
         stream = (await svc.client.get(f"/runs/{run_id}/events")).text  # to its end
