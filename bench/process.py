@@ -33,6 +33,21 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
+async def stop_process(
+    proc: asyncio.subprocess.Process, sig: int, label: str, within_s: float = 30.0
+) -> None:
+    """Send `sig` to a running `proc` and wait for it to exit; killed after `within_s`."""
+    if proc.returncode is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        await asyncio.wait_for(proc.wait(), within_s)
+    except TimeoutError:
+        logger.warning("%s pid=%s ignored signal %s; killing it", label, proc.pid, sig)
+        proc.kill()
+        await proc.wait()
+
+
 class ServerProcess:
     """`async with ServerProcess([...]) as server:` starts the bench server (`python -m
     <module>`), waits until it listens, and stops it (SIGTERM, then SIGKILL) on exit."""
@@ -84,15 +99,8 @@ class ServerProcess:
         await self._stop()
 
     async def _stop(self) -> None:
-        proc = self.proc
-        if proc is not None and proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 30)
-            except TimeoutError:
-                logger.warning("bench server pid=%s ignored SIGTERM; killing it", proc.pid)
-                proc.kill()
-                await proc.wait()
+        if self.proc is not None:
+            await stop_process(self.proc, signal.SIGTERM, "bench server")
         if self._log is not None:
             self._log.close()
             self._log = None

@@ -25,6 +25,8 @@ from typing import Any, TypedDict
 
 import aiosqlite.core
 
+from bench.process import stop_process
+
 logger = logging.getLogger(__name__)
 
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
@@ -236,13 +238,6 @@ class Profiler:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        proc = self.proc
-        if proc is None or proc.returncode is not None:
-            return
-        proc.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
-        try:
-            await asyncio.wait_for(proc.wait(), 30)
-        except TimeoutError:
-            logger.warning("py-spy pid=%s did not stop; killing it", proc.pid)
-            proc.kill()
-            await proc.wait()
+        if self.proc is not None:
+            # py-spy writes its output on SIGINT
+            await stop_process(self.proc, signal.SIGINT, "py-spy")
