@@ -92,9 +92,7 @@ def _invalid(where: str, name: str, message: str) -> RequestValidationError:
     response_model=None,
 )
 async def solve(
-    body: SolveRequest,
-    runs: CallerRuns,
-    accept: Annotated[str | None, Header()] = None,
+    body: SolveRequest, runs: CallerRuns, accept: Annotated[str | None, Header()] = None
 ) -> Response:
     """Starts a run and streams its events as SSE (the run goes on if the client leaves).
     With `Accept: application/json`, waits and returns the finished run instead."""
