@@ -15,6 +15,7 @@ from langchain_core.tools import BaseTool
 from pydantic import ValidationError
 
 from agents.params import RunParams
+from app.errors import ServiceError
 from app.http.schemas import MAX_TASK_CHARS
 from app.http.sse import aframes
 from app.render import TreePrinter, footnotes
@@ -116,7 +117,7 @@ def mcp(args: argparse.Namespace) -> int:
     settings = _settings()
     models, tools = _started(settings)
     app = create_app(settings, models=models, tools=tools)
-    asyncio.run(serve_stdio(app, settings.sse_heartbeat_s))
+    asyncio.run(serve_stdio(app))
     return EXIT_OK
 
 
@@ -286,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as e:
         print(f"lats: {e}", file=sys.stderr)
         return e.code
-    except LatsError as e:
+    except (LatsError, ServiceError) as e:
         print(f"lats: {e}", file=sys.stderr)
         return EXIT_FAILED
     except httpx.HTTPError as e:

@@ -44,7 +44,7 @@ from testkit.multihop_reader import MultihopReader
 from testkit.policy_models import ThroughPolicy
 from tools.local_corpus import NAME as CORPUS_TOOL
 from tools.local_corpus import URL_SCHEME, build_corpus_tool
-from tools.runtime import RateLimiter, ToolRuntime, TtlCache, tool_executor
+from tools.runtime import RateLimiter, ToolRuntime, TtlCache, tool_threads
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ def corpus_runtime(settings: Settings) -> ToolRuntime:
         cache_ttl_s=settings.tool_cache_ttl_s,
         limiter=RateLimiter(0.0, clock=time.monotonic, sleep=asyncio.sleep),
         cache=TtlCache(),
-        executor=tool_executor(settings.tool_max_workers),
+        threads=tool_threads(settings.tool_max_workers),
     )
 
 

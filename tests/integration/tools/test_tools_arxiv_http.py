@@ -8,7 +8,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
-import responses
 
 from tools.registry import ToolOverrides, build_tools
 
@@ -17,12 +16,6 @@ DATA = Path(__file__).parent / "data"
 FEED = (DATA / "arxiv_tot.xml").read_bytes()
 EMPTY_FEED = (DATA / "arxiv_empty.xml").read_bytes()
 ATOM = "application/atom+xml; charset=utf-8"
-
-
-@pytest.fixture
-def http():
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
-        yield mock
 
 
 @pytest.fixture

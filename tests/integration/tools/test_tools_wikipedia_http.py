@@ -106,12 +106,6 @@ def api() -> FakeWikipediaApi:
 
 
 @pytest.fixture
-def http():
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
-        yield mock
-
-
-@pytest.fixture
 def wiki_tool(make_settings, clock):
     def make(**fields: Any):
         fields.setdefault("wikipedia_user_agent", USER_AGENT)
