@@ -63,3 +63,13 @@ def call_tool() -> CallTool:
         return message
 
     return call
+
+
+def without_shown_passages(message: ToolMessage) -> dict[str, Any]:
+    """The message's artifact without its `passages`, once each passage is checked to stand
+    verbatim in the text the model reads."""
+    artifact = dict(message.artifact)
+    passages = artifact.pop("passages")
+    assert passages
+    assert all(p["text"] in message.text for p in passages)
+    return artifact
