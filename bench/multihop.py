@@ -20,6 +20,7 @@ import logging
 import re
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +114,7 @@ class Row(TypedDict):
     groundedness: float | None
     citations: int
     rejected: int
+    rejected_why: dict[str, int]  # the verifier's reasons, counted
     misverified: int  # verified citations whose quote the independent check does not find
     status: str
     stop_reason: str | None
@@ -245,6 +247,7 @@ async def run_one(
         "groundedness": result.groundedness,
         "citations": len(result.citations),
         "rejected": len(result.rejected),
+        "rejected_why": dict(Counter(r["reason"] for r in result.rejected)),
         "misverified": misverified(question, result.citations),
         "status": result.status,
         "stop_reason": result.stop_reason,
