@@ -106,12 +106,26 @@ class Report:
     def verified(self) -> bool:
         return not self.mismatches
 
+    def lines(self) -> list[str]:
+        """The report for its user."""
+        out = [
+            f"{kind}s: {n} copied, {self.skipped.get(kind, 0)} already in the target"
+            for kind, n in self.copied.items()
+        ]
+        if self.verified:
+            rows = ", ".join(f"{table} {n}" for table, n in sorted(self.source_rows.items()))
+            out.append(f"verified, equal on both sides: {rows or 'nothing to copy'}")
+        return out
+
 
 Progress = Callable[[str, int], None]  # (collection, units copied so far)
 
 
 def _quiet(kind: str, copied: int) -> None:
     pass
+
+
+_STORE_ERRORS = (psycopg.Error, sqlite3.Error, OSError)
 
 
 def _problem(e: BaseException) -> str:
@@ -148,7 +162,7 @@ async def open_side(location: Location, settings: Settings, *, source: bool) -> 
                 lite = await SqliteTables.open(location.path / "runs.sqlite", ledger=not source)
                 stack.push_async_callback(lite.close)
                 tables = lite
-        except (psycopg.Error, sqlite3.Error, OSError) as e:
+        except _STORE_ERRORS as e:
             raise MigrationError(f"cannot open the {role} {name}: {_problem(e)}") from e
         yield Side(name=name, identity=location.identity, store=store, saver=saver, tables=tables)
 
@@ -254,6 +268,15 @@ async def migrate(
 ) -> Report:
     """Copy every unit of `source` into `target`, then verify; the report (its `mismatches`
     say what verification found unequal). Raises `MigrationError` when the target is refused."""
+    try:
+        return await _migrate(source, target, merge=merge, batch=batch, progress=progress)
+    except _STORE_ERRORS as e:
+        raise MigrationError(f"the migration stopped ({_problem(e)}); run it again to go on") from e
+
+
+async def _migrate(
+    source: Side, target: Side, *, merge: bool, batch: int, progress: Progress
+) -> Report:
     report = Report()
     surveyed = [
         (coll, await _survey(coll, source, target, merge=merge, batch=batch))

@@ -132,34 +132,39 @@ async def test_runs_go_to_postgres_and_back_with_equal_digests(
 
 
 async def test_an_interrupted_migration_run_again_redoes_only_what_is_missing(
-    source_dir: Path, settings: Settings, postgres_url: str
+    source_dir: Path, settings: Settings, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     class Stop(Exception):
         pass
-
-    def stop_after_30(kind: str, copied: int) -> None:
-        if copied == 30:
-            raise Stop
 
     async with (
         side(source_dir, settings, source=True) as source,
         side(postgres_url, settings, source=False) as pg,
     ):
+        write_run = pg.tables.write_run
+
+        async def stop_at_r011(record: RunRecord, events: list[StoredEvent]) -> None:
+            if record.id == "r011":  # its checkpoints are written, its run not
+                raise Stop
+            await write_run(record, events)
+
+        monkeypatch.setattr(pg.tables, "write_run", stop_at_r011)
         with pytest.raises(Stop):
-            await migrate(source, pg, batch=16, progress=stop_after_30)
-        # One copied run left half-written (its events gone), and the next one's checkpoints
-        # written without its run, as a stop between the two would leave them.
+            await migrate(source, pg, batch=8)
+        monkeypatch.undo()
+        half = [t async for t in pg.saver.alist({"configurable": {"thread_id": "r011"}})]
+        stopped = await pg.tables.counts()
+        # And one copied run changed since (its events gone): the ledger says it is ours.
         await pg.tables.write_run(await _record(source.store, "r000"), [])
-        unit = await Runs().read(source, "r030")
-        assert unit is not None
-        await pg.saver.adelete_thread("r030")
-        resumed = await migrate(source, pg, batch=16)
+        resumed = await migrate(source, pg, batch=8)
         expected = await _digests(source)
         copied = await _digests(pg)
 
+    assert half
+    assert stopped["runs"] == 11  # r000 … r010
     assert resumed.verified, resumed.mismatches
-    assert resumed.skipped == {"run": 29}
-    assert resumed.copied == {"run": RUNS - 29}
+    assert resumed.skipped == {"run": 10}
+    assert resumed.copied == {"run": RUNS - 10}  # r000 again, r011 redone, the rest
     assert copied == expected
 
 
