@@ -164,7 +164,7 @@ async def open_side(location: Location, settings: Settings, *, source: bool) -> 
                 tables = lite
         except _STORE_ERRORS as e:
             raise MigrationError(f"cannot open the {role} {name}: {_problem(e)}") from e
-        yield Side(name=name, identity=location.identity, store=store, saver=saver, tables=tables)
+        yield Side(identity=name, store=store, saver=saver, tables=tables)
 
 
 async def _pages(coll: Collection, side: Side, batch: int) -> AsyncIterator[list[str]]:
@@ -206,7 +206,7 @@ async def _survey(
         )
     if others and not merge:
         raise MigrationError(
-            f"the target {target.name} already holds {len(others)} {coll.kind}s the source"
+            f"the target {target.identity} already holds {len(others)} {coll.kind}s the source"
             f" lacks ({_some(others)}); --merge adds the source's to them"
         )
     return done

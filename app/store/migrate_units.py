@@ -30,8 +30,7 @@ class Side:
     """One end of a migration: a store opened as the service opens it, plus its tables' bulk
     access."""
 
-    name: str  # what the user named (no password)
-    identity: str  # the same store spelled any way gives the same identity
+    identity: str  # the same store however it is spelled, never with a password
     store: RunStore
     saver: BaseCheckpointSaver[str]
     tables: RunTables

@@ -299,3 +299,30 @@ def test_a_copy_that_differs_from_its_source_fails_verification(
     err = capsys.readouterr().err
     assert "179 runs differ: r000, r001, r002, r003, r004 and 174 more" in err  # 21 have 1 event
     assert "table events: 701 rows in the source, 200 in the target" in err
+
+
+async def test_a_target_lost_mid_copy_stops_with_a_message_and_a_second_run_completes(
+    source_dir: Path, settings: Settings, postgres_url: str
+) -> None:
+    import psycopg
+
+    name = postgres_url.rsplit("/", 1)[1]
+
+    def lose_the_target(kind: str, copied: int) -> None:
+        if copied == 20:  # what a database restart does to every connection
+            with psycopg.connect(postgres_url, autocommit=True) as admin:
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = %s AND pid <> pg_backend_pid()",
+                    (name,),
+                )
+
+    async with side(source_dir, settings, source=True) as source:
+        async with side(postgres_url, settings, source=False) as pg:
+            with pytest.raises(MigrationError, match=r"the migration stopped .*run it again"):
+                await migrate(source, pg, progress=lose_the_target)
+        async with side(postgres_url, settings, source=False) as pg:
+            again = await migrate(source, pg)
+
+    assert again.verified, again.mismatches
+    assert again.skipped == {"run": 20}
