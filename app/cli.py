@@ -1,5 +1,5 @@
 """`lats`: serve the API (with or without a worker), run a worker, solve a task (in-process or
-against a server), list and show runs, move the runs from one store to another."""
+against a server), list and show runs."""
 
 from __future__ import annotations
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any, Protocol
@@ -52,7 +51,7 @@ class Collection(Protocol):
     kind: str
     tables: tuple[str, ...]  # the tables its units' `counts` name
 
-    def keys(self, side: Side, after: str, limit: int) -> Awaitable[list[str]]:
+    async def keys(self, side: Side, after: str, limit: int) -> list[str]:
         """Up to `limit` keys greater than `after`, in order."""
         ...
 
@@ -135,8 +134,8 @@ class Runs:
     kind: str = "run"
     tables: tuple[str, ...] = ("runs", "events", "checkpoints", "checkpoint_writes")
 
-    def keys(self, side: Side, after: str, limit: int) -> Awaitable[list[str]]:
-        return side.tables.run_ids(after, limit)
+    async def keys(self, side: Side, after: str, limit: int) -> list[str]:
+        return await side.tables.run_ids(after, limit)
 
     async def read(self, side: Side, key: str) -> Unit | None:
         record = await side.store.get_run(key)
