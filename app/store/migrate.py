@@ -25,17 +25,17 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from app.errors import ServiceError
 from app.settings import Settings
 from app.store import open_backend
 from app.store.migrate_tables import PostgresTables, RunTables, SqliteTables
 from app.store.migrate_units import COLLECTIONS, Collection, Side, sum_counts
-from calls.errors import LatsError
 
 logger = logging.getLogger(__name__)
 SHOWN_KEYS = 5  # ids named in a refusal or a mismatch
 
 
-class MigrationError(LatsError):
+class MigrationError(ServiceError):
     """The migration cannot go on (a store unreachable, a target refused)."""
 
     code = "migration"

@@ -17,7 +17,7 @@ from agents.result import RunResult
 from app.cli import main
 from app.settings import Settings
 from app.store import open_backend
-from app.store.base import RunRecord, RunStatus, RunStore, StoredEvent
+from app.store.base import Lease, RunRecord, RunStatus, RunStore, StoredEvent
 from app.store.migrate import Location, MigrationError, locations, migrate, open_side
 from app.store.migrate_tables import SqliteTables
 from app.store.migrate_units import Runs, Side
@@ -54,18 +54,20 @@ async def _run(store: RunStore, i: int, done: RunResult) -> None:
         update={"tenant": f"k{i % 3}", "task": f"t{i}"}
     )
     started = json.dumps({"type": "run_started", "run_id": run_id})
-    await store.create_run(record, started=started, owner=WORKER, ttl_s=600)
-    await store.mark_running(run_id, WORKER)
+    await store.create_run(record, started=started, lease=Lease(WORKER, 600))
+    await store.mark_running_and_check_cancel(run_id, WORKER)
     for k in range(i % 5):
         await store.append_event(run_id, WORKER, "step", json.dumps({"k": k, "x": 0.1 * k}))
     if i % 7 == 0 and status in ("queued", "running", "interrupted"):
         await store.request_cancel(run_id)
     if status == "done":
         result = done.model_copy(update={"run_id": run_id})
-        await store.finish(run_id, WORKER, "done", json.dumps({"run_id": run_id}), status, result)
+        await store.finish(run_id, WORKER, "done", json.dumps({"run_id": run_id}), result)
     elif status in ("failed", "cancelled"):
-        result = RunResult.failed(run_id, "plan", "no plan", metrics={"llm_calls": i})
-        await store.finish(run_id, WORKER, "error", "{}", status, result)
+        failed = RunResult.failed(run_id, "plan", "no plan", metrics={"llm_calls": i})
+        await store.finish(
+            run_id, WORKER, "error", "{}", failed.model_copy(update={"status": status})
+        )
     elif status in ("queued", "interrupted"):
         await store.release(run_id, WORKER, status)
     # "running": left held by the source's worker, as a killed worker leaves it.
