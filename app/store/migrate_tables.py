@@ -18,9 +18,14 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
 from app.store.base import RunRecord, StoredEvent
-from app.store.sqlite import BUSY_TIMEOUT_MS
+from app.store.postgres import PostgresRunStore
+from app.store.sqlite import BUSY_TIMEOUT_MS, SqliteRunStore
 
 CONNECT_TIMEOUT_S = 10
+_RUN_COLUMNS = (
+    "id, task, params, status, created_at, updated_at, result, owner, lease_until,"
+    " cancel_requested, tenant, takeovers"
+)
 
 
 class RunTables(Protocol):
@@ -51,6 +56,10 @@ def _utc_iso(record: RunRecord, field: str) -> str:
     return str(value.astimezone(UTC).isoformat())
 
 
+_LITE = SqliteRunStore.dialect
+_PG = PostgresRunStore.dialect
+
+
 class SqliteTables:
     """`RunTables` on `runs.sqlite`, through a connection of its own."""
 
@@ -73,7 +82,7 @@ class SqliteTables:
 
     async def run_ids(self, after: str, limit: int) -> list[str]:
         rows = await self._conn.execute_fetchall(
-            "SELECT id FROM runs WHERE id > ? ORDER BY id LIMIT ?", (after, limit)
+            f"SELECT id FROM {_LITE.runs} WHERE id > ? ORDER BY id LIMIT ?", (after, limit)
         )
         return [row[0] for row in rows]
 
@@ -92,16 +101,15 @@ class SqliteTables:
         )
         await self._conn.execute("BEGIN IMMEDIATE")
         try:
-            await self._conn.execute("DELETE FROM events WHERE run_id = ?", (record.id,))
-            await self._conn.execute("DELETE FROM runs WHERE id = ?", (record.id,))
+            await self._conn.execute(f"DELETE FROM {_LITE.events} WHERE run_id = ?", (record.id,))
+            await self._conn.execute(f"DELETE FROM {_LITE.runs} WHERE id = ?", (record.id,))
             await self._conn.execute(
-                "INSERT INTO runs (id, task, params, status, created_at, updated_at, result,"
-                " owner, lease_until, cancel_requested, tenant, takeovers)"
+                f"INSERT INTO {_LITE.runs} ({_RUN_COLUMNS})"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, ?, ?)",
                 row,
             )
             await self._conn.executemany(
-                "INSERT INTO events (run_id, seq, type, data) VALUES (?, ?, ?, ?)",
+                f"INSERT INTO {_LITE.events} (run_id, seq, type, data) VALUES (?, ?, ?, ?)",
                 [(record.id, e.seq, e.type, e.data) for e in events],
             )
             await self._conn.execute("COMMIT")
@@ -111,9 +119,9 @@ class SqliteTables:
 
     async def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for table in ("runs", "events"):
+        for name, table in (("runs", _LITE.runs), ("events", _LITE.events)):
             rows = list(await self._conn.execute_fetchall(f"SELECT count(*) FROM {table}"))
-            out[table] = int(rows[0][0])
+            out[name] = int(rows[0][0])
         return out
 
     async def ledger(self, kind: str, keys: list[str]) -> dict[str, str]:
@@ -150,7 +158,7 @@ class PostgresTables:
 
     async def has_runs(self) -> bool:
         """Whether the database holds a run store (its runs table)."""
-        cur = await self._conn.execute("SELECT to_regclass('lats_runs') IS NOT NULL")
+        cur = await self._conn.execute("SELECT to_regclass(%s) IS NOT NULL", (_PG.runs,))
         row = await cur.fetchone()
         return bool(row and row[0])
 
@@ -166,7 +174,7 @@ class PostgresTables:
     async def run_ids(self, after: str, limit: int) -> list[str]:
         cur = await self._conn.execute(
             # COLLATE "C": the same byte order as SQLite's, whatever the database's collation.
-            'SELECT id FROM lats_runs WHERE id > %s COLLATE "C" ORDER BY id COLLATE "C" LIMIT %s',
+            f'SELECT id FROM {_PG.runs} WHERE id > %s COLLATE "C" ORDER BY id COLLATE "C" LIMIT %s',
             (after, limit),
         )
         return [row[0] for row in await cur.fetchall()]
@@ -174,11 +182,10 @@ class PostgresTables:
     async def write_run(self, record: RunRecord, events: list[StoredEvent]) -> None:
         result = Jsonb(record.result.model_dump(mode="json")) if record.result else None
         async with self._conn.transaction():
-            await self._conn.execute("DELETE FROM lats_events WHERE run_id = %s", (record.id,))
-            await self._conn.execute("DELETE FROM lats_runs WHERE id = %s", (record.id,))
+            await self._conn.execute(f"DELETE FROM {_PG.events} WHERE run_id = %s", (record.id,))
+            await self._conn.execute(f"DELETE FROM {_PG.runs} WHERE id = %s", (record.id,))
             await self._conn.execute(
-                "INSERT INTO lats_runs (id, task, params, status, created_at, updated_at,"
-                " result, owner, lease_until, cancel_requested, tenant, takeovers)"
+                f"INSERT INTO {_PG.runs} ({_RUN_COLUMNS})"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, NULL, 'epoch', %s, %s, %s)",
                 (
                     record.id,
@@ -195,13 +202,13 @@ class PostgresTables:
             )
             async with self._conn.cursor() as cur:
                 await cur.executemany(
-                    "INSERT INTO lats_events (run_id, seq, type, data) VALUES (%s, %s, %s, %s)",
+                    f"INSERT INTO {_PG.events} (run_id, seq, type, data) VALUES (%s, %s, %s, %s)",
                     [(record.id, e.seq, e.type, e.data) for e in events],
                 )
 
     async def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for name, table in (("runs", "lats_runs"), ("events", "lats_events")):
+        for name, table in (("runs", _PG.runs), ("events", _PG.events)):
             cur = await self._conn.execute(f"SELECT count(*) FROM {table}")
             row = await cur.fetchone()
             out[name] = int(row[0]) if row else 0
