@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from agents.grounding.verify import Citation, Rejection
+from agents.grounding.verify import GroundingFields
 from agents.state import NodeStatus, Source, StopReason
 
 
@@ -169,26 +169,13 @@ class VoteCast(_Event):
     seconds: float | None = Field(default=None, description="The vote's wall time.")
 
 
-class RunDone(_Event):
+class RunDone(GroundingFields, _Event):
     type: Literal["done"] = "done"
     answer: str
     partial: bool = Field(description="True when no path completed and the answer is best-effort.")
     chosen_id: str | None
     path: list[str]
     sources: list[Source]
-    citations: list[Citation] = Field(
-        default_factory=list,
-        description="The answer's citations whose quote was found in the evidence they name.",
-    )
-    groundedness: float | None = Field(
-        default=None, description="Share of the answer's sentences with a verified citation."
-    )
-    unsupported: list[str] = Field(
-        default_factory=list, description="Sentences of the answer with no verified citation."
-    )
-    rejected: list[Rejection] = Field(
-        default_factory=list, description="Citations removed: their quote did not hold."
-    )
     stop_reason: StopReason
     metrics: dict[str, Any]
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from agents.events import EndStatus
-from agents.grounding.verify import Citation, Rejection
+from agents.grounding.verify import GroundingFields
 from agents.state import ErrorInfo, NodeRecord, Source, StopReason
 
 
-class RunAnswer(BaseModel):
+class RunAnswer(GroundingFields):
     """What a finished run tells a reader, its tree aside."""
 
     answer: str | None = None
@@ -22,19 +22,6 @@ class RunAnswer(BaseModel):
     chosen_id: str | None = None
     path: list[str] = Field(default_factory=list)
     sources: list[Source] = Field(default_factory=list)
-    citations: list[Citation] = Field(
-        default_factory=list,
-        description="The answer's citations whose quote was found in the evidence they name.",
-    )
-    groundedness: float | None = Field(
-        default=None, description="Share of the answer's sentences with a verified citation."
-    )
-    unsupported: list[str] = Field(
-        default_factory=list, description="Sentences of the answer with no verified citation."
-    )
-    rejected: list[Rejection] = Field(
-        default_factory=list, description="Citations removed: their quote did not hold."
-    )
     stop_reason: StopReason | None = None
     metrics: dict[str, Any] = Field(default_factory=dict)
     error: ErrorInfo | None = None

@@ -14,12 +14,17 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from agents.params import RunParams
 from agents.state import NodeRecord
 from agents.tree import NEUTRAL_VALUE, PRIOR_WEIGHT, by_id, children_of, node_values
 from calls.errors import ConfigError
+
+Tree = Mapping[str, NodeRecord]  # the run's nodes by id
+Runnable = Sequence[NodeRecord]  # nodes a job may start on
+Picks = list[NodeRecord]  # the nodes to start, best first
 
 
 class Strategy(Protocol):
@@ -32,13 +37,7 @@ class Strategy(Protocol):
 
     name: str
 
-    def select(
-        self,
-        nodes: Mapping[str, NodeRecord],
-        runnable: Sequence[NodeRecord],
-        in_flight: set[str],
-        slots: int,
-    ) -> list[NodeRecord]: ...
+    def select(self, nodes: Tree, runnable: Runnable, in_flight: set[str], slots: int) -> Picks: ...
 
 
 def _prior(node: NodeRecord) -> float:
@@ -52,24 +51,17 @@ class DepthFirst:
 
     name = "dfs"
 
-    def select(
-        self,
-        nodes: Mapping[str, NodeRecord],
-        runnable: Sequence[NodeRecord],
-        in_flight: set[str],
-        slots: int,
-    ) -> list[NodeRecord]:
+    def select(self, nodes: Tree, runnable: Runnable, in_flight: set[str], slots: int) -> Picks:
         ranked = sorted(runnable, key=lambda n: (-n["depth"], by_id(n)))
         return ranked[: max(0, slots)]
 
 
+@dataclass(frozen=True, slots=True)
 class Beam:
     """Layer by layer: at each depth only the `width` best-scored nodes run."""
 
+    width: int
     name = "beam"
-
-    def __init__(self, width: int) -> None:
-        self.width = width
 
     def in_beam(self, nodes: Mapping[str, NodeRecord]) -> set[str]:
         """Ids of the nodes inside the beam at their depth (pruned nodes never count)."""
@@ -83,13 +75,7 @@ class Beam:
             kept.update(n["id"] for n in ranked[: self.width])
         return kept
 
-    def select(
-        self,
-        nodes: Mapping[str, NodeRecord],
-        runnable: Sequence[NodeRecord],
-        in_flight: set[str],
-        slots: int,
-    ) -> list[NodeRecord]:
+    def select(self, nodes: Tree, runnable: Runnable, in_flight: set[str], slots: int) -> Picks:
         if slots <= 0:
             return []
         beam = self.in_beam(nodes)
@@ -123,6 +109,7 @@ def prior_shares(children: Sequence[NodeRecord]) -> dict[str, float]:
     return {key: value / total for key, value in raw.items()}
 
 
+@dataclass(frozen=True, slots=True)
 class Mcts:
     """LATS-style selection with priors: from the root, follow the child with the best PUCT
     among those whose subtree still has a runnable node, down to a runnable node.
@@ -137,19 +124,11 @@ class Mcts:
     observations a value stands for), so the next descent prefers others.
     """
 
+    exploration: float
+    prior_weight: float = PRIOR_WEIGHT
     name = "mcts"
 
-    def __init__(self, exploration: float, prior_weight: float = PRIOR_WEIGHT) -> None:
-        self.exploration = exploration
-        self.prior_weight = prior_weight
-
-    def select(
-        self,
-        nodes: Mapping[str, NodeRecord],
-        runnable: Sequence[NodeRecord],
-        in_flight: set[str],
-        slots: int,
-    ) -> list[NodeRecord]:
+    def select(self, nodes: Tree, runnable: Runnable, in_flight: set[str], slots: int) -> Picks:
         open_ids = {n["id"] for n in runnable}
         open_below: Counter[str] = Counter()  # open nodes in each node's subtree
         virtual: Counter[str] = Counter()

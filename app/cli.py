@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from agents.params import RunParams
+from app.errors import ServiceError
 from app.http.schemas import MAX_TASK_CHARS
 from app.http.sse import aframes
 from app.logs import configure as configure_logging
@@ -122,7 +123,7 @@ def mcp(args: argparse.Namespace) -> int:
     settings = _settings()
     models, tools = _started(settings)
     app = create_app(settings, models=models, tools=tools)
-    asyncio.run(serve_stdio(app, settings.sse_heartbeat_s))
+    asyncio.run(serve_stdio(app))
     return EXIT_OK
 
 
@@ -243,6 +244,46 @@ async def show_async(args: argparse.Namespace) -> int:
     return EXIT_OK if run["status"] != "failed" else EXIT_FAILED
 
 
+def migrate(args: argparse.Namespace) -> int:
+    return asyncio.run(migrate_async(args))
+
+
+async def migrate_async(args: argparse.Namespace) -> int:
+    """`lats migrate`: copy every run, event and checkpoint to another store, then verify."""
+    try:
+        from app.store import migrate as moving
+    except ImportError as e:
+        raise CliError("lats migrate needs the postgres extra (psycopg)", EXIT_FAILED) from e
+    try:
+        source_at, target_at = moving.locations(args.source, args.target)
+    except moving.LocationError as e:
+        raise CliError(str(e)) from e
+    settings = _settings()
+
+    def progress(kind: str, copied: int) -> None:
+        if copied % args.batch == 0:
+            print(f"copied {copied} {kind}s", file=sys.stderr)
+
+    async with (
+        moving.open_side(source_at, settings, source=True) as source,
+        moving.open_side(target_at, settings, source=False) as target,
+    ):
+        report = await moving.migrate(
+            source, target, merge=args.merge, batch=args.batch, progress=progress
+        )
+    print("\n".join(report.lines()))
+    for problem in report.mismatches:
+        print(f"lats: verification: {problem}", file=sys.stderr)
+    return EXIT_OK if report.verified else EXIT_FAILED
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 # -- entry --------------------------------------------------------------------------------------
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="lats", description=__doc__)
@@ -299,6 +340,20 @@ def parser() -> argparse.ArgumentParser:
     remote(p, required=True)
     p.set_defaults(func=show)
 
+    p = sub.add_parser(
+        "migrate", help="copy every run, event and checkpoint to another store, and verify"
+    )
+    where = "a postgresql:// URL or the data directory of a SQLite store"
+    p.add_argument("--from", dest="source", required=True, help=where)
+    p.add_argument("--to", dest="target", required=True, help=where)
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="add to a target that holds other runs (a run on both sides must be equal)",
+    )
+    p.add_argument("--batch", type=_positive, default=100, help="runs read per page")
+    p.set_defaults(func=migrate)
+
     for command in sub.choices.values():
         command.add_argument(
             "-v",
@@ -320,7 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as e:
         print(f"lats: {e}", file=sys.stderr)
         return e.code
-    except LatsError as e:
+    except (LatsError, ServiceError) as e:
         print(f"lats: {e}", file=sys.stderr)
         return EXIT_FAILED
     except httpx.HTTPError as e:

@@ -56,7 +56,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(runs.router)
     app.include_router(chat.router)  # OpenAI-compatible: /v1/chat/completions, /v1/models
-    app.state.mcp_sessions = mcp_server.mount(app, settings.sse_heartbeat_s)  # MCP at /mcp
+    app.state.mcp_sessions = mcp_server.mount(app)  # MCP at /mcp
     _add_middleware(app, settings, allowed_hosts(settings.allowed_hosts, keys.enabled, host))
     telemetry.install()  # OpenTelemetry traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set
     openapi.install(app)

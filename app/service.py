@@ -82,11 +82,7 @@ async def run_service(
     `queue` replaces the in-process run queue built from the settings."""
     async with open_backend(settings) as (store, checkpointer), shared_cache(settings) as cache:
         engine = Engine(
-            settings=settings,
-            models=models,
-            tools=tools,
-            checkpointer=checkpointer,
-            cache=cache,
+            settings=settings, models=models, tools=tools, checkpointer=checkpointer, cache=cache
         )
         signals = make_signals(settings, store)
         manager = RunManager(

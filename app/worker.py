@@ -30,6 +30,6 @@ async def run_worker(settings: Settings) -> None:
         # What start-up built lives as long as the process: kept out of every collection,
         # including the ones at exit, which would otherwise scan it for seconds.
         gc.freeze()
-        logger.info("worker owner=%s ready", manager.owner)
+        logger.info("worker owner=%s ready", manager.lease.owner)
         await stop.wait()
-        logger.info("worker owner=%s stopping", manager.owner)
+        logger.info("worker owner=%s stopping", manager.lease.owner)

@@ -196,7 +196,51 @@ def _summary(search: Any, load: Any, memory: Any, quality: Any = None) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _redraw(
+    docs: Path, results: Path, info: dict[str, Any], run_info: dict[str, Any]
+) -> tuple[Any, Any, Any, Any]:
+    """Plots and docs/benchmarks.md from every result in `results`; the results the terminal
+    summary reads."""
+    search = _load_json(results / "search.json")
+    load = _load_json(results / "load.json")
+    memory = _load_json(results / "memory.json")
+    quality = _load_json(results / "quality.json")
+    workers = _load_json(results / "workers.json")
+    quota_data = _load_json(results / "quota.json")
+    cpu = _load_json(results / "cpu.json")
+    storm = _load_json(results / "storm.json")
+    multihop_results = _load_json(results / "multihop.json")
+    if search:
+        plots.critical_path(search, results / "critical_path.png")
+        plots.sequential(search, results / "sequential.png")
+        plots.calls(search, results / "calls.png")
+    if load:
+        plots.load(load, results / "load.png")
+    if memory:
+        plots.memory(memory, results / "memory.png")
+    if quality:
+        plots.quality(quality, results / "quality.png")
+        plots.quality_curve(quality, results / "quality_curve.png")
+    report.write(
+        docs,
+        results,
+        info,
+        search,
+        load,
+        memory,
+        run_info.get("all_seconds"),
+        quality,
+        workers,
+        quota=quota_data,
+        cpu=cpu,
+        storm=storm,
+        multihop=multihop_results,
+    )
+    return search, load, memory, quality
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line of `python -m bench`."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
         "--only",
@@ -244,6 +288,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     multihop.add_argument(
         "--budget", type=int, default=MultihopConfig.max_llm_calls, help="model calls per run"
     )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     chosen = args.only or ",".join(SMOKE_DEFAULT if args.smoke else BENCHMARKS)
     only = [] if args.report else [x.strip() for x in chosen.split(",") if x.strip()]
@@ -290,41 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_info["all_seconds"] = seconds
     _save(results / "run.json", run_info)
 
-    search = _load_json(results / "search.json")
-    load = _load_json(results / "load.json")
-    memory = _load_json(results / "memory.json")
-    quality = _load_json(results / "quality.json")
-    workers = _load_json(results / "workers.json")
-    quota_data = _load_json(results / "quota.json")
-    cpu = _load_json(results / "cpu.json")
-    storm = _load_json(results / "storm.json")
-    multihop_results = _load_json(results / "multihop.json")
-    if search:
-        plots.critical_path(search, results / "critical_path.png")
-        plots.sequential(search, results / "sequential.png")
-        plots.calls(search, results / "calls.png")
-    if load:
-        plots.load(load, results / "load.png")
-    if memory:
-        plots.memory(memory, results / "memory.png")
-    if quality:
-        plots.quality(quality, results / "quality.png")
-        plots.quality_curve(quality, results / "quality_curve.png")
-    report.write(
-        args.docs,
-        results,
-        info,
-        search,
-        load,
-        memory,
-        run_info.get("all_seconds"),
-        quality,
-        workers,
-        quota=quota_data,
-        cpu=cpu,
-        storm=storm,
-        multihop=multihop_results,
-    )
+    search, load, memory, quality = _redraw(args.docs, results, info, run_info)
     quota = fresh.get("quota")
     extra = "".join(f"\n{line}" for line in quota_summary(quota)) if quota else ""
     shared = fresh.get("workers")

@@ -4,6 +4,7 @@ at its default settings (`testkit.policy_models.ThroughPolicy`)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
@@ -21,7 +22,7 @@ from agents.result import RunResult
 from app.settings import Settings
 from bench.critical import CriticalPath, critical_path
 from bench.models import CountingModels, Delayed
-from bench.scenarios import TASK, ScenarioName, scenario
+from bench.scenarios import SCENARIOS, TASK, ScenarioName, scenario
 from testkit.policy_models import ThroughPolicy
 
 
@@ -97,6 +98,16 @@ class Bench:
             timing=critical_path(log),
             model_calls=self.models.calls - before,
         )
+
+
+def add_server_arguments(parser: argparse.ArgumentParser, *, max_active_runs: int) -> None:
+    """The options `server_args` writes (and the slots a served process runs with)."""
+    parser.add_argument("--scenario", choices=SCENARIOS, default="small")
+    parser.add_argument("--latency-seed", type=int, default=7)
+    parser.add_argument("--latency-low-ms", type=float, default=100.0)
+    parser.add_argument("--latency-high-ms", type=float, default=400.0)
+    parser.add_argument("--max-active-runs", type=int, default=max_active_runs)
+    parser.add_argument("--max-queued-runs", type=int, default=1000)
 
 
 def server_args(scenario: str, latency: Latency) -> list[str]:

@@ -20,6 +20,7 @@ import logging
 import re
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +45,7 @@ from testkit.multihop_reader import MultihopReader
 from testkit.policy_models import ThroughPolicy
 from tools.local_corpus import NAME as CORPUS_TOOL
 from tools.local_corpus import URL_SCHEME, build_corpus_tool
-from tools.runtime import RateLimiter, ToolRuntime, TtlCache, tool_executor
+from tools.runtime import RateLimiter, ToolRuntime, TtlCache, tool_threads
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +114,7 @@ class Row(TypedDict):
     groundedness: float | None
     citations: int
     rejected: int
+    rejected_why: dict[str, int]  # the verifier's reasons, counted
     misverified: int  # verified citations whose quote the independent check does not find
     status: str
     stop_reason: str | None
@@ -195,7 +197,7 @@ def corpus_runtime(settings: Settings) -> ToolRuntime:
         cache_ttl_s=settings.tool_cache_ttl_s,
         limiter=RateLimiter(0.0, clock=time.monotonic, sleep=asyncio.sleep),
         cache=TtlCache(),
-        executor=tool_executor(settings.tool_max_workers),
+        threads=tool_threads(settings.tool_max_workers),
     )
 
 
@@ -245,6 +247,7 @@ async def run_one(
         "groundedness": result.groundedness,
         "citations": len(result.citations),
         "rejected": len(result.rejected),
+        "rejected_why": dict(Counter(r["reason"] for r in result.rejected)),
         "misverified": misverified(question, result.citations),
         "status": result.status,
         "stop_reason": result.stop_reason,

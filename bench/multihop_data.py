@@ -187,12 +187,7 @@ def _supporting_facts(record: dict[str, Any]) -> tuple[tuple[str, int], ...]:
     facts: list[tuple[str, int]] = []
     for index, fact in enumerate(_list(record["supporting_facts"], "supporting_facts")):
         name = f"supporting_facts[{index}]"
-        pair = _list(fact, name)
-        if len(pair) != 2:
-            raise _FieldError(name, f"expected [title, sent_id], got {len(pair)} items")
-        title, sent_id = pair
-        if not isinstance(title, str):
-            raise _FieldError(f"{name}[0]", f"expected a title string, got {_kind(title)}")
+        title, sent_id = _titled(fact, name, "[title, sent_id]")
         # bool is an int in Python, but `true` is no sentence index.
         if not isinstance(sent_id, int) or isinstance(sent_id, bool) or sent_id < 0:
             raise _FieldError(f"{name}[1]", f"expected a sentence index >= 0, got {sent_id!r}")
@@ -207,12 +202,7 @@ def _context(record: dict[str, Any]) -> tuple[Paragraph, ...]:
     titles: dict[str, int] = {}
     for index, item in enumerate(_list(record["context"], "context")):
         name = f"context[{index}]"
-        pair = _list(item, name)
-        if len(pair) != 2:
-            raise _FieldError(name, f"expected [title, [sentence, ...]], got {len(pair)} items")
-        title, sentences = pair
-        if not isinstance(title, str):
-            raise _FieldError(f"{name}[0]", f"expected a title string, got {_kind(title)}")
+        title, sentences = _titled(item, name, "[title, [sentence, ...]]")
         if title in titles:
             # Supporting facts name paragraphs by title: a repeated one would be ambiguous.
             problem = f"repeats the title {title!r} of context[{titles[title]}]"
@@ -224,6 +214,17 @@ def _context(record: dict[str, Any]) -> tuple[Paragraph, ...]:
                 raise _FieldError(f"{name}[1][{position}]", problem)
         paragraphs.append(Paragraph(title=title, sentences=tuple(sentences)))
     return tuple(paragraphs)
+
+
+def _titled(value: object, name: str, shape: str) -> tuple[str, Any]:
+    """A `[title, something]` pair of the file, its title checked to be a string."""
+    pair = _list(value, name)
+    if len(pair) != 2:
+        raise _FieldError(name, f"expected {shape}, got {len(pair)} items")
+    title, rest = pair
+    if not isinstance(title, str):
+        raise _FieldError(f"{name}[0]", f"expected a title string, got {_kind(title)}")
+    return title, rest
 
 
 def _kind(value: object) -> str:

@@ -16,6 +16,13 @@ from matplotlib.axes import Axes
 from bench.stats import Spread
 
 
+def _save(fig: Any, out: Path) -> None:
+    """Lay the figure out, write it to `out` and free it."""
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def _errors(spreads: Sequence[Spread]) -> list[list[float]]:
     """Asymmetric error bars (median - min, max - median) for matplotlib."""
     return [
@@ -60,9 +67,7 @@ def critical_path(search: dict[str, Any], out: Path) -> None:
     left.set_title("Orchestration overhead over the critical path")
     right.set_ylabel("seconds")
     right.set_title("Wall time of a 6-path search")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _save(fig, out)
 
 
 def sequential(search: dict[str, Any], out: Path) -> None:
@@ -83,9 +88,7 @@ def sequential(search: dict[str, Any], out: Path) -> None:
     ax.set_ylabel("wall seconds per completed path")
     ax.set_title(f"Speed-up per path: {seq['speedup_per_path']['median']:.2f}x")
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _save(fig, out)
 
 
 def calls(search: dict[str, Any], out: Path) -> None:
@@ -107,9 +110,7 @@ def calls(search: dict[str, Any], out: Path) -> None:
     ax.set_title("Model calls per completed path (defaults)")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _save(fig, out)
 
 
 def load(result: dict[str, Any], out: Path) -> None:
@@ -142,9 +143,7 @@ def load(result: dict[str, Any], out: Path) -> None:
         ax.set_xlabel("concurrent /solve clients")
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _save(fig, out)
 
 
 def memory(result: dict[str, Any], out: Path) -> None:
@@ -166,9 +165,7 @@ def memory(result: dict[str, Any], out: Path) -> None:
     ax.set_title("Server RSS over sequential runs")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _save(fig, out)
 
 
 def quality(result: dict[str, Any], out: Path) -> None:
@@ -188,9 +185,7 @@ def quality(result: dict[str, Any], out: Path) -> None:
     ax.set_title("Search quality per structure, equal budgets")
     ax.legend(fontsize=8, ncols=len(strategies))
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _save(fig, out)
 
 
 def quality_curve(result: dict[str, Any], out: Path) -> None:
@@ -215,6 +210,4 @@ def quality_curve(result: dict[str, Any], out: Path) -> None:
         ax.grid(alpha=0.3)
     left.set_title("Success against the budget")
     right.set_title("Success against the calls spent")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _save(fig, out)

@@ -10,7 +10,6 @@ import os
 import signal
 import sys
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
 logger = logging.getLogger(__name__)
@@ -32,6 +31,21 @@ def proc_cpu_s(pid: int) -> float:
     stat = Path(f"/proc/{pid}/stat").read_text()
     fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
     return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+async def stop_process(
+    proc: asyncio.subprocess.Process, sig: int, label: str, within_s: float = 30.0
+) -> None:
+    """Send `sig` to a running `proc` and wait for it to exit; killed after `within_s`."""
+    if proc.returncode is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        await asyncio.wait_for(proc.wait(), within_s)
+    except TimeoutError:
+        logger.warning("%s pid=%s ignored signal %s; killing it", label, proc.pid, sig)
+        proc.kill()
+        await proc.wait()
 
 
 class ServerProcess:
@@ -81,24 +95,12 @@ class ServerProcess:
         logger.info("bench server pid=%s at %s", self.pid, self.url)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self._stop()
 
     async def _stop(self) -> None:
-        proc = self.proc
-        if proc is not None and proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 30)
-            except TimeoutError:
-                logger.warning("bench server pid=%s ignored SIGTERM; killing it", proc.pid)
-                proc.kill()
-                await proc.wait()
+        if self.proc is not None:
+            await stop_process(self.proc, signal.SIGTERM, "bench server")
         if self._log is not None:
             self._log.close()
             self._log = None

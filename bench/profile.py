@@ -21,10 +21,11 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from concurrent.futures import thread as futures_thread
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TypedDict
 
 import aiosqlite.core
+
+from bench.process import stop_process
 
 logger = logging.getLogger(__name__)
 
@@ -236,19 +237,7 @@ class Profiler:
         await asyncio.sleep(0.5)  # py-spy attaches before the load starts
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        proc = self.proc
-        if proc is None or proc.returncode is not None:
-            return
-        proc.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
-        try:
-            await asyncio.wait_for(proc.wait(), 30)
-        except TimeoutError:
-            logger.warning("py-spy pid=%s did not stop; killing it", proc.pid)
-            proc.kill()
-            await proc.wait()
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self.proc is not None:
+            # py-spy writes its output on SIGINT
+            await stop_process(self.proc, signal.SIGINT, "py-spy")

@@ -20,6 +20,12 @@ from bench import search as search_bench
 from bench.stats import Spread, fmt
 
 
+def _concurrency_head(concs: list[int]) -> list[str]:
+    """The head of a table with a row per strategy and a column per concurrency."""
+    columns = " | ".join(f"concurrency {c}" for c in concs)
+    return [f"| strategy | {columns} |", "| --- | " + " | ".join("---" for _ in concs) + " |"]
+
+
 def _rel(target: Path, doc: Path) -> str:
     return os.path.relpath(target, doc.parent)
 
@@ -144,8 +150,7 @@ def _critical(search: dict[str, Any], doc: Path, results: Path) -> list[str]:
         "",
         "wall ÷ bound, median (min-max):",
         "",
-        "| strategy | " + " | ".join(f"concurrency {c}" for c in concs) + " |",
-        "| --- | " + " | ".join("---" for _ in concs) + " |",
+        *_concurrency_head(concs),
     ]
     for strategy in cfg["strategies"]:
         cells = {c["concurrency"]: c for c in cp["cells"] if c["strategy"] == strategy}
@@ -154,8 +159,7 @@ def _critical(search: dict[str, Any], doc: Path, results: Path) -> list[str]:
         "",
         "wall seconds, median (min-max), with the bound beside it:",
         "",
-        "| strategy | " + " | ".join(f"concurrency {c}" for c in concs) + " |",
-        "| --- | " + " | ".join("---" for _ in concs) + " |",
+        *_concurrency_head(concs),
     ]
     for strategy in cfg["strategies"]:
         cells = {c["concurrency"]: c for c in cp["cells"] if c["strategy"] == strategy}

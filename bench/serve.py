@@ -24,9 +24,8 @@ from pathlib import Path
 import uvicorn
 
 from app.main import create_app
-from bench.engine_runs import bench_settings
+from bench.engine_runs import add_server_arguments, bench_settings
 from bench.models import served_models
-from bench.scenarios import SCENARIOS
 
 logger = logging.getLogger(__name__)
 
@@ -35,12 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.serve", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0: any free port (reported)")
-    parser.add_argument("--scenario", choices=SCENARIOS, default="small")
-    parser.add_argument("--latency-seed", type=int, default=7)
-    parser.add_argument("--latency-low-ms", type=float, default=100.0)
-    parser.add_argument("--latency-high-ms", type=float, default=400.0)
-    parser.add_argument("--max-active-runs", type=int, default=256)
-    parser.add_argument("--max-queued-runs", type=int, default=1000)
+    add_server_arguments(parser, max_active_runs=256)
     parser.add_argument(
         "--data-dir",
         type=Path,

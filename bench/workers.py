@@ -42,10 +42,10 @@ from typing import Any, TypedDict
 import httpx
 
 from bench import cpu_share
-from bench.engine_runs import Latency, bench_settings
+from bench.engine_runs import Latency, add_server_arguments, bench_settings, server_args
 from bench.load import ClientResult, solve
 from bench.process import ServerProcess, proc_cpu_s
-from bench.scenarios import SCENARIOS, TASK, ScenarioName, params_for
+from bench.scenarios import TASK, ScenarioName, params_for
 from bench.stats import percentile
 
 logger = logging.getLogger(__name__)
@@ -102,14 +102,7 @@ def _child_args(role: str, config: WorkersConfig, database_url: str) -> list[str
         database_url,
         "--redis-url",
         REDIS_URL,
-        "--scenario",
-        config.scenario,
-        "--latency-seed",
-        str(latency.seed),
-        "--latency-low-ms",
-        str(latency.low_s * 1000),
-        "--latency-high-ms",
-        str(latency.high_s * 1000),
+        *server_args(config.scenario, latency),
         "--max-active-runs",
         str(config.max_active_runs),
         "--max-queued-runs",
@@ -414,12 +407,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--child", choices=("api", "worker"), required=True)
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--redis-url", required=True)
-    parser.add_argument("--scenario", choices=SCENARIOS, default="small")
-    parser.add_argument("--latency-seed", type=int, default=7)
-    parser.add_argument("--latency-low-ms", type=float, default=100.0)
-    parser.add_argument("--latency-high-ms", type=float, default=400.0)
-    parser.add_argument("--max-active-runs", type=int, default=32)
-    parser.add_argument("--max-queued-runs", type=int, default=1000)
+    add_server_arguments(parser, max_active_runs=32)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     asyncio.run(_child(args))

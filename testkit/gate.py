@@ -31,3 +31,8 @@ class Gate:
                 self.cancelled += 1
                 raise
         return self.scenario.reply(call)
+
+    async def reached(self, within_s: float = 5.0) -> None:
+        """Wait until a call is held at the gate; `TimeoutError` after `within_s`."""
+        async with asyncio.timeout(within_s):
+            await self.waiting.wait()

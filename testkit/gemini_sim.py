@@ -369,12 +369,7 @@ def _handler_for(sim: GeminiSimulator) -> type[BaseHTTPRequestHandler]:
         # plumbing -----------------------------------------------------------------------------
 
         def _send_json(self, status: int, payload: Any) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=UTF-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self._send_raw(status, json.dumps(payload))
 
         def _send_raw(self, status: int, text: str) -> None:
             data = text.encode()

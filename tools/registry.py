@@ -26,7 +26,7 @@ from tools.runtime import (
     ToolLimiters,
     ToolRuntime,
     TtlCache,
-    tool_executor,
+    tool_threads,
 )
 from tools.settings import ToolSettings
 
@@ -134,7 +134,7 @@ class _Parts:
             scope=scope,
             # arXiv's boolean operators are upper case: "AND" and "and" are different queries.
             casefold_keys=name != arxiv_search.NAME,
-            executor=tool_executor(settings.tool_max_workers),
+            threads=tool_threads(settings.tool_max_workers),
         )
 
     def session(self) -> requests.Session:

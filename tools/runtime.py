@@ -104,19 +104,19 @@ def _rate(min_interval_s: float) -> float:
     return 1.0 / min_interval_s if min_interval_s > 0 else math.inf
 
 
-_executors: dict[int, ThreadPoolExecutor] = {}
-_executors_lock = threading.Lock()
+_pools: dict[int, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
 
 
-def tool_executor(max_workers: int = 8) -> ThreadPoolExecutor:
+def tool_threads(max_workers: int = 8) -> ThreadPoolExecutor:
     """The process's thread pool for blocking tool calls (one per size): tools never queue
     behind other work in asyncio's default pool, and at most `max_workers` run at once."""
-    with _executors_lock:
-        executor = _executors.get(max_workers)
-        if executor is None:
-            executor = ThreadPoolExecutor(max_workers, thread_name_prefix="tool")
-            _executors[max_workers] = executor
-        return executor
+    with _pools_lock:
+        pool = _pools.get(max_workers)
+        if pool is None:
+            pool = ThreadPoolExecutor(max_workers, thread_name_prefix="tool")
+            _pools[max_workers] = pool
+        return pool
 
 
 class LimiterRegistry:
@@ -162,7 +162,7 @@ class ToolRuntime:
     scope: str = ""
     """Settings that change the answer (region, language, ...): part of the cache key."""
     casefold_keys: bool = True
-    executor: ThreadPoolExecutor = field(default_factory=tool_executor)
+    threads: ThreadPoolExecutor = field(default_factory=tool_threads)
 
     async def run(
         self, query: str, fetch: Callable[[str], ToolResult], classify: Classifier
@@ -275,7 +275,7 @@ class ToolRuntime:
             return context.run(fetch, query)
 
         queued_at = time.monotonic()
-        future = asyncio.wrap_future(self.executor.submit(work))
+        future = asyncio.wrap_future(self.threads.submit(work))
         try:
             await started.wait()
             deadline[0] += time.monotonic() - queued_at

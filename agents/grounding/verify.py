@@ -128,6 +128,25 @@ class Grounding(TypedDict):
     groundedness: float
 
 
+class GroundingFields(BaseModel):
+    """What a reader of a finished run is told of its answer's grounding (the `done` event and
+    the run's result carry the same fields)."""
+
+    citations: list[Citation] = Field(
+        default_factory=list,
+        description="The answer's citations whose quote was found in the evidence they name.",
+    )
+    groundedness: float | None = Field(
+        default=None, description="Share of the answer's sentences with a verified citation."
+    )
+    unsupported: list[str] = Field(
+        default_factory=list, description="Sentences of the answer with no verified citation."
+    )
+    rejected: list[Rejection] = Field(
+        default_factory=list, description="Citations removed: their quote did not hold."
+    )
+
+
 def grounding_of(verified: VerifiedAnswer) -> Grounding:
     return Grounding(
         citations=verified["citations"],

@@ -15,8 +15,8 @@ from collections.abc import AsyncIterator, Callable
 from prometheus_client import Counter
 
 from app.access.tenancy import Caller
+from app.errors import ServiceError
 from app.store.base import RunStore
-from calls.errors import LatsError
 from calls.ratelimit import TokenBucket
 
 logger = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ LIMITED = Counter(
 )
 
 
-class RateLimited(LatsError):
+class RateLimited(ServiceError):
     """A per-key limit refused the request; retry after `retry_after_s`."""
 
     code = "rate_limited"

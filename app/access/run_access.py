@@ -48,26 +48,14 @@ def _decoded(event: StoredEvent) -> RunEvent:
     return RunEvent(event.seq, event.type, json.loads(event.data))
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class Runs:
-    """Start, follow, read, list and cancel the runs `caller` may reach."""
+    """Start, follow, read, list and cancel the runs `caller` may reach (within `limits`, the
+    key limits, when given)."""
 
-    def __init__(
-        self,
-        manager: RunManager,
-        caller: Caller = SINGLE_USER,
-        limits: KeyLimits | None = None,
-    ) -> None:
-        self._manager = manager
-        self.caller = caller
-        self._limits = limits
-
-    @property
-    def active(self) -> int:
-        return self._manager.active
-
-    @property
-    def queued(self) -> int:
-        return self._manager.queued
+    manager: RunManager
+    caller: Caller = SINGLE_USER
+    limits: KeyLimits | None = None
 
     async def submit(self, task: str, params: RunParams) -> RunRecord:
         """Queue a run of the caller; raises `QueueFull` like the run API, or `RateLimited`
@@ -76,13 +64,13 @@ class Runs:
         return record
 
     async def _start(self, task: str, params: RunParams) -> tuple[RunRecord, StoredEvent]:
-        if self._limits is not None:
-            await self._limits.run(self.caller, self._manager.store)
-        return await self._manager.submit_with_event(task, params, tenant=self.caller.tenant)
+        if self.limits is not None:
+            await self.limits.run(self.caller, self.manager.store)
+        return await self.manager.submit_with_event(task, params, tenant=self.caller.tenant)
 
     def stream_slot(self) -> StreamSlot:
         """One of the caller's event stream slots; raises `RateLimited` when none is free."""
-        return self._limits.stream_slot(self.caller) if self._limits else StreamSlot(None)
+        return self.limits.stream_slot(self.caller) if self.limits else StreamSlot(None)
 
     async def submit_streamed(self, task: str, params: RunParams) -> NewStream:
         """Queue a run whose events the caller will stream: a stream slot is taken first, so
@@ -97,50 +85,44 @@ class Runs:
 
     async def get(self, run_id: str) -> RunRecord:
         """The run's record; raises `RunNotFound` (also for another key's run)."""
-        record = await self._manager.get(run_id)
+        record = await self.manager.get(run_id)
         if not self.caller.may_see(record.tenant):
             logger.info("run=%s is not caller=%s's: answered as missing", run_id, self.caller.label)
             raise RunNotFound(f"no run {run_id}")
         return record
 
-    async def follow(
-        self, run_id: str, after: int = 0, heartbeat_s: float = 10.0
-    ) -> AsyncIterator[StoredEvent | None]:
+    async def follow(self, run_id: str, after: int = 0) -> AsyncIterator[StoredEvent | None]:
         """The run's stored events after `after`, live until the terminal one; None on idle
         ticks. The run must be reachable (checked by the caller of this method first)."""
-        async for event in self._manager.follow(run_id, after, heartbeat_s):
+        async for event in self.manager.follow(run_id, after):
             yield event
 
-    def follow_new(self, new: NewStream, heartbeat_s: float) -> AsyncIterator[StoredEvent | None]:
+    def follow_new(self, new: NewStream) -> AsyncIterator[StoredEvent | None]:
         """`follow` of the run `submit_streamed` just started: its first event is the one
         written, not read back from the store."""
-        return self._manager.follow_new(new.record.id, new.first, heartbeat_s)
+        return self.manager.follow_new(new.record.id, new.first)
 
-    async def events(
-        self, run_id: str, after: int = 0, heartbeat_s: float = 10.0
-    ) -> AsyncIterator[RunEvent | None]:
+    async def events(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent | None]:
         """The run's events after `after`, decoded, live until the terminal one; None on idle
         ticks."""
         await self.get(run_id)
-        async for event in self.follow(run_id, after, heartbeat_s):
+        async for event in self.follow(run_id, after):
             yield None if event is None else _decoded(event)
 
-    async def events_new(
-        self, new: NewStream, heartbeat_s: float
-    ) -> AsyncIterator[RunEvent | None]:
+    async def events_new(self, new: NewStream) -> AsyncIterator[RunEvent | None]:
         """`events` of the run `submit_streamed` just started."""
-        async for event in self.follow_new(new, heartbeat_s):
+        async for event in self.follow_new(new):
             yield None if event is None else _decoded(event)
 
     async def last_event_id(self, run_id: str) -> int:
         """The id of the run's last stored event (the run must be reachable)."""
-        return await self._manager.store.last_seq(run_id)
+        return await self.manager.store.last_seq(run_id)
 
     async def stored_events(self, run_id: str) -> AsyncIterator[StoredEvent]:
         """Every stored event of a reachable run, read a page at a time."""
         after = 0
         while True:
-            page = await self._manager.store.events_after(run_id, after, TRACE_PAGE)
+            page = await self.manager.store.events_after(run_id, after, TRACE_PAGE)
             for event in page:
                 yield event
             if len(page) < TRACE_PAGE:
@@ -149,10 +131,10 @@ class Runs:
 
     async def wait(self, run_id: str) -> RunRecord:
         await self.get(run_id)
-        return await self._manager.wait(run_id)
+        return await self.manager.wait(run_id)
 
     async def tree(self, record: RunRecord) -> list[dict[str, Any]]:
-        return await self._manager.tree(record)
+        return await self.manager.tree(record)
 
     async def list(
         self, *, status: RunStatus | None = None, limit: int = 20, offset: int = 0
@@ -160,7 +142,7 @@ class Runs:
         """A page of the caller's runs (every run for the admin), newest first, and the next
         page's offset (None on the last)."""
         tenant = None if self.caller.sees_all else self.caller.tenant
-        records = await self._manager.store.list_runs(
+        records = await self.manager.store.list_runs(
             status=status, limit=limit + 1, offset=offset, tenant=tenant
         )
         more = len(records) > limit
@@ -168,12 +150,12 @@ class Runs:
 
     async def cancel(self, run_id: str) -> RunRecord:
         await self.get(run_id)
-        return await self._manager.cancel(run_id)
+        return await self.manager.cancel(run_id)
 
     async def delete(self, run_id: str) -> None:
         """Delete a finished run and its events; raises `RunNotFound`, or `RunNotFinished`
         for a run that has not ended."""
         await self.get(run_id)
-        if not await self._manager.store.delete_run(run_id):
+        if not await self.manager.store.delete_run(run_id):
             raise RunNotFinished(f"run {run_id} has not ended: cancel it first")
         logger.info("run=%s deleted by caller=%s", run_id, self.caller.label)

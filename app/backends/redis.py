@@ -22,7 +22,7 @@ import contextlib
 import errno
 import threading
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -161,18 +161,13 @@ class SharedRedis:
         self.health.failed(ticket, kind)
         return RedisUnavailable(f"redis {self.name}: {kind}", kind)
 
-    @property
-    def _deadline_s(self) -> float:
-        # A backstop over the socket timeouts: connecting and one reply.
-        return self.connect_timeout_s + self.command_timeout_s
-
-    async def call(self, command: Callable[[Any], Awaitable[T]]) -> T:
-        """`command(client)` on the running loop's asyncio client, under the policy; raises
-        `RedisUnavailable` when Redis is down or does not answer."""
+    @contextlib.contextmanager
+    def _judged(self) -> Iterator[None]:
+        """One call under the policy: admitted (or `RedisUnavailable` at once), then its
+        outcome told to the health policy. A network error becomes `RedisUnavailable`."""
         ticket = self._admit()
         try:
-            async with asyncio.timeout(self._deadline_s):
-                result = await command(self._loop_client().client)
+            yield
         except _network_errors() as e:
             raise self._failed(ticket, e) from e
         except _answer_errors():
@@ -182,6 +177,18 @@ class SharedRedis:
             self.health.abandoned(ticket)  # cancelled, or the caller's own bug: no verdict
             raise
         self.health.succeeded(ticket)
+
+    @property
+    def _deadline_s(self) -> float:
+        # A backstop over the socket timeouts: connecting and one reply.
+        return self.connect_timeout_s + self.command_timeout_s
+
+    async def call(self, command: Callable[[Any], Awaitable[T]]) -> T:
+        """`command(client)` on the running loop's asyncio client, under the policy; raises
+        `RedisUnavailable` when Redis is down or does not answer."""
+        with self._judged():
+            async with asyncio.timeout(self._deadline_s):
+                result = await command(self._loop_client().client)
         return result
 
     async def script(self, source: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
@@ -198,30 +205,19 @@ class SharedRedis:
 
     def call_sync(self, command: Callable[[Any], T]) -> T:
         """`command(client)` on the synchronous client, under the policy."""
-        ticket = self._admit()
-        try:
+        with self._judged():
             result = command(self._sync_client())
-        except _network_errors() as e:
-            raise self._failed(ticket, e) from e
-        except _answer_errors():
-            self.health.succeeded(ticket)
-            raise
-        except BaseException:
-            self.health.abandoned(ticket)
-            raise
-        self.health.succeeded(ticket)
         return result
 
     @contextlib.asynccontextmanager
     async def subscription(self, channels: Sequence[str]) -> AsyncIterator[Subscription]:
         """Subscribed to `channels` (confirmed by Redis) for the block; raises
         `RedisUnavailable` when that fails, or later from `Subscription.messages`."""
-        ticket = self._admit()
         # A client of its own: closing the loop's shared one (a user's `aclose`) leaves it be.
         client = self._new_client()
         pubsub = client.pubsub()
         try:
-            try:
+            with self._judged():
                 async with asyncio.timeout(self._deadline_s):
                     await pubsub.subscribe(*channels)
                     confirmed = 0
@@ -231,15 +227,6 @@ class SharedRedis:
                             raise TimeoutError("no subscription confirmation")
                         if message.get("type") == "subscribe":
                             confirmed += 1
-            except _network_errors() as e:
-                raise self._failed(ticket, e) from e
-            except _answer_errors():
-                self.health.succeeded(ticket)
-                raise
-            except BaseException:
-                self.health.abandoned(ticket)
-                raise
-            self.health.succeeded(ticket)
             yield Subscription(self, pubsub)
         finally:
             with contextlib.suppress(*_network_errors()):

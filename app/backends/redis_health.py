@@ -11,12 +11,13 @@ per call.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 logger = logging.getLogger(__name__)
@@ -61,30 +62,23 @@ class Ticket:
     outage: int  # the outage count when it was given; a stale ticket settles nothing
 
 
+@dataclass(slots=True, eq=False)
 class RedisHealth:
     """The outage policy; see the module docstring. Thread-safe (the model cache also has a
     synchronous path)."""
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        clock: Clock = time.monotonic,
-        first_down_s: float = FIRST_DOWN_S,
-        max_down_s: float = MAX_DOWN_S,
-        observer: HealthObserver | None = None,
-    ) -> None:
-        self.name = name
-        self.first_down_s = first_down_s
-        self.max_down_s = max_down_s
-        self._clock = clock
-        self._observer: HealthObserver = observer or NoObserver()
-        self._lock = threading.Lock()
-        self._state = Health.UP
-        self._interval_s = 0.0
-        self._retry_at = 0.0
-        self.outages = 0  # times it went down
-        self.refused = 0  # calls failed at once while down or probing
+    name: str
+    _: dataclasses.KW_ONLY
+    clock: Clock = time.monotonic
+    first_down_s: float = FIRST_DOWN_S
+    max_down_s: float = MAX_DOWN_S
+    observer: HealthObserver = field(default_factory=NoObserver)
+    outages: int = field(init=False, default=0)  # times it went down
+    refused: int = field(init=False, default=0)  # calls failed at once while down or probing
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _state: Health = field(init=False, default=Health.UP)
+    _interval_s: float = field(init=False, default=0.0)
+    _retry_at: float = field(init=False, default=0.0)
 
     @property
     def state(self) -> Health:
@@ -104,14 +98,14 @@ class RedisHealth:
         with self._lock:
             if self._state is not Health.DOWN:
                 return 0.0
-            return max(0.0, self._retry_at - self._clock())
+            return max(0.0, self._retry_at - self.clock())
 
     def admit(self) -> Ticket | None:
         """Leave for one call to go to the network, or None: fail it at once."""
         with self._lock:
             if self._state is Health.UP:
                 return Ticket(probe=False, outage=self.outages)
-            if self._state is Health.DOWN and self._clock() >= self._retry_at:
+            if self._state is Health.DOWN and self.clock() >= self._retry_at:
                 self._state = Health.PROBING
                 return Ticket(probe=True, outage=self.outages)
             self.refused += 1
@@ -129,7 +123,7 @@ class RedisHealth:
             self._state = Health.UP
             self._interval_s = 0.0
         logger.info("redis %s: reachable again", self.name)
-        self._observer.came_up()
+        self.observer.came_up()
 
     def failed(self, ticket: Ticket, kind: str) -> None:
         """The call failed to reach Redis (`kind`: refused, reset, timeout, …)."""
@@ -150,7 +144,7 @@ class RedisHealth:
             kind,
             self._interval_s,
         )
-        self._observer.went_down(kind)
+        self.observer.went_down(kind)
 
     def lost(self, kind: str) -> None:
         """A connection held outside any call (a subscription) failed: as a failed call."""
@@ -166,7 +160,7 @@ class RedisHealth:
         with self._lock:
             self._expect_probe()
             self._state = Health.DOWN
-            self._retry_at = self._clock()
+            self._retry_at = self.clock()
 
     def _expect_probe(self) -> None:
         if self._state is not Health.PROBING:
@@ -174,4 +168,4 @@ class RedisHealth:
 
     def _down(self) -> None:
         self._state = Health.DOWN
-        self._retry_at = self._clock() + self._interval_s
+        self._retry_at = self.clock() + self._interval_s

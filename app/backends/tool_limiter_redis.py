@@ -15,7 +15,7 @@ import asyncio
 import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from app.backends.redis import RedisUnavailable, SharedRedis, shared_redis
 from tools.runtime import Clock, LimiterRegistry, RateLimiter, Sleep
@@ -73,27 +73,19 @@ class RedisLink:
         await self.redis.aclose()
 
 
+@dataclass(slots=True, eq=False)
 class RedisRateLimiter:
     """Spaces the starts of one tool's calls at least `min_interval_s` apart across every
     process using the same Redis and key (a `ToolLimiter`, like the in-process `RateLimiter`,
     which stands in for it while Redis fails)."""
 
-    def __init__(
-        self,
-        link: RedisLink,
-        key: str,
-        name: str,
-        fallback: RateLimiter,
-        *,
-        clock: Clock = time.monotonic,
-        sleep: Sleep = asyncio.sleep,
-    ) -> None:
-        self.link = link
-        self.key = key
-        self.name = name
-        self.fallback = fallback
-        self._clock = clock
-        self._sleep = sleep
+    link: RedisLink
+    key: str
+    name: str
+    fallback: RateLimiter
+    _: KW_ONLY
+    clock: Clock = time.monotonic
+    sleep: Sleep = asyncio.sleep
 
     @property
     def min_interval_s(self) -> float:
@@ -108,14 +100,14 @@ class RedisRateLimiter:
         more than `max_wait_s` away."""
         interval = self.min_interval_s
         if interval <= 0:
-            now = self._clock()
+            now = self.clock()
             return Slot(start=now, now=now)
         limit = max_wait_s if math.isfinite(max_wait_s) else NO_LIMIT_S
         try:
             return await self.link.reserve(self.key, interval, limit)
         except RedisUnavailable:
             pass  # spaced in this process while Redis is down
-        now = self._clock()
+        now = self.clock()
         wait = self.fallback.reserve(max_wait_s)
         return None if wait is None else Slot(start=now + wait, now=now, fallback=True)
 
@@ -125,7 +117,7 @@ class RedisRateLimiter:
         if slot is None:
             return False
         if slot.wait_s > 0:
-            await self._sleep(slot.wait_s)
+            await self.sleep(slot.wait_s)
         return True
 
 

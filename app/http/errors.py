@@ -1,4 +1,5 @@
-"""Translation of core errors to HTTP responses. The only place that knows both."""
+"""Translation of the core's and the service's errors to HTTP responses. The only place that
+knows both."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from agents.errors import RunNotFinished, RunNotFound
 from app.access.limits import RateLimited
+from app.errors import ServiceError
+from app.http.asgi import HttpMiddleware
 from app.runs.queue import QueueFull
 from calls.errors import LatsError
 
@@ -23,7 +26,7 @@ logger = logging.getLogger(__name__)
 RETRY_AFTER_S = 5
 
 
-class Unauthorized(LatsError):
+class Unauthorized(ServiceError):
     code = "unauthorized"
 
 
@@ -39,18 +42,12 @@ def _code(status: int) -> str:
     return _CODES.get(status, "http_error")
 
 
-class PlainErrorsAsJson:
+class PlainErrorsAsJson(HttpMiddleware):
     """Turns an error response written as plain text below the exception handlers (Starlette's
     body-size limit answers 413 "Content Too Large" on its own) into the `{code, message}` JSON
     body every other error has. Pure ASGI, so streamed responses pass through untouched."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         start: Message | None = None
         text = b""
 
@@ -78,18 +75,12 @@ class PlainErrorsAsJson:
         await self.app(scope, receive, send_json)
 
 
-class UnexpectedErrors:
+class UnexpectedErrors(HttpMiddleware):
     """Answers an exception no handler took with `500 {"code": "internal"}` (details go to the
     log only), then lets it go on to the server. Pure ASGI and outside everything that can
     raise, so the security headers around it reach this 500 too."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
 
         async def send_tracked(message: Message) -> None:
@@ -137,6 +128,10 @@ def add_handlers(app: FastAPI) -> None:
             return JSONResponse(_body("not_found", str(exc)), 404)
         if isinstance(exc, RunNotFinished):
             return JSONResponse(_body(exc.code, str(exc)), 409)
+        return _unavailable(exc.code, exc)
+
+    @app.exception_handler(ServiceError)
+    async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
         if isinstance(exc, QueueFull):
             return JSONResponse(
                 _body(exc.code, str(exc)), 429, headers={"Retry-After": str(RETRY_AFTER_S)}
@@ -149,5 +144,10 @@ def add_handlers(app: FastAPI) -> None:
             return JSONResponse(
                 _body(exc.code, str(exc)), 401, headers={"WWW-Authenticate": "Bearer"}
             )
-        logger.warning("request failed: %s (%s)", exc.code, exc)
-        return JSONResponse(_body(exc.code, "the request could not be served"), 503)
+        return _unavailable(exc.code, exc)
+
+
+def _unavailable(code: str, exc: Exception) -> JSONResponse:
+    """An error with no status of its own: logged, answered 503 without its message."""
+    logger.warning("request failed: %s (%s)", code, exc)
+    return JSONResponse(_body(code, "the request could not be served"), 503)

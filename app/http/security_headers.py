@@ -11,7 +11,9 @@ import secrets
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
+
+from app.http.asgi import HttpMiddleware
 
 # HTML pages (the run page, /docs, /redoc) run only the service's own script files and styles;
 # nothing is fetched from another origin (images included: a model's answer cannot make the
@@ -61,16 +63,10 @@ def policy_for(content_type: str, style_sources: tuple[str, ...] = ()) -> str:
     return _PAGE_CSP.format(style_sources="".join(f" {source}" for source in style_sources))
 
 
-class SecurityHeaders:
+class SecurityHeaders(HttpMiddleware):
     """Adds the security headers to every HTTP response of `app`, replacing any it set."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
 
         # The routes below see this same dict as `request.state` (see `allow_styles`).
         state = scope.setdefault("state", {})

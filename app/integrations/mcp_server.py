@@ -32,6 +32,7 @@ from agents.params import RunParams
 from app.access.limits import RateLimited
 from app.access.run_access import Runs
 from app.access.tenancy import Caller
+from app.errors import ServiceError
 from app.http.auth import require_key
 from app.http.errors import Unauthorized
 from app.http.routes.runs import view
@@ -53,7 +54,7 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(runs: Callable[[], Runs], *, heartbeat_s: float = 10.0) -> FastMCP[Any]:
+def build_server(runs: Callable[[], Runs]) -> FastMCP[Any]:
     """An MCP server over the runs that `runs()` gives access to."""
     server: FastMCP[Any] = FastMCP(
         "plantree",
@@ -64,12 +65,12 @@ def build_server(runs: Callable[[], Runs], *, heartbeat_s: float = 10.0) -> Fast
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
 
-    _add_tools(server, runs, heartbeat_s)
+    _add_tools(server, runs)
     _add_resources(server, runs)
     return server
 
 
-def _add_tools(server: FastMCP[Any], runs: Callable[[], Runs], heartbeat_s: float) -> None:
+def _add_tools(server: FastMCP[Any], runs: Callable[[], Runs]) -> None:
     """The run tools: `solve`, `start_run`, `get_run`, `list_runs`, `cancel_run`."""
 
     @server.tool()
@@ -79,7 +80,7 @@ def _add_tools(server: FastMCP[Any], runs: Callable[[], Runs], heartbeat_s: floa
         """Research `task` with a tree search and return the answer, its sources and the run
         id. Sends progress notifications (steps run, paths completed, stage) as the tree
         grows. `params` are the run API's parameters (max_paths, strategy, …)."""
-        return await _solve(runs(), _task(task), params or RunParams(), ctx, heartbeat_s)
+        return await _solve(runs(), _task(task), params or RunParams(), ctx)
 
     @server.tool()
     async def start_run(task: str, params: RunParams | None = None) -> dict[str, Any]:
@@ -135,12 +136,12 @@ def _add_resources(server: FastMCP[Any], runs: Callable[[], Runs]) -> None:
 
 
 async def _solve(
-    access: Runs, task: str, params: RunParams, ctx: Context[Any, Any, Any], heartbeat_s: float
+    access: Runs, task: str, params: RunParams, ctx: Context[Any, Any, Any]
 ) -> dict[str, Any]:
     """Submit `task`, report its progress to `ctx` as the tree grows, and return the run."""
     record = await _guard(access.submit(task, params))
     progress = Progress()
-    async for event in access.events(record.id, 0, heartbeat_s):
+    async for event in access.events(record.id, 0):
         if event is None:
             continue
         line = progress.update(event.type, event.data)
@@ -159,10 +160,11 @@ def _task(task: str) -> str:
 
 
 async def _guard(work: Awaitable[T]) -> T:
-    """Await `work`, turning the core's errors into tool errors with their safe messages."""
+    """Await `work`, turning the core's and the service's errors into tool errors with their
+    safe messages."""
     try:
         return await work
-    except LatsError as e:
+    except (LatsError, ServiceError) as e:
         raise ToolError(str(e)) from e
 
 
@@ -231,10 +233,10 @@ def _http_runs(app: FastAPI) -> Runs:
     return Runs(app.state.manager, caller, app.state.limits)
 
 
-def mount(app: FastAPI, heartbeat_s: float) -> StreamableHTTPSessionManager:
+def mount(app: FastAPI) -> StreamableHTTPSessionManager:
     """Serve MCP over streamable HTTP at `/mcp`; the returned session manager must run for
     the app's lifetime (`async with manager.run()` in the lifespan)."""
-    server = build_server(lambda: _http_runs(app), heartbeat_s=heartbeat_s)
+    server = build_server(lambda: _http_runs(app))
     server.streamable_http_app()  # creates the session manager
     sessions = server.session_manager
     guarded = _KeyGuard(StreamableHTTPASGIApp(sessions))
@@ -245,9 +247,9 @@ def mount(app: FastAPI, heartbeat_s: float) -> StreamableHTTPSessionManager:
     return sessions
 
 
-async def serve_stdio(app: FastAPI, heartbeat_s: float) -> None:
+async def serve_stdio(app: FastAPI) -> None:
     """Serve MCP over stdin/stdout with the whole service (store, engine, run manager) in this
     process, set up by the app's own lifespan; for desktop clients that start a command."""
-    server = build_server(lambda: Runs(app.state.manager), heartbeat_s=heartbeat_s)
+    server = build_server(lambda: Runs(app.state.manager))
     async with app.router.lifespan_context(app):
         await server.run_stdio_async()

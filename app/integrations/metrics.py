@@ -29,10 +29,11 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from agents import observers
 from agents.events import STATUS_OF_TERMINAL, Event, RunError
+from app.http.asgi import HttpMiddleware
 from app.http.auth import Authorized
 from app.integrations.call_watch import CallWatcher, ModelCall, ToolCall
 from app.runs.queue import LocalRunQueue, RunQueue
@@ -219,16 +220,10 @@ class WatchedQueue:
         return self._slot()
 
 
-class HttpMetrics:
+class HttpMetrics(HttpMiddleware):
     """ASGI middleware counting requests by route template (never the raw path) and status."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status = 500
 

@@ -10,38 +10,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
 from agents.errors import RunNotFound
-from app.runs.execution import Executor
+from app.runs.execution import RunDriver
 from app.runs.following import Follower
 from app.runs.live import LiveRuns
 from app.runs.signals import LocalSignals
-from app.store.base import FINISHED, RunStore
+from app.store.base import FINISHED, Lease, RunStore
 
 logger = logging.getLogger(__name__)
 
 
+@dataclass(slots=True, kw_only=True, eq=False)
 class Canceller:
-    """Stops runs wherever they execute."""
+    """Stops runs wherever they execute; a run nobody holds is claimed under `lease`."""
 
-    def __init__(
-        self,
-        *,
-        store: RunStore,
-        owner: str,
-        ttl_s: float,
-        lives: LiveRuns,
-        signals: LocalSignals,
-        executor: Executor,
-        follower: Follower,
-    ) -> None:
-        self.store = store
-        self.owner = owner
-        self.ttl_s = ttl_s
-        self.lives = lives
-        self.signals = signals
-        self.executor = executor
-        self.follower = follower
+    store: RunStore
+    lease: Lease
+    lives: LiveRuns
+    signals: LocalSignals
+    driver: RunDriver
+    follower: Follower
 
     async def cancel(self, run_id: str, wait_s: float) -> None:
         """Cancel `run_id` and wait (up to `wait_s`) until its end is stored."""
@@ -56,17 +46,17 @@ class Canceller:
             return
         await self.store.request_cancel(run_id)
         await self.signals.publish_cancel(run_id)
-        claimed = await self.store.claim(run_id, self.owner, self.ttl_s)
+        claimed = await self.store.claim(run_id, self.lease.owner, self.lease.ttl_s)
         if claimed is not None:
             logger.info("run=%s had no live owner; ended here as cancelled", run_id)
             orphan = self.lives.detached(run_id)
-            await self.executor.end_cancelled(orphan, self.executor.writer(orphan))
+            await self.driver.end_cancelled(orphan, self.driver.writer(orphan))
             return
         # The owner ends it; its terminal event tells when.
         last = await self.store.last_seq(run_id)
         try:
             async with asyncio.timeout(wait_s):
-                async for _ in self.follower.follow(run_id, last, heartbeat_s=wait_s):
+                async for _ in self.follower.follow(run_id, last):
                     pass
         except TimeoutError:
             logger.warning("run=%s cancel requested; its owner has not ended it yet", run_id)

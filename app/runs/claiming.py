@@ -12,34 +12,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 from app.runs.queue import RunQueue
 from app.runs.signals import LocalSignals
-from app.store.base import RunRecord, RunStore
+from app.store.base import Lease, RunRecord, RunStore
 
 logger = logging.getLogger(__name__)
 
 
+@dataclass(slots=True, eq=False)
 class Claimer:
-    """The worker's intake loop."""
+    """The worker's intake loop: each run claimed under `lease` is handed to `adopt`."""
 
-    def __init__(
-        self,
-        *,
-        store: RunStore,
-        owner: str,
-        ttl_s: float,
-        queue: RunQueue,
-        signals: LocalSignals,
-        adopt: Callable[[RunRecord], Awaitable[None]],
-    ) -> None:
-        self.store = store
-        self.owner = owner
-        self.ttl_s = ttl_s
-        self.queue = queue
-        self.signals = signals
-        self._adopt = adopt
-        self._task: asyncio.Task[None] | None = None
+    store: RunStore
+    lease: Lease
+    queue: RunQueue
+    signals: LocalSignals
+    adopt: Callable[[RunRecord], Awaitable[None]]
+    _task: asyncio.Task[None] | None = field(init=False, default=None)
 
     async def start(self) -> None:
         """Claim what is claimable now (start-up resumption), then keep claiming."""
@@ -57,22 +48,23 @@ class Claimer:
 
     async def claim_free(self) -> int:
         """Claim runs while there is room; how many."""
+        owner = self.lease.owner
         claimed = 0
         while self.queue.has_room:
-            record = await self.store.claim_next(self.owner, self.ttl_s)
+            record = await self.store.claim_next(owner, self.lease.ttl_s)
             if record is None:
                 break
-            logger.info("run=%s claimed by owner=%s (was %s)", record.id, self.owner, record.status)
-            await self._adopt(record)
+            logger.info("run=%s claimed by owner=%s (was %s)", record.id, owner, record.status)
+            await self.adopt(record)
             claimed += 1
         return claimed
 
     async def _loop(self) -> None:
         while True:
-            await self.signals.wait_queued(self.ttl_s / 3)
+            await self.signals.wait_queued(self.lease.renew_every_s)
             try:
                 await self.claim_free()
             except Exception as e:
                 logger.warning(
-                    "owner=%s claiming failed (%s); retrying", self.owner, type(e).__name__
+                    "owner=%s claiming failed (%s); retrying", self.lease.owner, type(e).__name__
                 )

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -28,7 +29,7 @@ from agents.state import NodeRecord
 from agents.tree import by_id
 from app.runs.live import LiveRun, Phase
 from app.runs.queue import RunQueue
-from app.store.base import LeaseLost, RunRecord, RunStatus, RunStore, StoredEvent
+from app.store.base import LeaseLost, RunRecord, RunStore, StoredEvent
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -54,16 +55,15 @@ async def shielded(work: Awaitable[T]) -> T:
     return task.result()
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class RunWriter:
-    """The single writer of one run's history while this worker owns it."""
+    """The single writer of one run's history while this worker (`owner`) holds it; `wake`
+    tells the run's followers that an event was written."""
 
-    def __init__(
-        self, store: RunStore, owner: str, live: LiveRun, wake: Callable[[str], None]
-    ) -> None:
-        self.store = store
-        self.owner = owner
-        self.live = live
-        self._wake = wake
+    store: RunStore
+    owner: str
+    live: LiveRun
+    wake: Callable[[str], None]
 
     async def emit(self, event: Event) -> None:
         """The engine's sink. The terminal event is held for `finish`."""
@@ -88,11 +88,11 @@ class RunWriter:
                 live.lose()
                 return
             await live.push(StoredEvent(seq=seq, type=event.type, data=data))
-        self._wake(live.run_id)
+        self.wake(live.run_id)
 
-    async def finish(self, terminal: Event, status: RunStatus, result: RunResult | None) -> bool:
-        """Store the terminal event, the status and the result at once; False if the lease
-        was gone (nothing written). Callers shield it."""
+    async def finish(self, terminal: Event, result: RunResult) -> bool:
+        """Store the terminal event and the result (with its status) at once; False if the
+        lease was gone (nothing written). Callers shield it."""
         live = self.live
         from_engine = terminal is live.held_terminal  # the engine's sink already reported it
         async with live.lock:
@@ -101,9 +101,7 @@ class RunWriter:
             data = terminal.model_dump_json()
             started = time.perf_counter()
             try:
-                seq = await self.store.finish(
-                    live.run_id, self.owner, terminal.type, data, status, result
-                )
+                seq = await self.store.finish(live.run_id, self.owner, terminal.type, data, result)
             except LeaseLost:
                 logger.warning("run=%s lease lost before its end was stored", live.run_id)
                 live.lose()
@@ -112,32 +110,23 @@ class RunWriter:
             await live.push(StoredEvent(seq=seq, type=terminal.type, data=data))
         if not from_engine:
             observers.written(terminal, live.run_id, time.perf_counter() - started)
-        self._wake(live.run_id)
+        self.wake(live.run_id)
         return True
 
 
-class Executor:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class RunDriver:
     """Runs a claimed run on the engine and stores how it ended."""
 
-    def __init__(
-        self,
-        *,
-        engine: Engine,
-        store: RunStore,
-        owner: str,
-        queue: RunQueue,
-        checkpointer: BaseCheckpointSaver[str] | None,
-        wake: Callable[[str], None],
-    ) -> None:
-        self.engine = engine
-        self.store = store
-        self.owner = owner
-        self.queue = queue
-        self.checkpointer = checkpointer
-        self._wake = wake
+    engine: Engine
+    store: RunStore
+    owner: str
+    queue: RunQueue
+    checkpointer: BaseCheckpointSaver[str] | None
+    wake: Callable[[str], None]
 
     def writer(self, live: LiveRun) -> RunWriter:
-        return RunWriter(self.store, self.owner, live, self._wake)
+        return RunWriter(self.store, self.owner, live, self.wake)
 
     async def execute(self, live: LiveRun, record: RunRecord, *, resume: bool) -> None:
         """The body of a run's task (its slot in the queue is taken here)."""
@@ -149,7 +138,9 @@ class Executor:
                 # The flag as of now: a cancel sent before this run was registered here
                 # found no task to stop.
                 live.start()
-                if record.cancel_requested or await self.store.mark_running(run_id, self.owner):
+                if record.cancel_requested or await self.store.mark_running_and_check_cancel(
+                    run_id, self.owner
+                ):
                     raise asyncio.CancelledError
                 result = await self._drive(record, writer, resume=resume)
         except asyncio.CancelledError:
@@ -161,24 +152,18 @@ class Executor:
             message = "the run failed on an internal error"
             error = RunError(run_id=run_id, code="internal", message=message)
             failed = RunResult.failed(run_id, "internal", message)
-            await self._end(writer, live.held_terminal or error, "failed", failed)
+            await self._end(writer, live.held_terminal or error, failed)
         else:
             assert result is not None
             # The engine always ends with a terminal event; belt and braces.
             early = RunError(run_id=run_id, code="internal", message="the run ended early")
-            await self._end(writer, live.held_terminal or early, result.status, result)
+            await self._end(writer, live.held_terminal or early, result)
 
-    async def _end(
-        self,
-        writer: RunWriter,
-        terminal: Event,
-        status: RunStatus,
-        result: RunResult | None,
-    ) -> None:
+    async def _end(self, writer: RunWriter, terminal: Event, result: RunResult) -> None:
         """The run's end, stored once; a cancel landing meanwhile waits for it."""
 
         async def end() -> None:
-            if await writer.finish(terminal, status, result):
+            if await writer.finish(terminal, result):
                 await self._forget_checkpoint(writer.live.run_id)
 
         await shielded(end())
@@ -218,7 +203,7 @@ class Executor:
                 metrics=terminal.metrics,
                 nodes=await self._nodes(run_id),
             )
-            if await writer.finish(terminal, "cancelled", result):
+            if await writer.finish(terminal, result):
                 await self._forget_checkpoint(run_id)
 
         # One unit: a second cancel must not stop the end between reading the tree and
@@ -233,7 +218,7 @@ class Executor:
         async def end() -> None:
             nodes = await self._nodes(run_id)
             result = RunResult.failed(run_id, error.code, error.message, nodes=nodes)
-            if await writer.finish(error, "failed", result):
+            if await writer.finish(error, result):
                 await self._forget_checkpoint(run_id)
 
         await shielded(end())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from agents.events import TERMINAL_TYPES
 from app.runs.live import LiveRun, LiveRuns
@@ -16,19 +17,19 @@ from app.runs.signals import LocalSignals
 from app.store.base import FINISHED, RunStore, StoredEvent
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class Follower:
-    """Streams of run events for any number of readers."""
+    """Streams of run events for any number of readers; each yields None when `heartbeat_s`
+    passes without an event (time for a heartbeat)."""
 
-    def __init__(self, store: RunStore, signals: LocalSignals, lives: LiveRuns) -> None:
-        self.store = store
-        self.signals = signals
-        self.lives = lives
+    store: RunStore
+    signals: LocalSignals
+    lives: LiveRuns
+    heartbeat_s: float
 
-    async def follow(
-        self, run_id: str, after: int, heartbeat_s: float
-    ) -> AsyncIterator[StoredEvent | None]:
-        """Events after `after` up to the terminal one. Yields None when `heartbeat_s` passes
-        without an event (time for a heartbeat)."""
+    async def follow(self, run_id: str, after: int) -> AsyncIterator[StoredEvent | None]:
+        """Events after `after` up to the terminal one, None on idle heartbeats."""
+        heartbeat_s = self.heartbeat_s
         seq = after
         while True:
             live = self.lives.get(run_id)
@@ -56,8 +57,6 @@ class Follower:
                     return
                 if record.status in FINISHED:
                     # The end may have been stored between the two reads: read once more.
-                    # (A record from before terminal events were stored with the status has
-                    # none, and its stream ends here.)
                     for event in await self.store.events_after(run_id, seq):
                         yield event
                         if event.type in TERMINAL_TYPES:

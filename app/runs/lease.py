@@ -16,10 +16,11 @@ import os
 import socket
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from app.runs.live import LiveRuns, Phase
 from app.runs.periodic import Periodic
-from app.store.base import RunStore
+from app.store.base import Lease, RunStore
 
 logger = logging.getLogger(__name__)
 
@@ -29,26 +30,21 @@ def worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
+@dataclass(slots=True, eq=False)
 class LeaseKeeper:
     """Renews the leases of the runs in `lives` until stopped; a run whose lease is gone is
     lost here, and a cancel request found at renewal is handed to `on_cancel`."""
 
-    def __init__(
-        self,
-        store: RunStore,
-        owner: str,
-        ttl_s: float,
-        lives: LiveRuns,
-        on_cancel: Callable[[str], object],
-    ) -> None:
-        self.store = store
-        self.owner = owner
-        self.ttl_s = ttl_s
-        self.lives = lives
-        self._on_cancel = on_cancel
-        self._beat_lock = asyncio.Lock()
+    store: RunStore
+    lease: Lease
+    lives: LiveRuns
+    on_cancel: Callable[[str], object]
+    _beat_lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
+    _beats: Periodic = field(init=False)
+
+    def __post_init__(self) -> None:
         # A failed beat is retried at the next; until the lease expires nothing is lost.
-        self._beats = Periodic("lats-lease", ttl_s / 3, self.beat, self._beat_failed)
+        self._beats = Periodic("lats-lease", self.lease.renew_every_s, self.beat, self._beat_failed)
 
     def start(self) -> None:
         self._beats.start()
@@ -57,14 +53,15 @@ class LeaseKeeper:
         await self._beats.stop()
 
     def _beat_failed(self, e: Exception) -> None:
-        logger.warning("owner=%s lease renewal failed (%s)", self.owner, type(e).__name__)
+        logger.warning("owner=%s lease renewal failed (%s)", self.lease.owner, type(e).__name__)
 
     async def beat(self) -> None:
         """Renew now; stop runs whose lease is gone; pass on cancel requests."""
         async with self._beat_lock:
             # Runs registered before the renewal: one created after it is legitimately absent.
             before = [live for live in self.lives if live.holds_lease]
-            renewed = await self.store.renew(self.owner, self.ttl_s, [lv.run_id for lv in before])
+            held_ids = [lv.run_id for lv in before]
+            renewed = await self.store.renew(self.lease.owner, self.lease.ttl_s, held_ids)
             held = {h.run_id: h for h in renewed}
         for live in before:
             if not live.holds_lease or live.phase is Phase.DRAINING:
@@ -73,4 +70,4 @@ class LeaseKeeper:
                 logger.warning("run=%s lease lost to another worker; stopping here", live.run_id)
                 live.lose()
             elif held[live.run_id].cancel_requested:
-                self._on_cancel(live.run_id)
+                self.on_cancel(live.run_id)

@@ -12,7 +12,6 @@ to claim.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -25,13 +24,12 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from agents import observers
 from agents.engine import Engine
 from agents.errors import RunNotFound
-from agents.events import STATUS_OF_TERMINAL, TERMINAL_TYPES, RunError, RunStarted
+from agents.events import RunError, RunStarted
 from agents.params import RunParams
-from agents.result import RunAnswer, RunResult
 from agents.tree import by_id
 from app.runs.cancelling import Canceller
 from app.runs.claiming import Claimer
-from app.runs.execution import Executor
+from app.runs.execution import RunDriver
 from app.runs.following import Follower
 from app.runs.lease import LeaseKeeper, worker_id
 from app.runs.live import LiveRun, LiveRuns, Phase
@@ -39,7 +37,7 @@ from app.runs.queue import LocalRunQueue, RunQueue, SharedAdmission
 from app.runs.retention import Retention
 from app.runs.signals import LocalSignals
 from app.settings import Settings
-from app.store.base import LeaseLost, RunRecord, RunStore, StoredEvent
+from app.store.base import Lease, RunRecord, RunStore, StoredEvent
 
 logger = logging.getLogger(__name__)
 CANCEL_WAIT_S = 10.0
@@ -64,39 +62,30 @@ class RunManager:
         self.store = store
         self.settings = settings
         self.worker = worker
-        self.owner = owner or worker_id()
+        self.lease = Lease(owner or worker_id(), settings.lease_ttl_s)
         self.queue = queue or LocalRunQueue(settings.max_active_runs, settings.max_queued_runs)
         self.signals = signals or LocalSignals()
         self.admission = SharedAdmission(store, settings.max_queued_runs)
         self.lives = LiveRuns()
-        ttl = settings.lease_ttl_s
-        self.executor = Executor(
+        self.driver = RunDriver(
             engine=engine,
             store=store,
-            owner=self.owner,
+            owner=self.lease.owner,
             queue=self.queue,
             checkpointer=checkpointer,
             wake=self.signals.event_written,
         )
-        self.follower = Follower(store, self.signals, self.lives)
+        self.follower = Follower(store, self.signals, self.lives, settings.sse_heartbeat_s)
         self.canceller = Canceller(
             store=store,
-            owner=self.owner,
-            ttl_s=ttl,
+            lease=self.lease,
             lives=self.lives,
             signals=self.signals,
-            executor=self.executor,
+            driver=self.driver,
             follower=self.follower,
         )
-        self.leases = LeaseKeeper(store, self.owner, ttl, self.lives, self.lives.cancel)
-        self.claimer = Claimer(
-            store=store,
-            owner=self.owner,
-            ttl_s=ttl,
-            queue=self.queue,
-            signals=self.signals,
-            adopt=self._adopt,
-        )
+        self.leases = LeaseKeeper(store, self.lease, self.lives, self.lives.cancel)
+        self.claimer = Claimer(store, self.lease, self.queue, self.signals, self._adopt)
         days = settings.run_retention_days
         self.retention = Retention(store, days) if worker and days is not None else None
 
@@ -109,7 +98,9 @@ class RunManager:
             await self.claimer.start()
         if self.retention is not None:
             await self.retention.start()
-        logger.info("owner=%s started (%s)", self.owner, "worker" if self.worker else "api only")
+        logger.info(
+            "owner=%s started (%s)", self.lease.owner, "worker" if self.worker else "api only"
+        )
 
     async def stop(self) -> None:
         """Stop claiming, drain the runs held here (they resume elsewhere or at the next
@@ -123,17 +114,8 @@ class RunManager:
 
     async def check_cancels(self) -> None:
         """Cancel the runs held here that someone flagged (a signal from another process)."""
-        for run_id in await self.store.cancel_requests(self.owner):
+        for run_id in await self.store.cancel_requests(self.lease.owner):
             self.lives.cancel(run_id)
-
-    # -- counts --------------------------------------------------------------------------------
-    @property
-    def active(self) -> int:
-        return self.queue.active
-
-    @property
-    def queued(self) -> int:
-        return self.queue.waiting
 
     # -- starting ------------------------------------------------------------------------------
     async def submit(self, task: str, params: RunParams, tenant: str | None = None) -> RunRecord:
@@ -150,10 +132,10 @@ class RunManager:
         run begins with it instead of reading it back."""
         if not (self.worker and self.queue.has_room):
             await self.admission.admit()
-            return await self._create(task, params, owner=None, tenant=tenant)
+            return await self._create(task, params, lease=None, tenant=tenant)
         self.queue.admit()
         try:
-            record, started = await self._create(task, params, owner=self.owner, tenant=tenant)
+            record, started = await self._create(task, params, lease=self.lease, tenant=tenant)
         except BaseException:
             self.queue.withdraw()
             raise
@@ -161,8 +143,10 @@ class RunManager:
         return record, started
 
     async def _create(
-        self, task: str, params: RunParams, *, owner: str | None, tenant: str | None
+        self, task: str, params: RunParams, *, lease: Lease | None, tenant: str | None
     ) -> tuple[RunRecord, StoredEvent]:
+        """The run's record and first event, stored held by `lease` or free for any worker."""
+        owner = lease.owner if lease is not None else None
         now = datetime.now(UTC)
         record = RunRecord(
             id=uuid.uuid4().hex,
@@ -177,9 +161,7 @@ class RunManager:
         event = RunStarted(run_id=record.id, task=task, params=record.params)
         started = StoredEvent(seq=1, type="run_started", data=event.model_dump_json())
         began = time.perf_counter()
-        await self.store.create_run(
-            record, started=started.data, owner=owner, ttl_s=self.settings.lease_ttl_s
-        )
+        await self.store.create_run(record, started=started.data, lease=lease)
         observers.written(event, record.id, time.perf_counter() - began)
         if owner is None:
             self.signals.announce_queued()
@@ -188,7 +170,7 @@ class RunManager:
 
     def _begin(self, record: RunRecord, history: list[StoredEvent], *, resume: bool) -> None:
         async def body(live: LiveRun) -> None:
-            await self.executor.execute(live, record, resume=resume)
+            await self.driver.execute(live, record, resume=resume)
 
         self.lives.launch(record.id, history, body, after=self._closed)
 
@@ -199,16 +181,8 @@ class RunManager:
             self.claimer.slot_freed()
 
     async def _adopt(self, record: RunRecord) -> None:
-        """Take on a run just claimed: settle it if its end is already stored, fail it if its
-        workers died holding it more than `max_takeovers` times, else resume."""
-        history = await self.store.events_after(record.id, 0)
-        if history and history[-1].type in TERMINAL_TYPES:
-            result = _result_from_terminal(record.id, history[-1])
-            try:
-                await self.store.settle(record.id, self.owner, result.status, result)
-            except LeaseLost:
-                logger.warning("run=%s lost before it was settled", record.id)
-            return
+        """Take on a run just claimed: fail it if its workers died holding it more than
+        `max_takeovers` times, else resume it."""
         if record.takeovers > self.settings.max_takeovers:
             logger.error(
                 "run=%s: its worker died holding it %d times; failed, not run again",
@@ -222,10 +196,10 @@ class RunManager:
                 message=f"the run's worker stopped while running it {record.takeovers} times "
                 "(a crash or an out-of-memory kill, say); it is not run again",
             )
-            await self.executor.end_failed(live, self.executor.writer(live), error)
+            await self.driver.end_failed(live, self.driver.writer(live), error)
             return
         self.queue.admit(force=True)
-        self._begin(record, history, resume=True)
+        self._begin(record, await self.store.events_after(record.id, 0), resume=True)
 
     # -- following -----------------------------------------------------------------------------
     async def get(self, run_id: str) -> RunRecord:
@@ -242,23 +216,21 @@ class RunManager:
         nodes = (snapshot.values or {}).get("nodes", {})
         return sorted(nodes.values(), key=by_id)
 
-    async def follow(
-        self, run_id: str, after: int, heartbeat_s: float
-    ) -> AsyncIterator[StoredEvent | None]:
-        """Events after `after`, live until the terminal one. Yields None when `heartbeat_s`
-        passes without an event (time for a heartbeat)."""
+    async def follow(self, run_id: str, after: int) -> AsyncIterator[StoredEvent | None]:
+        """Events after `after`, live until the terminal one. Yields None when the SSE
+        heartbeat interval passes without an event (time for a heartbeat)."""
         if run_id not in self.lives:  # a run executing here exists: no store read (and wait)
             await self.get(run_id)
-        async for event in self.follower.follow(run_id, after, heartbeat_s):
+        async for event in self.follower.follow(run_id, after):
             yield event
 
     async def follow_new(
-        self, run_id: str, first: StoredEvent, heartbeat_s: float
+        self, run_id: str, first: StoredEvent
     ) -> AsyncIterator[StoredEvent | None]:
         """`follow` of a run `submit_with_event` just created here: its first event as
         written, then the rest (the run is known to exist, so nothing is read to check it)."""
         yield first
-        async for event in self.follower.follow(run_id, first.seq, heartbeat_s):
+        async for event in self.follower.follow(run_id, first.seq):
             yield event
 
     async def wait(self, run_id: str) -> RunRecord:
@@ -267,7 +239,7 @@ class RunManager:
         if live is not None:
             await live.finished.wait()
         else:
-            async for _ in self.follower.follow(run_id, 0, self.settings.sse_heartbeat_s):
+            async for _ in self.follower.follow(run_id, 0):
                 pass
         return await self.get(run_id)
 
@@ -283,14 +255,3 @@ class RunManager:
         drained = await self.lives.drain()
         if drained:
             logger.info("drained %d run(s); they resume at the next start", drained)
-
-
-def _result_from_terminal(run_id: str, event: StoredEvent) -> RunResult:
-    """A result rebuilt from a stored terminal event: a `done` event carries the answer,
-    sources, path and metrics; `error` its code and message."""
-    data: dict[str, Any] = json.loads(event.data)
-    if event.type == "error":
-        code, message = data.get("code", "internal"), data.get("message", "")
-        return RunResult.failed(run_id, code, message, metrics=data.get("metrics"))
-    kept = {k: data[k] for k in RunAnswer.model_fields if k in data}
-    return RunResult(run_id=run_id, status=STATUS_OF_TERMINAL[event.type], **kept)

@@ -5,23 +5,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 
+@dataclass(slots=True, eq=False)
 class Periodic:
-    """Awaits `work` every `every_s` seconds (the first time after one interval)."""
+    """Awaits `work` every `every_s` seconds (the first time after one interval); a round
+    that raises is handed to `failed`."""
 
-    def __init__(
-        self,
-        name: str,
-        every_s: float,
-        work: Callable[[], Awaitable[object]],
-        failed: Callable[[Exception], None],
-    ) -> None:
-        self.name = name
-        self.every_s = every_s
-        self._work = work
-        self._failed = failed
-        self._task: asyncio.Task[None] | None = None
+    name: str
+    every_s: float
+    work: Callable[[], Awaitable[object]]
+    failed: Callable[[Exception], None]
+    _task: asyncio.Task[None] | None = field(init=False, default=None)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name=self.name)
@@ -35,6 +31,6 @@ class Periodic:
         while True:
             await asyncio.sleep(self.every_s)
             try:
-                await self._work()
+                await self.work()
             except Exception as e:
-                self._failed(e)
+                self.failed(e)

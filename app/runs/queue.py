@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Protocol
 
-from calls.errors import LatsError
+from app.errors import ServiceError
 
 
-class QueueFull(LatsError):
+class QueueFull(ServiceError):
     """Too many runs are waiting; the caller should retry later."""
 
     code = "queue_full"

@@ -8,19 +8,21 @@ Implementations: SQLite (embedded default) and Postgres. Both keep the same rule
   run, else it raises `LeaseLost`;
 - event ids come from the store (the next id after the stored ones), never from memory, under
   the unique (run, seq) key;
-- the terminal event, the status and the result land in **one transaction** (`finish`);
+- the terminal event, the status and the result land in **one transaction** (`finish`); a
+  store written before that was so is brought up to it when opened (app/store/upgrade.py);
 - a run belongs to a **tenant** (the name of the API key that started it, never the key).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from agents.result import RunResult
-from calls.errors import LatsError
+from app.errors import ServiceError
 
 RunStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
 RUN_STATUSES: tuple[RunStatus, ...] = (
@@ -35,10 +37,24 @@ FINISHED: frozenset[RunStatus] = frozenset({"done", "failed", "cancelled"})
 UNFINISHED: tuple[RunStatus, ...] = ("queued", "running", "interrupted")
 
 
-class LeaseLost(LatsError):
+class LeaseLost(ServiceError):
     """The writer no longer owns the run (its lease was taken over, or the run has ended)."""
 
     code = "lease_lost"
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Who this process is to the store (`owner`) and how long a lease it takes (`ttl_s`)."""
+
+    owner: str
+    ttl_s: float
+
+    @property
+    def renew_every_s(self) -> float:
+        """How often a holder renews, and a worker sweeps for expired leases: a third of the
+        lease time, so one missed round loses nothing."""
+        return self.ttl_s / 3
 
 
 class RunRecord(BaseModel):
@@ -86,15 +102,10 @@ class RunStore(Protocol):
     """Runs, their leases and their event log."""
 
     async def create_run(
-        self,
-        record: RunRecord,
-        *,
-        started: str | None = None,
-        owner: str | None = None,
-        ttl_s: float = 0.0,
+        self, record: RunRecord, *, started: str | None = None, lease: Lease | None = None
     ) -> None:
-        """Store a new run with its first event (`run_started` JSON) as id 1, leased by
-        `owner` for `ttl_s`, or free for any worker."""
+        """Store a new run with its first event (`run_started` JSON) as id 1, held under
+        `lease`, or free for any worker."""
 
     async def claim(self, run_id: str, owner: str, ttl_s: float) -> RunRecord | None:
         """Take the lease of one unfinished run if it is free or expired; the run, or None
@@ -111,8 +122,9 @@ class RunStore(Protocol):
     async def release(self, run_id: str, owner: str, status: RunStatus) -> None:
         """Give the run back (a drain): set `status`, free the lease. Fenced."""
 
-    async def mark_running(self, run_id: str, owner: str) -> bool:
-        """Status `running`. Fenced; whether a cancel was requested meanwhile."""
+    async def mark_running_and_check_cancel(self, run_id: str, owner: str) -> bool:
+        """Set status `running`; whether a cancel was requested meanwhile (the caller then
+        ends the run as cancelled instead of running it). Fenced."""
 
     async def cancel_requests(self, owner: str) -> list[str]:
         """The runs `owner` holds that someone asked to cancel."""
@@ -121,22 +133,10 @@ class RunStore(Protocol):
         """Append a non-terminal event with the next id; the id. Fenced."""
 
     async def finish(
-        self,
-        run_id: str,
-        owner: str,
-        type_: str,
-        data: str,
-        status: RunStatus,
-        result: RunResult | None,
+        self, run_id: str, owner: str, type_: str, data: str, result: RunResult
     ) -> int:
-        """In one transaction: the terminal event (next id), the status, the result, and the
-        lease freed. Fenced; the terminal event's id."""
-
-    async def settle(
-        self, run_id: str, owner: str, status: RunStatus, result: RunResult | None
-    ) -> None:
-        """Status and result of a run whose terminal event is stored but not its status (a
-        record from before `finish` was one transaction); the lease is freed. Fenced."""
+        """In one transaction: the terminal event (next id), the result with its status, and
+        the lease freed. Fenced; the terminal event's id."""
 
     async def request_cancel(self, run_id: str) -> None:
         """Flag the run for cancellation (its owner, or the next claimer, ends it)."""

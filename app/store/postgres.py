@@ -26,13 +26,15 @@ from psycopg_pool import AsyncConnectionPool
 
 from agents.result import RunResult
 from app.store import pg_check
-from app.store.base import FINISHED, UNFINISHED, Held, LeaseLost, RunRecord, RunStatus, StoredEvent
+from app.store.base import FINISHED, UNFINISHED, Held, Lease, LeaseLost, RunRecord, RunStatus
+from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
+from app.store.upgrade import TERMINAL, result_of_terminal
 
 EVENTS_CHANNEL = "lats_events"
 CANCEL_CHANNEL = "lats_cancel"
 QUEUED_CHANNEL = "lats_queued"
 
-_SCHEMA = """
+_SCHEMA_TEMPLATE = """
 SELECT pg_advisory_xact_lock(hashtext('lats_schema'));
 CREATE TABLE IF NOT EXISTS lats_runs (
     id TEXT PRIMARY KEY,
@@ -43,38 +45,7 @@ CREATE TABLE IF NOT EXISTS lats_runs (
     updated_at TIMESTAMPTZ NOT NULL,
     result JSONB
 );
-DO $$
-BEGIN
-    -- ALTER TABLE locks the table exclusively even when the column exists, and would queue
-    -- behind every open transaction of the processes already running: only when needed.
-    IF NOT EXISTS (
-        SELECT 1 FROM information_schema.columns
-        WHERE table_schema = current_schema() AND table_name = 'lats_runs'
-          AND column_name = 'cancel_requested'
-    ) THEN
-        ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS owner TEXT;
-        ALTER TABLE lats_runs
-            ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ NOT NULL DEFAULT 'epoch';
-        ALTER TABLE lats_runs
-            ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false;
-    END IF;
-    IF NOT EXISTS (
-        SELECT 1 FROM information_schema.columns
-        WHERE table_schema = current_schema() AND table_name = 'lats_runs'
-          AND column_name = 'tenant'
-    ) THEN
-        ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS tenant TEXT;
-    END IF;
-    IF NOT EXISTS (
-        SELECT 1 FROM information_schema.columns
-        WHERE table_schema = current_schema() AND table_name = 'lats_runs'
-          AND column_name = 'takeovers'
-    ) THEN
-        ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS takeovers INTEGER NOT NULL DEFAULT 0;
-    END IF;
-END
-$$;
-CREATE INDEX IF NOT EXISTS lats_runs_tenant ON lats_runs (tenant, created_at DESC);
+{added_columns}CREATE INDEX IF NOT EXISTS lats_runs_tenant ON lats_runs (tenant, created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_created ON lats_runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_status ON lats_runs (status, created_at DESC);
 CREATE TABLE IF NOT EXISTS lats_events (
@@ -85,11 +56,49 @@ CREATE TABLE IF NOT EXISTS lats_events (
     PRIMARY KEY (run_id, seq)
 );
 """
+# Databases made before leases (or tenants, or take-over counts) existed get the columns added in
+# place: a column each, with the ALTER TABLEs it takes, keyed by the column that tells.
+_ADDED_COLUMNS = {
+    "cancel_requested": (
+        "owner TEXT",
+        "lease_until TIMESTAMPTZ NOT NULL DEFAULT 'epoch'",
+        "cancel_requested BOOLEAN NOT NULL DEFAULT false",
+    ),
+    "tenant": ("tenant TEXT",),
+    "takeovers": ("takeovers INTEGER NOT NULL DEFAULT 0",),
+}
+# ALTER TABLE locks the table exclusively even when the column exists, and would queue behind
+# every open transaction of the processes already running: only when the column is missing.
+_ADD_IF_MISSING = """
+    IF NOT EXISTS (
+        SELECT 1 FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = 'lats_runs'
+          AND column_name = '{column}'
+    ) THEN
+{alters}
+    END IF;"""
+
+
+def _add_missing_columns() -> str:
+    """A DO block adding each missing column of `_ADDED_COLUMNS`."""
+    blocks = []
+    for column, adds in _ADDED_COLUMNS.items():
+        alters = [f"        ALTER TABLE lats_runs ADD COLUMN IF NOT EXISTS {add};" for add in adds]
+        blocks.append(_ADD_IF_MISSING.format(column=column, alters="\n".join(alters)))
+    return "DO $$\nBEGIN{}\nEND\n$$;\n".format("".join(blocks))
+
+
+_SCHEMA = _SCHEMA_TEMPLATE.format(added_columns=_add_missing_columns())
 _OPEN = list(UNFINISHED)
 _LEASE = "now() + make_interval(secs => %s)"
 # In a claim by owner %s: 1 when the run is taken from another owner that still held it (its
 # lease ran out), 0 for a free run (queued, or given back) or one's own.
 _TAKEN = "(CASE WHEN owner IS NOT NULL AND owner <> %s THEN 1 ELSE 0 END)"
+# A claim by owner %s for %s seconds of the run the WHERE clause that follows picks.
+_CLAIM = (
+    f"UPDATE lats_runs SET owner = %s, lease_until = {_LEASE}, takeovers = takeovers + {_TAKEN}"
+    " WHERE"
+)
 # The next event of run %(run)s, for an INSERT … SELECT whose FROM is the fence.
 _NEXT_EVENT = (
     "INSERT INTO lats_events (run_id, seq, type, data)"
@@ -121,6 +130,16 @@ _DELETE = (
     " RETURNING id), events AS (DELETE FROM lats_events WHERE run_id IN (SELECT id FROM gone))"
     " SELECT count(*) FROM gone"
 )
+# Unfinished runs whose last event is terminal, with that event.
+_LOGGED_ENDS = (
+    "SELECT r.id, e.type, e.data FROM lats_runs r JOIN lats_events e ON e.run_id = r.id"
+    " WHERE r.status = ANY(%s) AND e.type = ANY(%s)"
+    " AND e.seq = (SELECT MAX(seq) FROM lats_events WHERE run_id = r.id)"
+)
+_SETTLE = (
+    "UPDATE lats_runs SET status = %s, updated_at = now(), result = %s, owner = NULL,"
+    " lease_until = 'epoch' WHERE id = %s AND status = ANY(%s)"
+)
 _CREATE_STARTED = (
     f"WITH run AS ({_CREATE} RETURNING id)"
     " INSERT INTO lats_events (run_id, seq, type, data) SELECT id, 1, 'run_started', %(data)s"
@@ -128,7 +147,7 @@ _CREATE_STARTED = (
 )
 
 
-def _record(row: dict[str, Any]) -> RunRecord:
+def _record(row: Row) -> RunRecord:
     return RunRecord(
         id=row["id"],
         task=row["task"],
@@ -148,8 +167,22 @@ def _json(result: RunResult | None) -> Jsonb | None:
     return Jsonb(result.model_dump(mode="json")) if result is not None else None
 
 
-class PostgresRunStore:
+async def _end_logged_runs(conn: AsyncConnection[Any]) -> None:
+    """Give each unfinished run whose terminal event is stored the status and result it
+    stands for (a database written before the end was one statement). Idempotent; run in
+    the schema's transaction, under its lock."""
+    cur = await conn.execute(_LOGGED_ENDS, (_OPEN, list(TERMINAL)))
+    for run_id, type_, data in await cur.fetchall():
+        result = result_of_terminal(run_id, type_, data)
+        await conn.execute(_SETTLE, (result.status, _json(result), run_id, _OPEN))
+
+
+class PostgresRunStore(RunReads):
     """`RunStore` on Postgres through a connection pool."""
+
+    dialect = Dialect(
+        runs="lats_runs", events="lats_events", same="IS NOT DISTINCT FROM", no_limit=None
+    )
 
     def __init__(self, pool: AsyncConnectionPool, *, notify: bool = True) -> None:
         self._pool = pool
@@ -172,10 +205,24 @@ class PostgresRunStore:
         await pool.open(wait=True, timeout=10)
         async with pool.connection() as conn, conn.transaction():
             await conn.execute(_SCHEMA)
+            await _end_logged_runs(conn)
         return cls(pool, notify=notify)
 
     async def close(self) -> None:
         await self._pool.close()
+
+    async def _one(self, sql: str, args: tuple[Any, ...]) -> dict[str, Any] | None:
+        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(sql.replace("?", "%s"), args)
+            return await cur.fetchone()
+
+    async def _all(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(sql.replace("?", "%s"), args)
+            return await cur.fetchall()
+
+    def _record(self, row: Row) -> RunRecord:
+        return _record(row)
 
     def _notifying(self, conn: AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
         """A transaction around a write and its NOTIFY; nothing when no NOTIFY is sent."""
@@ -187,13 +234,9 @@ class PostgresRunStore:
 
     # -- runs and leases -------------------------------------------------------------------------
     async def create_run(
-        self,
-        record: RunRecord,
-        *,
-        started: str | None = None,
-        owner: str | None = None,
-        ttl_s: float = 0.0,
+        self, record: RunRecord, *, started: str | None = None, lease: Lease | None = None
     ) -> None:
+        owner = lease.owner if lease is not None else None
         args = {
             "run": record.id,
             "task": record.task,
@@ -202,7 +245,7 @@ class PostgresRunStore:
             "created": record.created_at,
             "updated": record.updated_at,
             "owner": owner,
-            "ttl": ttl_s,
+            "ttl": lease.ttl_s if lease is not None else 0.0,
             "tenant": record.tenant,
             "data": started,
         }
@@ -212,27 +255,20 @@ class PostgresRunStore:
                 await self._notify(conn, QUEUED_CHANNEL, record.id)
 
     async def claim(self, run_id: str, owner: str, ttl_s: float) -> RunRecord | None:
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(
-                f"UPDATE lats_runs SET owner = %s, lease_until = {_LEASE},"
-                f" takeovers = takeovers + {_TAKEN}"
-                " WHERE id = %s AND status = ANY(%s) AND (lease_until < now() OR owner = %s)"
-                " RETURNING *",
-                (owner, ttl_s, owner, run_id, _OPEN, owner),
-            )
-            row = await cur.fetchone()
+        row = await self._one(
+            f"{_CLAIM} id = %s AND status = ANY(%s) AND (lease_until < now() OR owner = %s)"
+            " RETURNING *",
+            (owner, ttl_s, owner, run_id, _OPEN, owner),
+        )
         return _record(row) if row else None
 
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(
-                f"UPDATE lats_runs SET owner = %s, lease_until = {_LEASE},"
-                f" takeovers = takeovers + {_TAKEN} WHERE id = ("
-                " SELECT id FROM lats_runs WHERE status = ANY(%s) AND lease_until < now()"
-                " ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING *",
-                (owner, ttl_s, owner, _OPEN),
-            )
-            row = await cur.fetchone()
+        row = await self._one(
+            f"{_CLAIM} id = (SELECT id FROM lats_runs WHERE status = ANY(%s)"
+            " AND lease_until < now() ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
+            " RETURNING *",
+            (owner, ttl_s, owner, _OPEN),
+        )
         return _record(row) if row else None
 
     async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
@@ -259,7 +295,7 @@ class PostgresRunStore:
                 raise LeaseLost(f"run {run_id} is not held by {owner}")
             await self._notify(conn, QUEUED_CHANNEL, run_id)
 
-    async def mark_running(self, run_id: str, owner: str) -> bool:
+    async def mark_running_and_check_cancel(self, run_id: str, owner: str) -> bool:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "UPDATE lats_runs SET status = 'running', updated_at = now()"
@@ -290,13 +326,9 @@ class PostgresRunStore:
             await self._notify(conn, CANCEL_CHANNEL, run_id)
 
     async def count_unclaimed(self) -> int:
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT count(*) FROM lats_runs WHERE status = ANY(%s) AND lease_until < now()",
-                (_OPEN,),
-            )
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
+        return await self._count(
+            f"SELECT count(*) AS n FROM lats_runs WHERE {OPEN_SQL} AND lease_until < now()", ()
+        )
 
     # -- the event log -------------------------------------------------------------------------
     async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
@@ -304,13 +336,7 @@ class PostgresRunStore:
         return await self._write_event(_APPEND, args)
 
     async def finish(
-        self,
-        run_id: str,
-        owner: str,
-        type_: str,
-        data: str,
-        status: RunStatus,
-        result: RunResult | None,
+        self, run_id: str, owner: str, type_: str, data: str, result: RunResult
     ) -> int:
         args = {
             "run": run_id,
@@ -318,7 +344,7 @@ class PostgresRunStore:
             "open": _OPEN,
             "type": type_,
             "data": data,
-            "status": status,
+            "status": result.status,
             "result": _json(result),
         }
         return await self._write_event(_FINISH, args)
@@ -333,73 +359,6 @@ class PostgresRunStore:
             seq = int(row[0])
             await self._notify(conn, EVENTS_CHANNEL, f"{args['run']}:{seq}")
         return seq
-
-    async def settle(
-        self, run_id: str, owner: str, status: RunStatus, result: RunResult | None
-    ) -> None:
-        args = {"run": run_id, "owner": owner, "open": _OPEN, "status": status}
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(_END, {**args, "result": _json(result)})
-        if cur.rowcount != 1:
-            raise LeaseLost(f"run {run_id} is not held by {owner}")
-
-    # -- reading -----------------------------------------------------------------------------------
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute("SELECT * FROM lats_runs WHERE id = %s", (run_id,))
-            row = await cur.fetchone()
-        return _record(row) if row else None
-
-    async def list_runs(
-        self, *, status: RunStatus | None, limit: int, offset: int, tenant: str | None = None
-    ) -> list[RunRecord]:
-        conditions: list[str] = []
-        args: list[Any] = []
-        if status is not None:
-            conditions.append("status = %s")
-            args.append(status)
-        if tenant is not None:
-            conditions.append("tenant = %s")
-            args.append(tenant)
-        where = "WHERE " + " AND ".join(conditions) if conditions else ""
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(
-                f"SELECT * FROM lats_runs {where}"
-                " ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s",
-                [*args, limit, offset],
-            )
-            rows = await cur.fetchall()
-        return [_record(r) for r in rows]
-
-    async def count_open(self, tenant: str | None) -> int:
-        async with self._pool.connection() as conn, conn.cursor() as cur:
-            await cur.execute(
-                "SELECT COUNT(*) FROM lats_runs WHERE tenant IS NOT DISTINCT FROM %s"
-                " AND status = ANY(%s)",
-                (tenant, _OPEN),
-            )
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
-
-    async def events_after(
-        self, run_id: str, after: int, limit: int | None = None
-    ) -> list[StoredEvent]:
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(
-                "SELECT seq, type, data FROM lats_events WHERE run_id = %s AND seq > %s"
-                " ORDER BY seq LIMIT %s",
-                (run_id, after, limit),
-            )
-            rows = await cur.fetchall()
-        return [StoredEvent(seq=r["seq"], type=r["type"], data=r["data"]) for r in rows]
-
-    async def last_seq(self, run_id: str) -> int:
-        async with self._pool.connection() as conn, conn.cursor() as cur:
-            await cur.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM lats_events WHERE run_id = %s", (run_id,)
-            )
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
 
     async def delete_run(self, run_id: str) -> bool:
         return await self._delete("%(run)s", {"run": run_id}) == 1
@@ -416,7 +375,3 @@ class PostgresRunStore:
             cur = await conn.execute(_DELETE.format(pick=pick), {**args, "ended": list(FINISHED)})
             row = await cur.fetchone()
         return int(row[0]) if row else 0
-
-    async def ping(self) -> None:
-        async with self._pool.connection() as conn:
-            await conn.execute("SELECT 1")

@@ -15,8 +15,10 @@ from typing import Any
 import aiosqlite
 
 from agents.result import RunResult
-from app.store.base import Held, LeaseLost, RunRecord, RunStatus, StoredEvent
+from app.store.base import Held, Lease, LeaseLost, RunRecord, RunStatus
+from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
 from app.store.sqlite_writer import BatchWriter
+from app.store.upgrade import TERMINAL, result_of_terminal
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -55,7 +57,7 @@ _ADDED_COLUMNS = {
     "takeovers": "INTEGER NOT NULL DEFAULT 0",
 }
 _TENANT_INDEX = "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at DESC)"
-_OPEN = "status IN ('queued', 'running', 'interrupted')"  # base.UNFINISHED
+_OPEN = OPEN_SQL
 _ENDED = "status IN ('done', 'failed', 'cancelled')"  # base.FINISHED
 # In a claim by owner ?: 1 when the run is taken from another owner that still held it (its
 # lease ran out), 0 for a free run (queued, or given back) or one's own.
@@ -69,14 +71,19 @@ SELECT ?, COALESCE((SELECT MAX(seq) FROM events WHERE run_id = ?), 0) + 1, ?, ?
 WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND owner = ? AND {_OPEN})
 RETURNING seq
 """
-_HELD = f"SELECT 1 FROM runs WHERE id = ? AND owner = ? AND {_OPEN}"
+# Unfinished runs whose last event is terminal, with that event.
+_LOGGED_ENDS = f"""
+SELECT runs.id, events.type, events.data FROM runs JOIN events ON events.run_id = runs.id
+WHERE {_OPEN} AND events.type IN ({", ".join(f"'{t}'" for t in TERMINAL)})
+  AND events.seq = (SELECT MAX(seq) FROM events WHERE run_id = runs.id)
+"""
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def _record(row: sqlite3.Row) -> RunRecord:
+def _record(row: Row) -> RunRecord:
     return RunRecord(
         id=row["id"],
         task=row["task"],
@@ -92,9 +99,11 @@ def _record(row: sqlite3.Row) -> RunRecord:
     )
 
 
-class SqliteRunStore:
+class SqliteRunStore(RunReads):
     """`RunStore` on SQLite. Writes go through one `BatchWriter` (group commit on its own
     connection); reads through a second connection, which in WAL mode never waits for them."""
+
+    dialect = Dialect(runs="runs", events="events", same="IS", no_limit=-1)
 
     def __init__(self, writer: BatchWriter, reader: aiosqlite.Connection) -> None:
         self._writer = writer
@@ -128,16 +137,15 @@ class SqliteRunStore:
     async def _all(self, sql: str, args: tuple[Any, ...]) -> list[aiosqlite.Row]:
         return list(await self._reader.execute_fetchall(sql, args))
 
+    def _record(self, row: Row) -> RunRecord:
+        return _record(row)
+
     # -- runs and leases -------------------------------------------------------------------------
     async def create_run(
-        self,
-        record: RunRecord,
-        *,
-        started: str | None = None,
-        owner: str | None = None,
-        ttl_s: float = 0.0,
+        self, record: RunRecord, *, started: str | None = None, lease: Lease | None = None
     ) -> None:
-        until = time.time() + ttl_s if owner else 0.0
+        owner = lease.owner if lease is not None else None
+        until = time.time() + lease.ttl_s if lease is not None else 0.0
         run = (
             record.id,
             record.task,
@@ -237,7 +245,7 @@ class SqliteRunStore:
 
         await self._writer.write(write)
 
-    async def mark_running(self, run_id: str, owner: str) -> bool:
+    async def mark_running_and_check_cancel(self, run_id: str, owner: str) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
                 f"UPDATE runs SET status = 'running', updated_at = ? WHERE id = ? AND owner = ?"
@@ -273,76 +281,19 @@ class SqliteRunStore:
         return await self._writer.write(write)
 
     async def finish(
-        self,
-        run_id: str,
-        owner: str,
-        type_: str,
-        data: str,
-        status: RunStatus,
-        result: RunResult | None,
+        self, run_id: str, owner: str, type_: str, data: str, result: RunResult
     ) -> int:
         def write(conn: sqlite3.Connection) -> int:
             seq = _append(conn, run_id, owner, type_, data)
-            _end(conn, run_id, status, result)
+            _end(conn, run_id, result)
             return seq
 
         return await self._writer.write(write)
 
-    async def settle(
-        self, run_id: str, owner: str, status: RunStatus, result: RunResult | None
-    ) -> None:
-        def write(conn: sqlite3.Connection) -> None:
-            if _row(conn, _HELD, (run_id, owner)) is None:
-                raise LeaseLost(f"run {run_id} is not held by {owner}")
-            _end(conn, run_id, status, result)
-
-        await self._writer.write(write)
-
     # -- reading -----------------------------------------------------------------------------------
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        row = await self._one("SELECT * FROM runs WHERE id = ?", (run_id,))
-        return _record(row) if row else None
-
-    async def list_runs(
-        self, *, status: RunStatus | None, limit: int, offset: int, tenant: str | None = None
-    ) -> list[RunRecord]:
-        where: list[str] = []
-        args: list[Any] = []
-        if status is not None:
-            where.append("status = ?")
-            args.append(status)
-        if tenant is not None:
-            where.append("tenant = ?")
-            args.append(tenant)
-        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
-        args += [limit, offset]
-        return [_record(r) for r in await self._all(sql, tuple(args))]
-
-    async def count_open(self, tenant: str | None) -> int:
-        row = await self._one(f"SELECT COUNT(*) FROM runs WHERE tenant IS ? AND {_OPEN}", (tenant,))
-        return int(row[0]) if row else 0
-
-    async def events_after(
-        self, run_id: str, after: int, limit: int | None = None
-    ) -> list[StoredEvent]:
-        rows = await self._all(
-            "SELECT seq, type, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (run_id, after, -1 if limit is None else limit),
-        )
-        return [StoredEvent(seq=r["seq"], type=r["type"], data=r["data"]) for r in rows]
-
-    async def last_seq(self, run_id: str) -> int:
-        row = await self._one(
-            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", (run_id,)
-        )
-        return int(row[0]) if row else 0
-
     async def count_unclaimed(self) -> int:
-        row = await self._one(
-            f"SELECT count(*) FROM runs WHERE {_OPEN} AND lease_until < ?", (time.time(),)
-        )
-        return int(row[0]) if row else 0
+        sql = f"SELECT count(*) AS n FROM runs WHERE {_OPEN} AND lease_until < ?"
+        return await self._count(sql, (time.time(),))
 
     async def data_version(self) -> int:
         """Changes whenever another connection (another process) commits to the file. Asked of
@@ -366,9 +317,6 @@ class SqliteRunStore:
 
         return await self._writer.write(write)
 
-    async def ping(self) -> None:
-        await self._one("SELECT 1", ())
-
 
 def _migrate(conn: sqlite3.Connection) -> None:
     for statement in _SCHEMA.split(";"):
@@ -379,6 +327,15 @@ def _migrate(conn: sqlite3.Connection) -> None:
         if name not in have:
             conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
     conn.execute(_TENANT_INDEX)
+    _end_logged_runs(conn)
+
+
+def _end_logged_runs(conn: sqlite3.Connection) -> None:
+    """Give each unfinished run whose terminal event is stored the status and result it
+    stands for (a file written before the end was one transaction). Idempotent."""
+    for row in conn.execute(_LOGGED_ENDS).fetchall():
+        result = result_of_terminal(row["id"], row["type"], row["data"])
+        _end(conn, row["id"], result)
 
 
 def _delete(conn: sqlite3.Connection, run_ids: list[str]) -> int:
@@ -410,11 +367,9 @@ def _append(conn: sqlite3.Connection, run_id: str, owner: str, type_: str, data:
     return int(row[0])
 
 
-def _end(
-    conn: sqlite3.Connection, run_id: str, status: RunStatus, result: RunResult | None
-) -> None:
+def _end(conn: sqlite3.Connection, run_id: str, result: RunResult) -> None:
     conn.execute(
         "UPDATE runs SET status = ?, updated_at = ?, result = ?, owner = NULL,"
         " lease_until = 0 WHERE id = ?",
-        (status, _now(), result.model_dump_json() if result is not None else None, run_id),
+        (result.status, _now(), result.model_dump_json(), run_id),
     )

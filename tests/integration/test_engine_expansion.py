@@ -56,15 +56,17 @@ async def test_with_early_stop_on_the_path_ends_are_judged_and_nothing_else(
     assert len(models.recorder.by_role("evaluator")) == 1
 
 
+def _unjudged(call: FakeCall) -> Reply:
+    """`TREE`, but the first replan proposes two steps in the older shape, without scores."""
+    if call.role == "replanner" and "Step 2:" not in call.prompt:
+        return {"complete": False, "next_steps": ["x", "y"]}
+    return TREE.reply(call)
+
+
 async def test_unscored_proposals_are_observed_through_the_evaluator(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
-    def script(call: FakeCall) -> Reply:
-        if call.role == "replanner" and "Step 2:" not in call.prompt:
-            return {"complete": False, "next_steps": ["x", "y"]}
-        return TREE.reply(call)
-
-    engine, models = make_engine(script)
+    engine, models = make_engine(_unjudged)
 
     await engine.run("t", RunParams(max_paths=10), sink=events)
 
@@ -97,12 +99,7 @@ async def test_without_evaluation_there_are_no_priors_no_pruning_and_no_evaluato
 async def test_a_reply_in_the_older_next_steps_shape_still_expands_unjudged(
     make_engine: EngineMaker,
 ) -> None:
-    def script(call: FakeCall) -> Reply:
-        if call.role == "replanner" and "Step 2:" not in call.prompt:
-            return {"complete": False, "next_steps": ["x", "y"]}
-        return TREE.reply(call)
-
-    engine, _ = make_engine(script)
+    engine, _ = make_engine(_unjudged)
 
     result = await engine.run("t", RunParams(max_paths=10))
 

@@ -1,11 +1,14 @@
-"""Run records as the store tests write them directly, and a lease that has already ended."""
+"""Run records as the store tests write them directly, a lease that has already ended, and a
+run whose end was logged without its status."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
 
-from app.store.base import RunRecord, RunStatus
+from agents.events import Event, RunDone
+from agents.result import RunResult
+from app.store.base import Lease, RunRecord, RunStatus, RunStore
 
 # A lease that ended a minute ago: no test waits for a real one to run out.
 ENDED_LEASE_S = -60.0
@@ -22,3 +25,38 @@ def run_record(run_id: str | None = None, status: RunStatus = "queued") -> RunRe
         created_at=now,
         updated_at=now,
     )
+
+
+def done_event(run_id: str, answer: str = "42") -> RunDone:
+    """A `done` event of one chosen node `n1`."""
+    return RunDone(
+        run_id=run_id,
+        answer=answer,
+        partial=False,
+        chosen_id="n1",
+        path=["n1"],
+        sources=[],
+        stop_reason="max_paths",
+        metrics={},
+    )
+
+
+async def log_end_without_status(store: RunStore, run_id: str, end: Event) -> None:
+    """A running run whose worker died after logging its terminal event `end` but not its
+    status (what a store written before `finish` was one transaction could hold)."""
+    await store.create_run(
+        run_record(run_id, "running"), started="{}", lease=Lease("gone", ENDED_LEASE_S)
+    )
+    await store.append_event(run_id, "gone", end.type, end.model_dump_json())
+
+
+async def held_run(store: RunStore, owner: str, *, ended: bool = False) -> str:
+    """A run `owner` holds, with two events (`run_started`, `plan`), and ended as done with
+    answer "a" when `ended`; its id."""
+    record = run_record()
+    await store.create_run(record, started="{}", lease=Lease(owner, 60))
+    await store.append_event(record.id, owner, "plan", "{}")
+    if ended:
+        done = RunResult(run_id=record.id, status="done", answer="a")
+        await store.finish(record.id, owner, "done", "{}", done)
+    return record.id

@@ -1,5 +1,5 @@
-"""Fixtures for the tool tests: a fake clock, settings that never read the environment, and a
-way to call a tool as an agent's tool node does."""
+"""Fixtures for the tool tests: a fake clock, a tool runtime on it, settings that never read
+the environment, and a way to call a tool as an agent's tool node does."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from langchain_core.tools import BaseTool
 
 from app.settings import Settings
 from testkit.clock import FakeClock
+from tools.runtime import RateLimiter, ToolRuntime, TtlCache
 
 SettingsFactory = Callable[..., Settings]
 CallTool = Callable[[BaseTool, dict[str, Any]], Awaitable[ToolMessage]]
@@ -20,6 +21,23 @@ CallTool = Callable[[BaseTool, dict[str, Any]], Awaitable[ToolMessage]]
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+def clocked_runtime(clock: FakeClock, name: str, **fields: Any) -> ToolRuntime:
+    """A tool runtime on `clock` (no spacing, a fresh cache, no retries and 10 s calls unless
+    `fields` say otherwise)."""
+    fields.setdefault("timeout_s", 10.0)
+    fields.setdefault("max_retries", 0)
+    fields.setdefault("max_chars", 1000)
+    return ToolRuntime(
+        name=name,
+        cache_ttl_s=60.0,
+        limiter=RateLimiter(0.0, clock=clock, sleep=clock.sleep),
+        cache=TtlCache(clock=clock),
+        clock=clock,
+        sleep=clock.sleep,
+        **fields,
+    )
 
 
 @pytest.fixture
@@ -45,3 +63,13 @@ def call_tool() -> CallTool:
         return message
 
     return call
+
+
+def without_shown_passages(message: ToolMessage) -> dict[str, Any]:
+    """The message's artifact without its `passages`, once each passage is checked to stand
+    verbatim in the text the model reads."""
+    artifact = dict(message.artifact)
+    passages = artifact.pop("passages")
+    assert passages
+    assert all(p["text"] in message.text for p in passages)
+    return artifact

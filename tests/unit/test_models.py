@@ -21,16 +21,21 @@ from tests.support.model_settings import model_settings
 pytestmark = pytest.mark.usefixtures("no_model_environment")
 
 
+@pytest.fixture
+def gemini_key(no_model_environment: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Gemini API key in the environment (a fake one: nothing is called), set after the
+    model variables are cleared."""
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+
+
 def _inner(factory: SettingsModelFactory, role: str) -> object:
     model = factory.for_role(role)  # type: ignore[arg-type]
     assert isinstance(model, ResilientChatModel)
     return model.inner
 
 
-def test_gemini_is_built_per_role_with_the_role_temperature(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+@pytest.mark.usefixtures("gemini_key")
+def test_gemini_is_built_per_role_with_the_role_temperature() -> None:
     factory = SettingsModelFactory(model_settings())
 
     voter = _inner(factory, "voter")
@@ -45,10 +50,8 @@ def test_gemini_is_built_per_role_with_the_role_temperature(
     assert factory.for_role("voter") is factory.for_role("voter")
 
 
-def test_gemini_sdk_retries_are_off_and_our_policy_has_themodel_settings(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+@pytest.mark.usefixtures("gemini_key")
+def test_gemini_sdk_retries_are_off_and_our_policy_has_themodel_settings() -> None:
     settings = model_settings(model_timeout_s=12.5, model_max_retries=3)
 
     model = SettingsModelFactory(settings).for_role("planner")
@@ -60,10 +63,10 @@ def test_gemini_sdk_retries_are_off_and_our_policy_has_themodel_settings(
     assert (model.timeout_s, model.max_retries) == (12.5, 3)
 
 
+@pytest.mark.usefixtures("gemini_key")
 def test_lats_model_sets_every_role_and_a_role_variable_overrides_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
     monkeypatch.setenv("LATS_MODEL", "google_genai:gemini-2.0-flash")
     monkeypatch.setenv("LATS_MODEL_VOTER", "google_genai:gemini-2.5-pro")
     factory = SettingsModelFactory(model_settings())
@@ -84,9 +87,8 @@ def test_a_missing_gemini_key_names_the_variable_to_set() -> None:
         SettingsModelFactory(settings).check()
 
 
-def test_with_a_key_and_no_model_gemini_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
-
+@pytest.mark.usefixtures("gemini_key")
+def test_with_a_key_and_no_model_gemini_is_the_default() -> None:
     factory = SettingsModelFactory(model_settings())
 
     assert factory.model_string("planner") == "google_genai:gemini-2.5-flash"
@@ -119,10 +121,8 @@ def test_a_provider_package_not_installed_is_reported() -> None:
         )
 
 
-def test_every_factory_of_the_process_shares_one_rate_limiter(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+@pytest.mark.usefixtures("gemini_key")
+def test_every_factory_of_the_process_shares_one_rate_limiter() -> None:
     first = SettingsModelFactory(model_settings(model_rps=3.0)).for_role("planner")
     second = SettingsModelFactory(model_settings(model_rps=3.0)).for_role("voter")
     adaptive = SettingsModelFactory(model_settings(model_rps=0)).for_role("planner")
@@ -137,13 +137,11 @@ def test_every_factory_of_the_process_shares_one_rate_limiter(
     assert adaptive.limiter.stats().rate is None
 
 
-def test_the_service_s_redis_url_shares_the_model_limiter_between_processes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.mark.usefixtures("gemini_key")
+def test_the_service_s_redis_url_shares_the_model_limiter_between_processes() -> None:
     from app.backends.model_limiter_redis import RedisLimiter
     from calls.ratelimit import LocalLimiter, reset_model_limiters
 
-    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
     reset_model_limiters()
     service = Settings(_env_file=None, redis_url="redis://127.0.0.1:1/0")  # type: ignore[call-arg]
     shared = startup.model_factory(service).for_role("voter")

@@ -6,17 +6,14 @@ from __future__ import annotations
 from agents.jobs import Job
 from agents.nodes.reserve import affordable, to_answer
 from agents.params import RunParams
-from agents.state import NodeRecord, new_node
+from agents.state import NodeRecord
+from tests.support.trees import tree
 
 PARAMS = RunParams(max_depth=3, satisfaction=0.9)  # early stop on: path ends are judged
 
 
 def _nodes() -> dict[str, NodeRecord]:
-    root = new_node(parent=None, index=1, step="A", planned=[])
-    mid = new_node(parent=root, index=1, step="B", planned=[])
-    leaf = new_node(parent=mid, index=1, step="C", planned=[])
-    other = new_node(parent=mid, index=2, step="D", planned=[])
-    return {n["id"]: n for n in (root, mid, leaf, other)}
+    return tree(("A", None), ("B", "A"), ("C", "B"), ("D", "B"))
 
 
 def test_the_calls_to_an_answer_follow_the_job_and_the_depth() -> None:

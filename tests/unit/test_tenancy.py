@@ -12,6 +12,7 @@ from app.http.hosts import allowed_hosts, host_of
 from app.settings import Settings
 from calls.ratelimit import TokenBucket
 from calls.settings import ModelSettings
+from testkit.clock import FakeClock
 from tools.settings import ToolSettings
 
 
@@ -60,16 +61,8 @@ def test_a_caller_sees_its_runs_the_admin_and_the_single_user_all() -> None:
     assert SINGLE_USER.label == "local"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_the_token_bucket_grants_its_burst_then_its_rate() -> None:
-    clock = Clock()
+    clock = FakeClock()
     bucket = TokenBucket(rate=2.0, burst=3, clock=clock)
 
     assert [bucket.try_reserve() for _ in range(3)] == [(True, 0.0)] * 3
@@ -81,7 +74,7 @@ def test_the_token_bucket_grants_its_burst_then_its_rate() -> None:
 
 
 def test_request_limits_are_per_key_and_spare_the_admin() -> None:
-    clock = Clock()
+    clock = FakeClock()
     limits = KeyLimits(rps=1.0, burst=1, max_streams=1, max_runs=1, clock=clock)
     alice, bob = Caller("alice"), Caller("bob")
 

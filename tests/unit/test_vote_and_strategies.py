@@ -7,8 +7,9 @@ from pydantic import ValidationError
 
 from agents.nodes.vote import best_valued, leaf_value, vote_schema
 from agents.params import RunParams
-from agents.state import NodeRecord, new_node
+from agents.state import NodeRecord
 from agents.strategies import DepthFirst, strategy_for
+from tests.support.trees import tree
 
 
 def test_vote_schema_is_json_schema_with_a_lower_case_string_enum() -> None:
@@ -24,11 +25,7 @@ def test_vote_schema_is_json_schema_with_a_lower_case_string_enum() -> None:
 
 
 def _tree() -> dict[str, NodeRecord]:
-    root = new_node(parent=None, index=1, step="A", planned=[])
-    b = new_node(parent=root, index=1, step="B", planned=[])
-    c = new_node(parent=root, index=2, step="C", planned=[])
-    d = new_node(parent=b, index=1, step="D", planned=[])
-    return {n["id"]: n for n in (root, b, c, d)}
+    return tree(("A", None), ("B", "A"), ("C", "A"), ("D", "B"))
 
 
 def test_best_valued_prefers_the_leaf_with_the_higher_node_value() -> None:

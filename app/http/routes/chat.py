@@ -25,7 +25,7 @@ from agents.grounding.verify import Citation
 from agents.result import RunAnswer
 from app.access.run_access import NewStream, Runs
 from app.http.auth import Authorized
-from app.http.deps import AppSettings, CallerRuns
+from app.http.deps import CallerRuns
 from app.http.routes.runs import ERRORS
 from app.http.sse import HEARTBEAT, SSE_HEADERS
 from app.integrations.openai_compat import (
@@ -66,7 +66,7 @@ async def get_model(model: str, _: Authorized) -> dict[str, Any] | JSONResponse:
     responses=ERRORS,
     response_model=None,
 )
-async def chat_completions(body: ChatRequest, runs: CallerRuns, settings: AppSettings) -> Response:
+async def chat_completions(body: ChatRequest, runs: CallerRuns) -> Response:
     try:
         params = body.run_params()
         task = body.task()
@@ -91,7 +91,7 @@ async def chat_completions(body: ChatRequest, runs: CallerRuns, settings: AppSet
     )
     if new is not None:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        frames = _stream(runs, new, body.model, include_usage, settings.sse_heartbeat_s)
+        frames = _stream(runs, new, body.model, include_usage)
         return StreamingResponse(
             new.slot.hold(frames),
             media_type="text/event-stream",
@@ -177,7 +177,7 @@ def _data(payload: dict[str, Any]) -> bytes:
 
 
 async def _stream(
-    runs: Runs, new: NewStream, model: str, include_usage: bool, heartbeat_s: float
+    runs: Runs, new: NewStream, model: str, include_usage: bool
 ) -> AsyncIterator[bytes]:
     """Progress lines as reasoning, then the answer, then `[DONE]`. The run belongs to the
     manager: a client that leaves stops only this generator."""
@@ -186,7 +186,7 @@ async def _stream(
     progress = Progress()
     started = time.monotonic()
     try:
-        async for event in runs.events_new(new, heartbeat_s):
+        async for event in runs.events_new(new):
             if event is None:
                 yield HEARTBEAT
                 continue

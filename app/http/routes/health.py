@@ -31,8 +31,8 @@ async def readyz(manager: Manager, settings: AppSettings) -> JSONResponse:
         {
             "status": "ready" if ready else "not_ready",
             "checks": checks,
-            "active_runs": manager.active,
-            "queued_runs": manager.queued,
+            "active_runs": manager.queue.active,
+            "queued_runs": manager.queue.waiting,
             # Stored runs no worker holds yet, whichever process stored them (None: no store).
             "waiting_runs": waiting,
         },

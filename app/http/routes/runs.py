@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from agents.events import TERMINAL_TYPES
-from app.http.deps import AppSettings, CallerRuns
+from app.http.deps import CallerRuns
 from app.http.schemas import ErrorBody, RunAccepted, RunList, RunView, SolveRequest
 from app.http.sse import (
     HEARTBEAT,
@@ -92,10 +92,7 @@ def _invalid(where: str, name: str, message: str) -> RequestValidationError:
     response_model=None,
 )
 async def solve(
-    body: SolveRequest,
-    runs: CallerRuns,
-    settings: AppSettings,
-    accept: Annotated[str | None, Header()] = None,
+    body: SolveRequest, runs: CallerRuns, accept: Annotated[str | None, Header()] = None
 ) -> Response:
     """Starts a run and streams its events as SSE (the run goes on if the client leaves).
     With `Accept: application/json`, waits and returns the finished run instead."""
@@ -107,7 +104,7 @@ async def solve(
             headers={"Content-Location": f"/runs/{record.id}"},
         )
     new = await runs.submit_streamed(body.task, body.params())
-    events = runs.follow_new(new, settings.sse_heartbeat_s)
+    events = runs.follow_new(new)
     return _stream(new.slot.hold(_framed(new.record.id, events)), new.record.id)
 
 
@@ -133,7 +130,6 @@ async def start_run(body: SolveRequest, runs: CallerRuns, response: Response) ->
 async def run_events(
     run_id: str,
     runs: CallerRuns,
-    settings: AppSettings,
     after: Annotated[
         int | None, Query(ge=0, le=MAX_EVENT_ID, description="Replay events after this id.")
     ] = None,
@@ -149,7 +145,7 @@ async def run_events(
         start = after or 0
     if start > MAX_EVENT_ID or start > await runs.last_event_id(run_id):
         raise _invalid(where, name, "beyond the run's last event id")
-    frames = _framed(run_id, runs.follow(run_id, start, settings.sse_heartbeat_s))
+    frames = _framed(run_id, runs.follow(run_id, start))
     return _stream(runs.stream_slot().hold(frames), run_id)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from httpx_sse import aconnect_sse
@@ -51,8 +50,7 @@ async def test_cancel_on_postgres(service_for: ServiceMaker, postgres_url: str) 
         run_id = (
             await svc.client.post("/runs", json={"task": "t", "max_paths": 1, "use_cache": False})
         ).json()["run_id"]
-        async with asyncio.timeout(5):
-            await gate.waiting.wait()
+        await gate.reached()
         cancelled = (await svc.client.post(f"/runs/{run_id}/cancel")).json()
 
     assert cancelled["status"] == "cancelled"

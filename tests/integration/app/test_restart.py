@@ -4,42 +4,26 @@ from __future__ import annotations
 
 import json
 
-from agents.events import RunDone
 from app.settings import Settings
+from app.store.base import Lease
 from app.store.sqlite import SqliteRunStore
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
-from tests.support.runs import ENDED_LEASE_S, run_record
+from tests.support.runs import ENDED_LEASE_S, done_event, log_end_without_status, run_record
 
 
-async def test_a_run_whose_end_was_logged_but_not_its_status_is_settled_with_its_answer(
+async def test_a_run_whose_end_was_logged_but_not_its_status_is_ended_with_its_answer_at_start(
     service_for: ServiceMaker, settings: Settings
 ) -> None:
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
-    await store.create_run(
-        run_record("r-ended", "running"),
-        owner="gone",
-        ttl_s=ENDED_LEASE_S,  # its process died: the lease has expired
-    )
-    done = RunDone(
-        run_id="r-ended",
-        answer="42",
-        partial=False,
-        chosen_id="n1",
-        path=["n1"],
-        sources=[],
-        stop_reason="max_paths",
-        metrics={},
-    )
-    # The end was logged, its status not (what a store written before `finish` could leave).
-    await store.append_event("r-ended", "gone", "done", done.model_dump_json())
+    await log_end_without_status(store, "r-ended", done_event("r-ended"))
     await store.close()
 
     async with service_for(Scenario(plan=["A"])) as svc:
         run = (await svc.client.get("/runs/r-ended")).json()
 
     assert run["status"] == "done"
-    assert run["answer"] == "42"  # settled with its answer
+    assert run["answer"] == "42"  # ended with its answer when the store opened
     assert svc.models.recorder.calls == []  # nothing ran again
 
 
@@ -50,8 +34,7 @@ async def test_start_up_leaves_alone_a_run_another_live_process_holds(
     await store.create_run(
         run_record("r-held", "running"),
         started="{}",
-        owner="alive-elsewhere",
-        ttl_s=600,
+        lease=Lease("alive-elsewhere", 600),
     )
     await store.close()
 
@@ -68,7 +51,7 @@ async def _died_holding(store: SqliteRunStore, run_id: str, deaths: int) -> None
     """A run whose workers each died holding it: created by one, taken over by the rest."""
     record = run_record(run_id, "running")
     started = json.dumps({"type": "run_started"})
-    await store.create_run(record, started=started, owner="w0", ttl_s=ENDED_LEASE_S)
+    await store.create_run(record, started=started, lease=Lease("w0", ENDED_LEASE_S))
     for worker in range(1, deaths):
         assert await store.claim(run_id, f"w{worker}", ENDED_LEASE_S) is not None
 

@@ -3,40 +3,30 @@ and the real Postgres. Unfinished runs are never deleted."""
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agents.result import RunResult
 from app.runs import retention
 from app.runs.retention import Retention
 from app.settings import Settings
-from app.store.base import RunStore
 from app.store.sqlite import SqliteRunStore
 from testkit.gate import Gate
 from tests.support.makers import Opener, ServiceMaker
-from tests.support.runs import run_record
+from tests.support.runs import held_run
 
 GATED = {"task": "t", "max_paths": 1}  # one path: the gate holds its one step
-
-
-async def _run(store: RunStore, *, finished: bool) -> str:
-    record = run_record()
-    await store.create_run(record, started="{}", owner="me", ttl_s=60)
-    await store.append_event(record.id, "me", "plan", "{}")
-    if finished:
-        done = RunResult(run_id=record.id, status="done", answer="a")
-        await store.finish(record.id, "me", "done", "{}", "done", done)
-    return record.id
 
 
 async def test_a_finished_run_is_deleted_with_its_events_an_open_one_is_not(
     open_store: Opener,
 ) -> None:
     store = await open_store()
-    ended, running = await _run(store, finished=True), await _run(store, finished=False)
+    ended, running = (
+        await held_run(store, "me", ended=True),
+        await held_run(store, "me"),
+    )
 
     assert await store.delete_run(ended) is True
     assert await store.delete_run(running) is False
@@ -52,8 +42,8 @@ async def test_the_sweep_deletes_only_runs_that_ended_before_the_cutoff(
 ) -> None:
     monkeypatch.setattr(retention, "BATCH", 2)  # several batches
     store = await open_store()
-    ended = [await _run(store, finished=True) for _ in range(5)]
-    running = await _run(store, finished=False)
+    ended = [await held_run(store, "me", ended=True) for _ in range(5)]
+    running = await held_run(store, "me")
     sweeper = Retention(store, days=1)
 
     assert await sweeper.sweep() == 0  # all ended just now: within the day
@@ -69,8 +59,7 @@ async def test_delete_answers_409_while_a_run_is_open_then_204_then_404(
     gate = Gate()
     async with service_for(gate) as svc:
         run_id = (await svc.client.post("/runs", json=GATED)).json()["run_id"]
-        async with asyncio.timeout(5):
-            await gate.waiting.wait()
+        await gate.reached()
         refused = await svc.client.delete(f"/runs/{run_id}")
         gate.release.set()
         stream = (await svc.client.get(f"/runs/{run_id}/events")).text  # to its end
@@ -91,7 +80,10 @@ async def test_a_worker_sweeps_at_start_up_when_a_retention_is_set(
 ) -> None:
     path = settings.data_dir / "runs.sqlite"
     store = await SqliteRunStore.open(path)
-    ended, running = await _run(store, finished=True), await _run(store, finished=False)
+    ended, running = (
+        await held_run(store, "me", ended=True),
+        await held_run(store, "me"),
+    )
     await store.close()
     two_days_ago = (datetime.now(UTC) - timedelta(days=2)).isoformat()
     with sqlite3.connect(path) as conn:  # the runs ended two days ago

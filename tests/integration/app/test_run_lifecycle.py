@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from httpx_sse import aconnect_sse
@@ -28,8 +27,7 @@ async def test_cancel_during_a_run_stops_its_calls_and_ends_with_cancelled(
     gate = Gate()
     async with service_for(gate) as svc:
         run_id = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
-        async with asyncio.timeout(5):
-            await gate.waiting.wait()
+        await gate.reached()
         cancelled = await svc.client.post(f"/runs/{run_id}/cancel")
         again = await svc.client.post(f"/runs/{run_id}/cancel")
         types = await _terminal(svc.client, run_id)
@@ -46,8 +44,7 @@ async def test_cancel_before_start_ends_a_queued_run(service_for: ServiceMaker) 
     gate = Gate()
     async with service_for(gate, max_active_runs=1) as svc:
         first = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
-        async with asyncio.timeout(5):
-            await gate.waiting.wait()
+        await gate.reached()
         queued = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
         status_before = (await svc.client.get(f"/runs/{queued}")).json()["status"]
         cancelled = (await svc.client.post(f"/runs/{queued}/cancel")).json()
@@ -77,8 +74,7 @@ async def test_a_full_queue_answers_429_with_retry_after(service_for: ServiceMak
     gate = Gate()
     async with service_for(gate, max_active_runs=1, max_queued_runs=1) as svc:
         await svc.client.post("/runs", json=BODY)
-        async with asyncio.timeout(5):
-            await gate.waiting.wait()
+        await gate.reached()
         second = await svc.client.post("/runs", json=BODY)
         third = await svc.client.post("/runs", json=BODY)
         gate.release.set()
@@ -115,8 +111,7 @@ async def test_a_client_that_disconnects_does_not_stop_the_run(
             async for sse in source.aiter_sse():
                 run_id = json.loads(sse.data)["run_id"]
                 break
-        async with asyncio.timeout(5):
-            await gate.waiting.wait()
+        await gate.reached()
         gate.release.set()
         types = await _terminal(svc.client, run_id)
         run = (await svc.client.get(f"/runs/{run_id}")).json()

@@ -124,13 +124,27 @@ async def test_the_waiting_bound_counts_the_runs_every_api_process_stored(
         assert await first.store.count_unclaimed() == 2
 
 
-def test_the_redis_cache_is_one_cache_for_every_process(redis_url: str, prefix: str) -> None:
-    one, two = RedisCacheStore(redis_url, prefix=prefix), RedisCacheStore(redis_url, prefix=prefix)
+@pytest.mark.parametrize("backend", ["redis", "postgres"])
+def test_a_shared_cache_is_one_cache_for_every_process(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    if backend == "redis":
+        url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("prefix")
+        one, two = RedisCacheStore(url, prefix=prefix), RedisCacheStore(url, prefix=prefix)
+    else:
+        url = request.getfixturevalue("postgres_url")
+        one, two = PostgresCacheStore(url), PostgresCacheStore(url)
     one.put("k", "reply")
     assert two.get("k") == "reply"
+    two.put("k", "newer")
+    assert one.get("k") == "newer"
+    assert one.get("other") is None
     assert two.get("other") is None
     two.clear()
     assert one.get("k") is None
+    one.put("k", "again")
+    one.clear()
+    assert two.get("k") is None
     one.close()
     two.close()
 
@@ -160,15 +174,3 @@ async def test_an_unreachable_redis_cache_misses_instead_of_failing() -> None:
     assert await store.aget("k") is None
     await store.aclose()
     store.close()
-
-
-def test_the_postgres_cache_is_one_cache_for_every_process(postgres_url: str) -> None:
-    one, two = PostgresCacheStore(postgres_url), PostgresCacheStore(postgres_url)
-    one.put("k", "reply")
-    two.put("k", "newer")
-    assert one.get("k") == "newer"
-    assert one.get("other") is None
-    one.clear()
-    assert two.get("k") is None
-    one.close()
-    two.close()

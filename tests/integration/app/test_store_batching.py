@@ -12,7 +12,7 @@ from typing import TypeVar
 import pytest
 
 from agents.result import RunResult
-from app.store.base import LeaseLost
+from app.store.base import Lease, LeaseLost
 from app.store.sqlite import SqliteRunStore
 from app.store.sqlite_writer import BatchWriter
 from tests.support.runs import run_record
@@ -83,7 +83,7 @@ async def test_concurrent_appends_across_runs_number_each_run_1_to_n(
 ) -> None:
     records = [run_record() for _ in range(10)]
     await asyncio.gather(
-        *(store.create_run(r, started="{}", owner="me", ttl_s=60) for r in records)
+        *(store.create_run(r, started="{}", lease=Lease("me", 60)) for r in records)
     )
 
     seqs = await asyncio.gather(
@@ -101,16 +101,16 @@ async def test_concurrent_appends_across_runs_number_each_run_1_to_n(
 
 async def test_a_fencing_failure_fails_only_its_caller(store: SqliteRunStore) -> None:
     held, other = run_record(), run_record()
-    await store.create_run(held, started="{}", owner="me", ttl_s=60)
-    await store.create_run(other, started="{}", owner="them", ttl_s=60)
+    await store.create_run(held, started="{}", lease=Lease("me", 60))
+    await store.create_run(other, started="{}", lease=Lease("them", 60))
     done = RunResult(run_id=held.id, status="done", answer="ok")
 
     outcomes = await asyncio.gather(
         store.append_event(held.id, "me", "e", "1"),
         store.append_event(other.id, "me", "e", "x"),
-        store.finish(other.id, "me", "run_done", "x", "done", None),
+        store.finish(other.id, "me", "run_done", "x", RunResult(run_id=other.id, status="done")),
         store.append_event(held.id, "me", "e", "2"),
-        store.finish(held.id, "me", "run_done", "3", "done", done),
+        store.finish(held.id, "me", "run_done", "3", done),
         return_exceptions=True,
     )
 
@@ -132,7 +132,7 @@ async def test_a_fencing_failure_fails_only_its_caller(store: SqliteRunStore) ->
 
 async def test_a_cancelled_callers_write_still_commits(store: SqliteRunStore) -> None:
     record = run_record()
-    await store.create_run(record, started="{}", owner="me", ttl_s=60)
+    await store.create_run(record, started="{}", lease=Lease("me", 60))
 
     task = asyncio.create_task(store.append_event(record.id, "me", "e", "cancelled"))
     await asyncio.sleep(0)  # queued
@@ -149,7 +149,7 @@ async def test_a_cancelled_callers_write_still_commits(store: SqliteRunStore) ->
 async def test_a_write_from_another_threads_loop_goes_through(store: SqliteRunStore) -> None:
     # What a synchronous tool's async callbacks do: `asyncio.run` in an executor thread.
     record = run_record()
-    await store.create_run(record, started="{}", owner="me", ttl_s=60)
+    await store.create_run(record, started="{}", lease=Lease("me", 60))
     await store.append_event(record.id, "me", "e", "here")
 
     def elsewhere() -> int:

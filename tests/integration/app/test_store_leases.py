@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agents.result import RunResult
-from app.store.base import LeaseLost
+from app.store.base import Lease, LeaseLost
 from tests.support.makers import Opener
 from tests.support.runs import ENDED_LEASE_S as ENDED
 from tests.support.runs import run_record as _record
@@ -48,8 +48,8 @@ async def test_claim_next_never_hands_one_run_to_two_workers(open_store: Opener)
 async def test_a_held_lease_is_not_taken_an_expired_one_is(open_store: Opener) -> None:
     store = await open_store()
     held, expired = _record(), _record()
-    await store.create_run(held, owner="alive", ttl_s=60)
-    await store.create_run(expired, owner="dead", ttl_s=ENDED)
+    await store.create_run(held, lease=Lease("alive", 60))
+    await store.create_run(expired, lease=Lease("dead", ENDED))
 
     assert await store.claim(held.id, "other", 30) is None
     taken = await store.claim(expired.id, "other", 30)
@@ -63,14 +63,14 @@ async def test_event_ids_come_from_the_store_and_continue_after_a_take_over(
 ) -> None:
     store = await open_store()
     record = _record()
-    await store.create_run(record, started='{"type": "run_started"}', owner="old", ttl_s=ENDED)
+    await store.create_run(record, started='{"type": "run_started"}', lease=Lease("old", ENDED))
     first = await store.append_event(record.id, "old", "node_started", "{}")
     assert await store.claim(record.id, "new", 30) is not None
 
     with pytest.raises(LeaseLost):
         await store.append_event(record.id, "old", "node_started", "{}")  # fenced
     with pytest.raises(LeaseLost):
-        await store.finish(record.id, "old", "done", "{}", "done", _done(record.id, "zombie"))
+        await store.finish(record.id, "old", "done", "{}", _done(record.id, "zombie"))
     second = await store.append_event(record.id, "new", "node_started", "{}")
 
     assert (first, second) == (2, 3)
@@ -82,9 +82,9 @@ async def test_finish_stores_terminal_event_status_and_result_together(
 ) -> None:
     store = await open_store()
     record = _record()
-    await store.create_run(record, started="{}", owner="me", ttl_s=30)
+    await store.create_run(record, started="{}", lease=Lease("me", 30))
     seq = await store.finish(
-        record.id, "me", "done", json.dumps({"answer": "42"}), "done", _done(record.id, "42")
+        record.id, "me", "done", json.dumps({"answer": "42"}), _done(record.id, "42")
     )
     stored = await store.get_run(record.id)
 
@@ -92,7 +92,9 @@ async def test_finish_stores_terminal_event_status_and_result_together(
     assert stored is not None
     assert (stored.status, stored.result, stored.owner) == ("done", _done(record.id, "42"), None)
     with pytest.raises(LeaseLost):  # exactly one terminal event
-        await store.finish(record.id, "me", "cancelled", "{}", "cancelled", None)
+        await store.finish(
+            record.id, "me", "cancelled", "{}", RunResult(run_id=record.id, status="cancelled")
+        )
     assert await store.claim(record.id, "other", 30) is None  # a finished run is never claimed
 
 
@@ -100,7 +102,7 @@ async def test_renew_keeps_leases_and_reports_cancel_requests(open_store: Opener
     store = await open_store()
     mine, flagged, orphan = _record(), _record(), _record()
     for record in (mine, flagged, orphan):
-        await store.create_run(record, owner="me", ttl_s=ENDED)
+        await store.create_run(record, lease=Lease("me", ENDED))
     await store.request_cancel(flagged.id)
 
     held = await store.renew("me", 60, [mine.id, flagged.id])  # no task behind `orphan`
@@ -112,13 +114,13 @@ async def test_renew_keeps_leases_and_reports_cancel_requests(open_store: Opener
     assert await store.claim(mine.id, "other", 30) is None  # renewed past its first end
     assert await store.claim(orphan.id, "other", 30) is not None  # expired: claimed again
     assert await store.cancel_requests("me") == [flagged.id]
-    assert await store.mark_running(flagged.id, "me") is True
+    assert await store.mark_running_and_check_cancel(flagged.id, "me") is True
 
 
 async def test_a_released_run_is_claimable_at_once(open_store: Opener) -> None:
     store = await open_store()
     record = _record()
-    await store.create_run(record, owner="me", ttl_s=60)
+    await store.create_run(record, lease=Lease("me", 60))
     await store.release(record.id, "me", "interrupted")
 
     taken = await store.claim_next("next", 30)
@@ -133,9 +135,9 @@ async def test_only_a_take_over_from_a_worker_that_held_the_run_is_counted(
     store = await open_store()
     queued, given_back, held = _record(), _record(), _record()
     await store.create_run(queued)  # free from the start
-    await store.create_run(given_back, owner="drained", ttl_s=60)
+    await store.create_run(given_back, lease=Lease("drained", 60))
     await store.release(given_back.id, "drained", "interrupted")
-    await store.create_run(held, owner="died", ttl_s=ENDED)  # its lease is already over
+    await store.create_run(held, lease=Lease("died", ENDED))  # its lease is already over
 
     taken = {r.id: r for r in [await store.claim_next("next", 30) for _ in range(3)] if r}
     again = await store.claim(held.id, "next", 30)  # its own run: no take-over

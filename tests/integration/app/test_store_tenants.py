@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from app.store.base import RunRecord, RunStore
+from app.store.base import Lease, RunRecord, RunStore
 from app.store.postgres import PostgresRunStore
 from app.store.sqlite import SqliteRunStore
 
@@ -110,7 +110,7 @@ async def test_runs_keep_their_tenant_and_lists_filter_by_it(backend: Backend) -
 async def test_events_after_reads_a_page_at_a_time(backend: Backend) -> None:
     store = await backend.open()
     record = _record("a")
-    await store.create_run(record, started="{}", owner="w", ttl_s=30)
+    await store.create_run(record, started="{}", lease=Lease("w", 30))
     for i in range(4):
         await store.append_event(record.id, "w", "step", f'{{"i": {i}}}')
 

@@ -5,18 +5,18 @@ follower and the route's framing)."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 
-from agents.result import RunResult
+import pytest
+
 from app.http.routes.runs import _framed
 from app.runs.following import Follower
 from app.runs.live import LiveRuns
 from app.runs.signals import LocalSignals
-from app.store.base import RunRecord, StoredEvent
+from app.store.base import StoredEvent
 from app.store.sqlite import SqliteRunStore
+from tests.support.runs import held_run
 
 
 class FailingReads(SqliteRunStore):
@@ -33,15 +33,15 @@ class FailingReads(SqliteRunStore):
         return await super().events_after(run_id, after, limit)
 
 
-async def _open_run(store: SqliteRunStore) -> str:
-    now = datetime.now(UTC)
-    run_id = uuid.uuid4().hex
-    record = RunRecord(
-        id=run_id, task="t", params={}, status="queued", created_at=now, updated_at=now
-    )
-    await store.create_run(record, started="{}", owner="elsewhere", ttl_s=60)
-    await store.append_event(run_id, "elsewhere", "plan", "{}")
-    return run_id
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqliteRunStore]:
+    store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
+    yield store
+    await store.close()
+
+
+def _follower(store: SqliteRunStore) -> Follower:
+    return Follower(store, LocalSignals(), LiveRuns(), heartbeat_s=0.01)
 
 
 def _frames(chunks: list[bytes]) -> list[dict[str, str]]:
@@ -64,10 +64,9 @@ async def test_a_store_failing_mid_follow_ends_the_stream_with_one_error_frame(
 ) -> None:
     store = await FailingReads.open(tmp_path / "runs.sqlite")
     try:
-        run_id = await _open_run(store)
-        follower = Follower(store, LocalSignals(), LiveRuns())
+        run_id = await held_run(store, "elsewhere")
 
-        frames = _frames(await _collect(_framed(run_id, follower.follow(run_id, 0, 0.01))))
+        frames = _frames(await _collect(_framed(run_id, _follower(store).follow(run_id, 0))))
     finally:
         await store.close()
 
@@ -79,37 +78,23 @@ async def test_a_store_failing_mid_follow_ends_the_stream_with_one_error_frame(
 
 
 async def test_a_run_deleted_while_followed_ends_the_stream_with_one_error_frame(
-    tmp_path: Path,
+    store: SqliteRunStore,
 ) -> None:
-    store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
-    try:
-        run_id = await _open_run(store)
-        done = RunResult(run_id=run_id, status="done", answer="a")
-        await store.finish(run_id, "elsewhere", "done", "{}", "done", done)
-        follower = Follower(store, LocalSignals(), LiveRuns())
-        stream = _framed(run_id, follower.follow(run_id, 3, 0.01))
-        assert await store.delete_run(run_id)
+    run_id = await held_run(store, "elsewhere", ended=True)
+    stream = _framed(run_id, _follower(store).follow(run_id, 3))
+    assert await store.delete_run(run_id)
 
-        frames = _frames(await _collect(stream))
-    finally:
-        await store.close()
+    frames = _frames(await _collect(stream))
 
     assert [f["event"] for f in frames] == ["error"]
     assert json.loads(frames[0]["data"])["code"] == "run_deleted"
 
 
 async def test_a_followed_run_that_ends_sends_its_own_terminal_event_only(
-    tmp_path: Path,
+    store: SqliteRunStore,
 ) -> None:
-    store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
-    try:
-        run_id = await _open_run(store)
-        done = RunResult(run_id=run_id, status="done", answer="a")
-        await store.finish(run_id, "elsewhere", "done", "{}", "done", done)
-        follower = Follower(store, LocalSignals(), LiveRuns())
+    run_id = await held_run(store, "elsewhere", ended=True)
 
-        frames = _frames(await _collect(_framed(run_id, follower.follow(run_id, 0, 0.01))))
-    finally:
-        await store.close()
+    frames = _frames(await _collect(_framed(run_id, _follower(store).follow(run_id, 0))))
 
     assert [f["event"] for f in frames] == ["run_started", "plan", "done"]

@@ -40,6 +40,7 @@ from app.backends.redis import (
 from app.backends.redis_health import Health, RedisHealth
 from app.backends.signals_redis import RedisSignals
 from app.backends.tool_limiter_redis import RedisLimiterRegistry
+from testkit.clock import FakeClock
 from tests.conftest import REDIS_URL
 
 T = TypeVar("T")
@@ -49,14 +50,6 @@ WITHIN_S = CONNECT_TIMEOUT_S + COMMAND_TIMEOUT_S + 0.5
 AT_ONCE_S = 0.05
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="no redis-server")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _free_port() -> int:
@@ -141,7 +134,7 @@ class Outage:
     mode: Mode
     url: str
     port: int
-    clock: Clock
+    clock: FakeClock
     redis: SharedRedis
     tmp: Path
     hung: HungServer | None = None
@@ -175,7 +168,7 @@ def outage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Outage]:
     mode: Mode = request.param
     port = _free_port()
     url = f"redis://127.0.0.1:{port}/0"
-    clock = Clock()
+    clock = FakeClock()
     name = address(url)
     redis = SharedRedis(url, health=RedisHealth(name, clock=clock, observer=PrometheusHealth(name)))
     state = Outage(mode, url, port, clock, redis, tmp_path)
@@ -446,7 +439,7 @@ async def test_a_quiet_subscription_stays_up_and_one_that_hangs_later_is_noticed
 ) -> None:
     monkeypatch.setattr("app.backends.redis.KEEPALIVE_S", 1.5)
     url, server = own_server
-    redis = SharedRedis(url, health=RedisHealth(url, clock=Clock()))
+    redis = SharedRedis(url, health=RedisHealth(url, clock=FakeClock()))
     received: list[tuple[str, str]] = []
 
     async def listen() -> None:
@@ -474,7 +467,7 @@ async def test_a_quiet_subscription_stays_up_and_one_that_hangs_later_is_noticed
 async def test_an_error_redis_answers_with_is_not_an_outage(redis_prefix: str) -> None:
     from redis.exceptions import ResponseError
 
-    redis = SharedRedis(REDIS_URL, health=RedisHealth(REDIS_URL, clock=Clock()))
+    redis = SharedRedis(REDIS_URL, health=RedisHealth(REDIS_URL, clock=FakeClock()))
 
     with pytest.raises(ResponseError):
         await redis.script("return redis.call('NO-SUCH-COMMAND')", [f"{redis_prefix}:k"], [])

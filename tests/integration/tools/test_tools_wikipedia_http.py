@@ -13,6 +13,7 @@ import requests
 import responses
 import wikipedia
 
+from tests.support.tool_fixtures import without_shown_passages
 from tools.registry import ToolOverrides, build_tools
 
 USER_AGENT = "plantree-tests/1.0 (https://example.invalid/plantree; tests@example.invalid)"
@@ -106,12 +107,6 @@ def api() -> FakeWikipediaApi:
 
 
 @pytest.fixture
-def http():
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
-        yield mock
-
-
-@pytest.fixture
 def wiki_tool(make_settings, clock):
     def make(**fields: Any):
         fields.setdefault("wikipedia_user_agent", USER_AGENT)
@@ -134,10 +129,7 @@ async def test_best_match_is_summarised_with_its_url_and_other_titles(
 
     message = await call_tool(wiki_tool(), {"query": "monte carlo tree search"})
 
-    passages = message.artifact.pop("passages")
-    assert passages
-    assert all(p["text"] in message.text for p in passages)
-    assert message.artifact == {
+    assert without_shown_passages(message) == {
         "ok": True,
         "error_kind": None,
         "sources": [

@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 
 from bench.multihop_data import HOTPOTQA_DEV_100, Question, documents, load
-from tests.support.tool_fixtures import CallTool, FakeClock
+from tests.support.tool_fixtures import CallTool, FakeClock, clocked_runtime
 from tools.local_corpus import build_corpus_tool, document_url
 from tools.local_docs import CorpusDocument, LocalDocsIndex, SentenceSpan
-from tools.runtime import RateLimiter, ToolRuntime, TtlCache
+from tools.runtime import ToolRuntime
 
 QUESTIONS = {q.id: q for q in load(HOTPOTQA_DEV_100)}
 CHILDERS = QUESTIONS["5a8133725542995ce29dcbdb"]  # Henry Roth or Robert Erskine Childers?
@@ -21,17 +21,7 @@ GOETHEANUM = QUESTIONS["5a87411d5542994846c1cd37"]  # Jörgen Smit; one title ha
 
 @pytest.fixture
 def runtime(clock: FakeClock) -> ToolRuntime:
-    return ToolRuntime(
-        name="local_corpus",
-        timeout_s=10.0,
-        max_retries=0,
-        max_chars=3000,
-        cache_ttl_s=60.0,
-        limiter=RateLimiter(0.0, clock=clock, sleep=clock.sleep),
-        cache=TtlCache(clock=clock),
-        clock=clock,
-        sleep=clock.sleep,
-    )
+    return clocked_runtime(clock, "local_corpus", max_chars=3000)
 
 
 def _sentences(question: Question) -> dict[str, tuple[str, ...]]:

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+from tests.support.tool_fixtures import clocked_runtime
 from tools.results import Hit as ResultHit
 from tools.results import ToolResult, render_hits
 from tools.runtime import (
@@ -23,17 +24,8 @@ from tools.runtime import (
 def _runtime(
     clock: Any, *, timeout_s: float = 20.0, max_retries: int = 2, jitter: float = 0.5
 ) -> ToolRuntime:
-    return ToolRuntime(
-        name="probe",
-        timeout_s=timeout_s,
-        max_retries=max_retries,
-        max_chars=1000,
-        cache_ttl_s=60.0,
-        limiter=RateLimiter(0.0, clock=clock, sleep=clock.sleep),
-        cache=TtlCache(clock=clock),
-        clock=clock,
-        sleep=clock.sleep,
-        jitter=lambda: jitter,
+    return clocked_runtime(
+        clock, "probe", timeout_s=timeout_s, max_retries=max_retries, jitter=lambda: jitter
     )
 
 
@@ -319,7 +311,7 @@ async def test_tool_calls_run_on_the_tools_own_pool(clock: Any) -> None:
 
 async def test_the_timeout_runs_from_when_a_thread_starts_the_call(clock: Any) -> None:
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tool-test")
-    runtime = replace(_runtime(clock, timeout_s=1.0, max_retries=0), executor=pool)
+    runtime = replace(_runtime(clock, timeout_s=1.0, max_retries=0), threads=pool)
     release = threading.Event()
 
     def hold(query: str) -> ToolResult:

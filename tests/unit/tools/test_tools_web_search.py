@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
+from tests.support.tool_fixtures import without_shown_passages
 from tools.registry import ToolOverrides, build_tools
 from tools.runtime import LimiterRegistry, TtlCache
 from tools.web_search import classify_ddgs_error, parse_results
@@ -61,10 +62,7 @@ def build(make_settings, clock):
 async def test_results_become_numbered_text_and_sources(build, call_tool) -> None:
     message = await call_tool(build(FakeSearch()), {"query": "langgraph"})
 
-    passages = message.artifact.pop("passages")
-    assert passages
-    assert all(p["text"] in message.text for p in passages)
-    assert message.artifact == {
+    assert without_shown_passages(message) == {
         "ok": True,
         "error_kind": None,
         "sources": [

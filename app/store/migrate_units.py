@@ -1,0 +1,192 @@
+"""What `lats migrate` copies, one kind of unit per entry of `COLLECTIONS`: each unit is read
+whole from one side, digested, and written whole to the other.
+
+A run's unit is its record, its events in order and its LangGraph checkpoints (thread id = run
+id) with their pending writes. Checkpoints go through the savers' own API (`alist`, `aput`,
+`aput_writes`), so each store keeps them in its own format. A new table (threads, say) is one
+more `Collection` in `COLLECTIONS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import UTC
+from typing import Any, Protocol
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from pydantic import BaseModel
+
+from app.store.base import RunRecord, RunStore, StoredEvent
+from app.store.migrate_tables import RunTables
+
+
+@dataclass
+class Side:
+    """One end of a migration: a store opened as the service opens it, plus its tables' bulk
+    access."""
+
+    identity: str  # the same store however it is spelled, never with a password
+    store: RunStore
+    saver: BaseCheckpointSaver[str]
+    tables: RunTables
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One thing copied whole: its key, its digest, how many rows of each table it holds."""
+
+    key: str
+    digest: str
+    counts: dict[str, int]
+    content: Any = field(repr=False)
+
+
+class Collection(Protocol):
+    """One kind of unit: how to list, read and write it on any side."""
+
+    kind: str
+    tables: tuple[str, ...]  # the tables its units' `counts` name
+
+    async def keys(self, side: Side, after: str, limit: int) -> list[str]:
+        """Up to `limit` keys greater than `after`, in order."""
+        ...
+
+    async def read(self, side: Side, key: str) -> Unit | None:
+        """The unit `key` as `side` holds it, or None."""
+        ...
+
+    async def write(self, side: Side, unit: Unit) -> None:
+        """Replace whatever `side` holds under `unit.key` by `unit` (idempotent)."""
+        ...
+
+
+_SERDE = JsonPlusSerializer()
+
+
+def _plain(value: Any) -> Any:
+    """`json.dumps`' fallback for what a checkpoint may hold beyond JSON."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, set | frozenset):
+        return sorted(repr(v) for v in value)
+    kind, data = _SERDE.dumps_typed(value)
+    return [kind, data.hex()]
+
+
+def digest(content: Any) -> str:
+    """sha256 of `content` as canonical JSON (keys sorted)."""
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=_plain)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RunContent:
+    record: RunRecord
+    events: list[StoredEvent]
+    checkpoints: list[CheckpointTuple]
+
+
+def _record_fields(record: RunRecord) -> dict[str, Any]:
+    # The owner is left out: a copy's lease is always free. Times in UTC: Postgres answers in
+    # the session's time zone.
+    fields = record.model_copy(
+        update={
+            "created_at": record.created_at.astimezone(UTC),
+            "updated_at": record.updated_at.astimezone(UTC),
+        }
+    )
+    return fields.model_dump(mode="json", exclude={"owner"})
+
+
+def _ns(config: RunnableConfig | None) -> str:
+    return str((config or {}).get("configurable", {}).get("checkpoint_ns", ""))
+
+
+def _checkpoint_id(config: RunnableConfig | None) -> str | None:
+    value = (config or {}).get("configurable", {}).get("checkpoint_id")
+    return str(value) if value is not None else None
+
+
+def _writes(t: CheckpointTuple) -> list[tuple[str, str, Any]]:
+    # By task, in each task's own order (stable sort): savers list them in different orders.
+    return sorted(t.pending_writes or [], key=lambda w: w[0])
+
+
+def _checkpoint_fields(t: CheckpointTuple) -> dict[str, Any]:
+    return {
+        "ns": _ns(t.config),
+        "parent": _checkpoint_id(t.parent_config),
+        "checkpoint": dict(t.checkpoint),
+        "metadata": dict(t.metadata),
+        "writes": [list(w) for w in _writes(t)],
+    }
+
+
+class Runs:
+    """Runs with their events and checkpoints."""
+
+    kind: str = "run"
+    tables: tuple[str, ...] = ("runs", "events", "checkpoints", "checkpoint_writes")
+
+    async def keys(self, side: Side, after: str, limit: int) -> list[str]:
+        return await side.tables.run_ids(after, limit)
+
+    async def read(self, side: Side, key: str) -> Unit | None:
+        record = await side.store.get_run(key)
+        if record is None:
+            return None
+        events = await side.store.events_after(key, 0)
+        thread = RunnableConfig(configurable={"thread_id": key})
+        checkpoints = [t async for t in side.saver.alist(thread)]
+        checkpoints.sort(key=lambda t: (_ns(t.config), t.checkpoint["id"]))
+        content = RunContent(record, events, checkpoints)
+        fields = {
+            "run": _record_fields(record),
+            "events": [[e.seq, e.type, e.data] for e in events],
+            "checkpoints": [_checkpoint_fields(t) for t in checkpoints],
+        }
+        counts = {
+            "runs": 1,
+            "events": len(events),
+            "checkpoints": len(checkpoints),
+            "checkpoint_writes": sum(len(t.pending_writes or []) for t in checkpoints),
+        }
+        return Unit(key=key, digest=digest(fields), counts=counts, content=content)
+
+    async def write(self, side: Side, unit: Unit) -> None:
+        content: RunContent = unit.content
+        # Checkpoints first, the run last and in one transaction: a run present on the target
+        # has all of its checkpoints there.
+        await side.saver.adelete_thread(unit.key)
+        for t in content.checkpoints:
+            await _put(side.saver, unit.key, t)
+        await side.tables.write_run(content.record, content.events)
+
+
+async def _put(saver: BaseCheckpointSaver[str], thread_id: str, t: CheckpointTuple) -> None:
+    ns = _ns(t.config)
+    parent = RunnableConfig(configurable={"thread_id": thread_id, "checkpoint_ns": ns})
+    if (parent_id := _checkpoint_id(t.parent_config)) is not None:
+        parent["configurable"]["checkpoint_id"] = parent_id
+    # Every channel's version is "new" to the target: it holds none of them yet.
+    stored = await saver.aput(parent, t.checkpoint, t.metadata, t.checkpoint["channel_versions"])
+    by_task: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, channel, value in _writes(t):
+        by_task.setdefault(task_id, []).append((channel, value))
+    for task_id, writes in by_task.items():
+        await saver.aput_writes(stored, writes, task_id)
+
+
+COLLECTIONS: tuple[Collection, ...] = (Runs(),)
+
+
+def sum_counts(into: dict[str, int], unit: Unit | None) -> None:
+    if unit is not None:
+        for table, n in unit.counts.items():
+            into[table] = into.get(table, 0) + n
