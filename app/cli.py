@@ -285,10 +285,12 @@ def _positive(text: str) -> int:
 
 
 # -- entry --------------------------------------------------------------------------------------
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="lats", description=__doc__)
-    sub = top.add_subparsers(dest="command", required=True)
+def _remote(p: argparse.ArgumentParser, required: bool) -> None:
+    p.add_argument("--url", required=required, help="a running server, e.g. http://127.0.0.1:8000")
+    p.add_argument("--api-key", default=None, help="sent as Authorization: Bearer")
 
+
+def _service_commands(sub: Any) -> None:
     p = sub.add_parser("serve", help="run the HTTP service (and a worker, unless --no-worker)")
     p.add_argument(
         "--host",
@@ -303,22 +305,16 @@ def parser() -> argparse.ArgumentParser:
         help="serve the API only; runs execute in `lats worker` processes",
     )
     p.set_defaults(func=serve)
-
     p = sub.add_parser("worker", help="execute runs, no HTTP (scale by starting more)")
     p.set_defaults(func=worker)
-
-    def remote(p: argparse.ArgumentParser, required: bool) -> None:
-        p.add_argument(
-            "--url", required=required, help="a running server, e.g. http://127.0.0.1:8000"
-        )
-        p.add_argument("--api-key", default=None, help="sent as Authorization: Bearer")
-
     p = sub.add_parser("mcp", help="serve the MCP tools over stdio (for desktop MCP clients)")
     p.set_defaults(func=mcp)
 
+
+def _run_commands(sub: Any) -> None:
     p = sub.add_parser("solve", help="answer a task, showing the search live")
     p.add_argument("task")
-    remote(p, required=False)
+    _remote(p, required=False)
     p.add_argument(
         "--json",
         action="store_true",
@@ -328,18 +324,18 @@ def parser() -> argparse.ArgumentParser:
         kind: Any = float if name == "deadline_s" else (str if name == "strategy" else int)
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
     p.set_defaults(func=solve)
-
     p = sub.add_parser("runs", help="list runs on a server")
-    remote(p, required=True)
+    _remote(p, required=True)
     p.add_argument("--status", default=None)
     p.add_argument("--limit", type=int, default=20)
     p.set_defaults(func=runs)
-
     p = sub.add_parser("show", help="show one run and its tree")
     p.add_argument("run_id")
-    remote(p, required=True)
+    _remote(p, required=True)
     p.set_defaults(func=show)
 
+
+def _store_commands(sub: Any) -> None:
     p = sub.add_parser(
         "migrate", help="copy every run, event and checkpoint to another store, and verify"
     )
@@ -354,6 +350,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=_positive, default=100, help="runs read per page")
     p.set_defaults(func=migrate)
 
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="lats", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
+    _service_commands(sub)
+    _run_commands(sub)
+    _store_commands(sub)
     for command in sub.choices.values():
         command.add_argument(
             "-v",
