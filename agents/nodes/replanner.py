@@ -126,7 +126,8 @@ def complete_accepted(task: str, path: Sequence[NodeRecord]) -> bool:
     """Whether a replanner's "complete" may end `path`. A small model's word is not taken
     while planned steps remain and the task names entities (agents/grounding/verify.py:
     `question_entities`): the path ends only when every one of them occurs in its evidence.
-    With no step left, or no entity to look for, the replanner decides."""
+    With no step left, or no entity to look for, the replanner decides; so it does in a run
+    without tools (the caller checks), where no evidence can ever back an entity."""
     if not path[-1]["planned"] or not question_entities(task):
         return True
     return path_complete_supported(task, path_evidence_ledger(path), None)
@@ -163,7 +164,7 @@ async def _proposals(
 ) -> ExpandOutcome:
     params = ctx.params
     complete, proposals = await _replan(ctx, path, node_id)
-    if complete and not complete_accepted(ctx.task, path):
+    if complete and ctx.tools and not complete_accepted(ctx.task, path):
         logger.info(
             "run=%s node=%s the replanner says complete, but the evidence does not name every "
             "entity of the task: the next planned step runs",
