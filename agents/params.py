@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Strategy = Literal["mcts", "beam", "dfs"]
+InFlightRule = Literal["unobserved", "virtual_loss"]
 
 
 class RunParams(BaseModel):
@@ -47,6 +48,12 @@ class RunParams(BaseModel):
         le=5,
         description="PUCT exploration constant c (mcts): weight of prior · sqrt(N parent) / "
         "(1 + N child).",
+    )
+    in_flight_rule: InFlightRule = Field(
+        default="unobserved",
+        description="How mcts counts work in flight when it picks in parallel: unobserved "
+        "(WU-UCT: as visits in the exploration term only, the value untouched); virtual_loss "
+        "(as visits of value 0, which also lower the value).",
     )
     prior_weight: float = Field(
         default=1.0,
