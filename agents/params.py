@@ -50,10 +50,11 @@ class RunParams(BaseModel):
         "(1 + N child).",
     )
     in_flight_rule: InFlightRule = Field(
-        default="unobserved",
-        description="How mcts counts work in flight when it picks in parallel: unobserved "
-        "(WU-UCT: as visits in the exploration term only, the value untouched); virtual_loss "
-        "(as visits of value 0, which also lower the value).",
+        default="virtual_loss",
+        description="How mcts counts work in flight when it picks in parallel: virtual_loss "
+        "(as visits of value 0, which also lower the value); unobserved (WU-UCT: as visits in "
+        "the exploration term only, the value untouched; the better of the two from 8 slots "
+        "up).",
     )
     prior_weight: float = Field(
         default=1.0,

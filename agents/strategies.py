@@ -166,7 +166,7 @@ class Mcts:
         self,
         exploration: float,
         prior_weight: float = PRIOR_WEIGHT,
-        in_flight: InFlightRule = "unobserved",
+        in_flight: InFlightRule = "virtual_loss",
     ) -> None:
         self.exploration = exploration
         self.prior_weight = prior_weight

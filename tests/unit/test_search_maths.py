@@ -217,7 +217,7 @@ def test_unobserved_visits_count_in_the_exploration_term_by_hand() -> None:
 def test_in_flight_work_lowers_a_branchs_bonus_but_not_its_value() -> None:
     nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"))
     nodes["n1.1"] |= {"prior": 0.8, "visits": 1}
-    exploring, greedy = Mcts(1.0), Mcts(0.0)
+    exploring, greedy = Mcts(1.0, in_flight="unobserved"), Mcts(0.0, in_flight="unobserved")
 
     idle = exploring.score(nodes["n1.1"], 0.8, 1.0, 2, 0, 0)
     busy = exploring.score(nodes["n1.1"], 0.8, 1.0, 2, 1, 1)
@@ -264,7 +264,7 @@ def _picks(nodes: dict[str, NodeRecord], mcts: Mcts, slots: int, busy: set[str])
 
 def test_unobserved_visits_spread_parallel_picks_over_close_siblings() -> None:
     nodes = _two_branches(0.6, 0.55)
-    mcts = Mcts(1.0)
+    mcts = Mcts(1.0, in_flight="unobserved")
 
     # First pick: B 0.6 + 0.5·√2/2 = 0.954 against C 0.55 + 0.354 = 0.904.
     assert _picks(nodes, mcts, 1, set()) == ["n1.1.1"]
@@ -287,7 +287,7 @@ def test_virtual_loss_spreads_parallel_picks_across_branches() -> None:
 
 def test_unobserved_visits_keep_a_clearly_better_branch_until_its_bonus_is_spent() -> None:
     nodes = _two_branches(0.7, 0.5)
-    mcts = Mcts(1.0)
+    mcts = Mcts(1.0, in_flight="unobserved")
 
     # Second pick: B 0.7 + 0.5·√3/3 = 0.989 still beats C 0.5 + 0.5·√3/2 = 0.933 (virtual
     # loss would have made B 0.7·2/3 + 0.289 = 0.756 and gone to C).
@@ -301,7 +301,7 @@ def test_picking_in_parallel_leaves_the_value_sums_and_visits_alone() -> None:
     nodes = _two_branches(0.7, 0.5)
     before = {k: (n["value_sum"], n["visits"]) for k, n in nodes.items()}
 
-    _picks(nodes, Mcts(1.0), 3, set())
+    _picks(nodes, Mcts(1.0, in_flight="unobserved"), 3, set())
 
     assert {k: (n["value_sum"], n["visits"]) for k, n in nodes.items()} == before
 
