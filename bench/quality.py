@@ -64,6 +64,21 @@ STRATEGIES: dict[str, dict[str, Any]] = {
 }
 DEFAULT = "mcts"
 
+# What the parallel grid keeps of each run's row.
+GRID_ROW_FIELDS = (
+    "structure",
+    "seed",
+    "in_flight_rule",
+    "max_concurrency",
+    "budget",
+    "success",
+    "regret",
+    "llm_calls",
+    "serial_calls",
+    "wall_s",
+    "stop_reason",
+)
+
 # Success this close to concurrency 1's counts as keeping the quality (the parallel grid).
 PARALLEL_TOLERANCE = 0.01
 
@@ -456,4 +471,8 @@ async def _parallel_grid(config: QualityConfig, work_dir: Path, *, suite: bool) 
     logger.info("quality, parallel grid (%s): %s runs", "suite" if suite else "defaults", len(rows))
     cells = parallel(rows)
     most = {rule: most_slots_keeping_quality(cells, rule) for rule in config.in_flight_rules}
-    return {"cells": cells, "most_slots": most, "rows": rows}
+    # Per run only what the cells and a paired comparison of the rules read: the grid has
+    # 1,500 runs and the full rows would triple the results file.
+    plain: list[Mapping[str, Any]] = list(rows)
+    kept = [{k: row[k] for k in GRID_ROW_FIELDS} for row in plain]
+    return {"cells": cells, "most_slots": most, "rows": kept}
