@@ -255,24 +255,25 @@ def parallel_section(q: dict[str, Any]) -> list[str]:
         "the orchestration only; what slots buy in wall at real latencies is benchmark 1's):",
         "",
     ]
-    most: list[int] = []
-    for key, title in (("suite", "at the suite's budgets"), ("defaults", "at the defaults")):
-        grid = p.get(key)
-        if not grid or not grid["cells"]:
-            continue
+    grids = [
+        (key, title, p[key])
+        for key, title in (("suite", "at the suite's budgets"), ("defaults", "at the defaults"))
+        if p.get(key) and p[key]["cells"]
+    ]
+    for _, title, grid in grids:
         lines += _parallel_table(cfg, grid, title)
-        if grid["most_slots"].get(rule) is not None:
-            most.append(grid["most_slots"][rule])
-    if most:
+    said = [
+        f"{RULES.get(r, r)}: "
+        + ", ".join(f"{grid['most_slots'][r]} {title}" for _, title, grid in grids)
+        for r in cfg["in_flight_rules"]
+        if all(grid["most_slots"].get(r) is not None for _, _, grid in grids)
+    ]
+    if said:
         lines += [
-            f"Under the default rule, the most slots whose success stays within {tolerance} of "
-            "concurrency 1's: "
-            + ", ".join(
-                f"{p[k]['most_slots'][rule]} {t}"
-                for k, t in (("suite", "at the suite's budgets"), ("defaults", "at the defaults"))
-                if k in p and p[k]["most_slots"].get(rule) is not None
-            )
-            + f"; the default `max_concurrency` is {cfg['default_concurrency']}.",
+            f"The most slots whose success stays within {tolerance} of concurrency 1's, under "
+            + "; under ".join(said)
+            + f". The default is `max_concurrency` {cfg['default_concurrency']} with "
+            f"{RULES.get(rule, rule)}.",
             "",
         ]
     return lines
