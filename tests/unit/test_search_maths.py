@@ -7,8 +7,9 @@ import math
 
 import pytest
 
+from agents.params import RunParams
 from agents.state import NodeRecord, new_node
-from agents.strategies import Beam, Mcts, prior_shares, puct, wu_puct
+from agents.strategies import Beam, Mcts, prior_shares, puct, strategy_for, wu_puct
 from agents.tree import (
     NEUTRAL_VALUE,
     backpropagate,
@@ -334,3 +335,12 @@ def test_pruned_nodes_never_take_a_beam_place() -> None:
     nodes["n1.2"]["prior"] = 0.1
 
     assert "n1.2" in Beam(1).in_beam(nodes)
+
+
+def test_the_run_parameters_choose_the_rule_for_work_in_flight() -> None:
+    default = strategy_for(RunParams())
+    chosen = strategy_for(RunParams(in_flight_rule="unobserved"))
+
+    assert isinstance(default, Mcts)
+    assert isinstance(chosen, Mcts)
+    assert (default.in_flight, chosen.in_flight) == ("virtual_loss", "unobserved")
