@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Strategy = Literal["mcts", "beam", "dfs"]
+InFlightRule = Literal["unobserved", "virtual_loss"]
 
 
 class RunParams(BaseModel):
@@ -47,6 +48,13 @@ class RunParams(BaseModel):
         le=5,
         description="PUCT exploration constant c (mcts): weight of prior · sqrt(N parent) / "
         "(1 + N child).",
+    )
+    in_flight_rule: InFlightRule = Field(
+        default="virtual_loss",
+        description="How mcts counts work in flight when it picks in parallel: virtual_loss "
+        "(as visits of value 0, which also lower the value); unobserved (WU-UCT: as visits in "
+        "the exploration term only, the value untouched; the better of the two from 8 slots "
+        "up).",
     )
     prior_weight: float = Field(
         default=1.0,

@@ -2,8 +2,10 @@
 them all (agents/nodes/search.py); a strategy only ranks.
 
 - `mcts` (LATS with PUCT): descend from the root to an open node, at each level taking the
-  child with the best Q + c·P·sqrt(N)/(1 + n), where Q is the child's `node_value` and P its
-  share of the siblings' candidate scores (priors).
+  child with the best Q + c·P·sqrt(N + O)/(1 + n + o), where Q is the child's `node_value`, P
+  its share of the siblings' candidate scores (priors), N and n the parent's and the child's
+  visits, O and o the simulations in flight through them (WU-UCT's unobserved visits); under
+  virtual loss (the default) the in-flight ones also count as visits of value 0 in Q.
 - `beam`: per depth, only the best `beam_width` candidates run; runner-ups wait as a frontier
   and are taken up when the beam has nothing left to run (backtracking).
 - `dfs`: the deepest runnable node first.
@@ -17,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from agents.params import RunParams
+from agents.params import InFlightRule, RunParams
 from agents.state import NodeRecord
 from agents.tree import NEUTRAL_VALUE, PRIOR_WEIGHT, by_id, children_of, node_values
 from calls.errors import ConfigError
@@ -99,6 +101,25 @@ def puct(q: float, prior_share: float, parent_visits: int, visits: int, c: float
     return q + c * prior_share * math.sqrt(max(0, parent_visits)) / (1 + max(0, visits))
 
 
+def wu_puct(
+    q: float,
+    prior_share: float,
+    parent_visits: int,
+    visits: int,
+    parent_unobserved: int,
+    unobserved: int,
+    c: float,
+) -> float:
+    """PUCT with WU-UCT's unobserved visits (Liu et al., ICLR 2020):
+    Q(s,a) + c·P(s,a)·sqrt(N(s) + O(s)) / (1 + N(s,a) + O(s,a)).
+
+    O counts the simulations started through a node and not yet observed (in flight). They
+    shrink the node's exploration bonus as visits would, but leave Q alone: a branch that is
+    being explored looks less worth exploring, not worse. With O = 0 it is `puct`.
+    """
+    return puct(q, prior_share, parent_visits + parent_unobserved, visits + unobserved, c)
+
+
 def prior_shares(children: Sequence[NodeRecord]) -> dict[str, float]:
     """P(s,a): each child's prior over the sum of its siblings' (pruned ones excluded by the
     caller). Unscored children count as `NEUTRAL_VALUE`; all zero gives equal shares."""
@@ -119,46 +140,68 @@ class Mcts:
     continuations disappoint falls below its untried siblings, and a weak-looking step that
     opens good continuations is followed.
 
-    Parallel picks use virtual loss: every in-flight node, and every node picked in this
-    round, adds one visit of value 0 along its path (against the `prior_weight + visits`
-    observations a value stands for), so the next descent prefers others.
+    Parallel picks count the work in flight: every in-flight node, and every node picked in
+    this round, adds one to O along its path. O enters the exploration term as visits
+    (`wu_puct`); under `in_flight="virtual_loss"` (the default) each is also a visit of value
+    0 in Q (against the `prior_weight + visits` observations a value stands for), so the next
+    descent leaves a busy branch sooner. `in_flight="unobserved"` is WU-UCT's rule: Q is left
+    to observations, and a busy branch only loses exploration bonus. On the planted-value
+    suite virtual loss keeps more quality at 4 slots, WU-UCT from 8 up (docs/architecture.md).
     """
 
     exploration: float
     prior_weight: float = PRIOR_WEIGHT
+    in_flight: InFlightRule = "virtual_loss"
     name = "mcts"
 
     def select(self, nodes: Tree, runnable: Runnable, in_flight: set[str], slots: int) -> Picks:
         open_ids = {n["id"] for n in runnable}
         open_below: Counter[str] = Counter()  # open nodes in each node's subtree
-        virtual: Counter[str] = Counter()
+        unobserved: Counter[str] = Counter()  # O: simulations in flight through each node
         for node_id in open_ids:
             for ancestor in _lineage(nodes, node_id):
                 open_below[ancestor] += 1
         for node_id in in_flight:
             if node_id in nodes:
                 for ancestor in _lineage(nodes, node_id):
-                    virtual[ancestor] += 1
+                    unobserved[ancestor] += 1
         roots = [n for n in nodes.values() if n["parent_id"] is None]
         values = node_values(nodes, self.prior_weight)
         picks: list[NodeRecord] = []
         while len(picks) < slots and roots and open_below[roots[0]["id"]] > 0:
-            node = self._descend(nodes, values, roots[0], open_ids, open_below, virtual)
+            node = self._descend(nodes, values, roots[0], open_ids, open_below, unobserved)
             picks.append(node)
             open_ids.discard(node["id"])
             for ancestor in _lineage(nodes, node["id"]):
                 open_below[ancestor] -= 1
-                virtual[ancestor] += 1
+                unobserved[ancestor] += 1
         return picks
 
     def score(
-        self, child: NodeRecord, value: float, share: float, parent_visits: int, virtual: int
+        self,
+        child: NodeRecord,
+        value: float,
+        share: float,
+        parent_visits: int,
+        parent_unobserved: int,
+        unobserved: int,
     ) -> float:
-        """The child's PUCT; `virtual` in-flight visits count as losses (value 0) against the
-        `prior_weight + visits` observations its value stands for."""
-        seen = self.prior_weight + child["visits"]
-        q = value * seen / (seen + virtual) if seen + virtual > 0 else value
-        return puct(q, share, parent_visits, child["visits"] + virtual, self.exploration)
+        """The child's key: `wu_puct` of its value, share and counts. Under `virtual_loss` its
+        `unobserved` visits also count as losses (value 0) against the `prior_weight + visits`
+        observations its value stands for."""
+        q = value
+        if self.in_flight == "virtual_loss":
+            seen = self.prior_weight + child["visits"]
+            q = value * seen / (seen + unobserved) if seen + unobserved > 0 else value
+        return wu_puct(
+            q,
+            share,
+            parent_visits,
+            child["visits"],
+            parent_unobserved,
+            unobserved,
+            self.exploration,
+        )
 
     def _descend(
         self,
@@ -167,10 +210,9 @@ class Mcts:
         current: NodeRecord,
         open_ids: set[str],
         open_below: Counter[str],
-        virtual: Counter[str],
+        unobserved: Counter[str],
     ) -> NodeRecord:
         while current["id"] not in open_ids:
-            parent_visits = current["visits"] + virtual[current["id"]]
             children = [c for c in children_of(nodes, current["id"]) if c["status"] != "pruned"]
             shares = prior_shares(children)
             best: NodeRecord | None = None
@@ -182,8 +224,9 @@ class Mcts:
                     child,
                     values[child["id"]],
                     shares[child["id"]],
-                    parent_visits,
-                    virtual[child["id"]],
+                    current["visits"],
+                    unobserved[current["id"]],
+                    unobserved[child["id"]],
                 )
                 if key > best_key:  # strict: ties keep the replanner's order
                     best, best_key = child, key
@@ -206,7 +249,7 @@ def _lineage(nodes: Mapping[str, NodeRecord], node_id: str) -> list[str]:
 def strategy_for(params: RunParams) -> Strategy:
     """The strategy a run's parameters ask for."""
     if params.strategy == "mcts":
-        return Mcts(params.exploration, params.prior_weight)
+        return Mcts(params.exploration, params.prior_weight, params.in_flight_rule)
     if params.strategy == "beam":
         return Beam(params.beam_width)
     if params.strategy == "dfs":

@@ -62,6 +62,8 @@ SMOKE: dict[str, Any] = {
         curve_budgets=(20,),
         curve_seeds=(1,),
         defaults_seeds=(),
+        concurrency=(1, 4),
+        parallel_seeds=(1,),
     ),
     "quota": QuotaConfig(quotas_rps=(20.0,), runs=2, low_s=0.01, high_s=0.02, max_paths=2),
     "cpu": CpuConfig(runs=10, pairs=1),

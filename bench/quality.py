@@ -10,6 +10,11 @@ seed gives the same table. The run parameters are the defaults except
 what the suite fixes per structure (`max_llm_calls`, `max_depth`) and for every run
 (`max_paths` and `max_nodes` at their upper bounds, so the call budget is what stops every
 strategy), plus each strategy's own overrides (`STRATEGIES`).
+
+The parallel grid runs the default strategy once per `max_concurrency` and rule for work in
+flight (`in_flight_rule`), at the suite's budgets and at the service's defaults, so the rule
+that lets parallel picks keep their quality, and the most slots that cost none, are read off
+one table.
 """
 
 from __future__ import annotations
@@ -59,6 +64,24 @@ STRATEGIES: dict[str, dict[str, Any]] = {
 }
 DEFAULT = "mcts"
 
+# What the parallel grid keeps of each run's row.
+GRID_ROW_FIELDS = (
+    "structure",
+    "seed",
+    "in_flight_rule",
+    "max_concurrency",
+    "budget",
+    "success",
+    "regret",
+    "llm_calls",
+    "serial_calls",
+    "wall_s",
+    "stop_reason",
+)
+
+# Success this close to concurrency 1's counts as keeping the quality (the parallel grid).
+PARALLEL_TOLERANCE = 0.01
+
 # An answer this close to the best counts as finding it: the voter reads the evidence to two
 # decimals with noise, so closer answers are a coin toss for any judge, and no better for a
 # reader. (It matters in `near_equal`, where a handful of the 27 answers are that close.)
@@ -76,10 +99,20 @@ class QualityConfig:
     curve_budgets: tuple[int, ...] = (20, 30, 45, 60, 90, 120)
     curve_seeds: tuple[int, ...] = (1, 2, 3)
     defaults_seeds: tuple[int, ...] = (1, 2, 3)  # runs at the service's defaults
+    # The parallel grid: `max_concurrency` levels, rules for work in flight, and its worlds
+    # (more than the suite's: the rules differ by a world or two in a hundred).
+    concurrency: tuple[int, ...] = (1, 4, 8, 16)
+    in_flight_rules: tuple[str, ...] = ("unobserved", "virtual_loss")
+    parallel_seeds: tuple[int, ...] = tuple(range(1, 17))
 
 
 QUICK = QualityConfig(
-    name="quick", seeds=(1, 2, 3), curve_budgets=(25, 90), curve_seeds=(1,), defaults_seeds=(1,)
+    name="quick",
+    seeds=(1, 2, 3),
+    curve_budgets=(25, 90),
+    curve_seeds=(1,),
+    defaults_seeds=(1,),
+    parallel_seeds=(1, 2, 3),
 )
 
 
@@ -88,6 +121,8 @@ class Row(TypedDict):
     seed: int
     strategy: str
     budget: int
+    max_concurrency: int
+    in_flight_rule: str
     success: bool
     quality: float
     best: float
@@ -135,19 +170,26 @@ def inline_threads() -> Iterator[None]:
 
 
 def params_for(
-    structure: str, strategy: str, max_llm_calls: int | None = None, *, suite: bool = True
+    structure: str,
+    strategy: str,
+    max_llm_calls: int | None = None,
+    *,
+    suite: bool = True,
+    overrides: Mapping[str, Any] | None = None,
 ) -> RunParams:
     """The run parameters of one strategy on one structure (`suite=False`: the service's
-    defaults with only the strategy's own overrides)."""
+    defaults with only the strategy's own overrides), then `overrides` (the parallel grid's)."""
     shape = STRUCTURES[structure]
+    extra = dict(overrides or {})
     if not suite:
-        return RunParams.model_validate(STRATEGIES[strategy])
+        return RunParams.model_validate({**STRATEGIES[strategy], **extra})
     return RunParams.model_validate(
         {
             "max_llm_calls": max_llm_calls or shape.max_llm_calls,
             "max_depth": shape.max_depth,
             **SUITE_FIXED,
             **STRATEGIES[strategy],
+            **extra,
         }
     )
 
@@ -205,10 +247,11 @@ async def run_one(
     work_dir: Path,
     *,
     suite: bool = True,
+    overrides: Mapping[str, Any] | None = None,
 ) -> Row:
     """One run of the real engine on one world; the row says how good its answer was."""
     world = build_world(structure, seed)
-    params = params_for(structure, strategy, budget, suite=suite)
+    params = params_for(structure, strategy, budget, suite=suite, overrides=overrides)
     script = PlantedScript(world)
     fakes = FakeModels(script)
     fakes.recorder.calls = CallCounter()  # count, keep nothing (see bench/models.py)
@@ -231,6 +274,8 @@ async def run_one(
         "seed": seed,
         "strategy": strategy,
         "budget": params.max_llm_calls,
+        "max_concurrency": params.max_concurrency,
+        "in_flight_rule": params.in_flight_rule,
         "success": truth is not None and quality >= best - SUCCESS_TOLERANCE,
         "quality": round(quality, 4),
         "best": round(best, 4),
@@ -292,6 +337,28 @@ def curve(rows: Sequence[Row]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def parallel(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """Per rule for work in flight and `max_concurrency`, the aggregate of the grid's runs."""
+    grouped = _grouped(rows, ("in_flight_rule", "max_concurrency"))
+    return [
+        {"in_flight_rule": rule, "concurrency": conc, **aggregate(mine)}
+        for (rule, conc), mine in sorted(grouped.items())
+    ]
+
+
+def most_slots_keeping_quality(
+    cells: Sequence[Mapping[str, Any]], rule: str, tolerance: float = PARALLEL_TOLERANCE
+) -> int | None:
+    """The largest concurrency whose success under `rule` is within `tolerance` of
+    concurrency 1's (None without a concurrency-1 cell)."""
+    mine: dict[int, float] = {
+        int(c["concurrency"]): float(c["success"]) for c in cells if c["in_flight_rule"] == rule
+    }
+    if 1 not in mine:
+        return None
+    return max(c for c, success in mine.items() if success >= mine[1] - tolerance - 1e-9)
+
+
 def _grouped(rows: Sequence[Row], keys: Sequence[str]) -> dict[tuple[Any, ...], list[Row]]:
     groups: dict[tuple[Any, ...], list[Row]] = defaultdict(list)
     for row in rows:
@@ -342,6 +409,11 @@ async def _run_quality(config: QualityConfig, work_dir: Path) -> dict[str, Any]:
         for strategy in config.strategies
     ]
     logger.info("quality at the defaults: %s runs", len(default_rows))
+    shipped = RunParams()
+    grids = {
+        "suite": await _parallel_grid(config, work_dir, suite=True),
+        "defaults": await _parallel_grid(config, work_dir, suite=False),
+    }
     return {
         "config": {
             "mode": config.name,
@@ -362,10 +434,45 @@ async def _run_quality(config: QualityConfig, work_dir: Path) -> dict[str, Any]:
             "curve_budgets": list(config.curve_budgets),
             "curve_seeds": list(config.curve_seeds),
             "defaults_seeds": list(config.defaults_seeds),
+            "concurrency": list(config.concurrency),
+            "parallel_seeds": list(config.parallel_seeds),
+            "in_flight_rules": list(config.in_flight_rules),
+            "default_concurrency": shipped.max_concurrency,
+            "default_in_flight_rule": shipped.in_flight_rule,
+            "parallel_tolerance": PARALLEL_TOLERANCE,
         },
         "rows": rows,
         **summarise(rows),
         "curve": curve(curve_rows),
         "curve_rows": curve_rows,
         "at_defaults": {"rows": default_rows, **summarise(default_rows)},
+        "parallel": grids,
     }
+
+
+async def _parallel_grid(config: QualityConfig, work_dir: Path, *, suite: bool) -> dict[str, Any]:
+    """The default strategy at each level and rule, at the suite's budgets (`suite`) or at the
+    service's defaults."""
+    rows = [
+        await run_one(
+            structure,
+            seed,
+            DEFAULT,
+            None,
+            work_dir,
+            suite=suite,
+            overrides={"max_concurrency": conc, "in_flight_rule": rule},
+        )
+        for rule in config.in_flight_rules
+        for conc in config.concurrency
+        for structure in config.structures
+        for seed in config.parallel_seeds
+    ]
+    logger.info("quality, parallel grid (%s): %s runs", "suite" if suite else "defaults", len(rows))
+    cells = parallel(rows)
+    most = {rule: most_slots_keeping_quality(cells, rule) for rule in config.in_flight_rules}
+    # Per run only what the cells and a paired comparison of the rules read: the grid has
+    # 1,500 runs and the full rows would triple the results file.
+    plain: list[Mapping[str, Any]] = list(rows)
+    kept = [{k: row[k] for k in GRID_ROW_FIELDS} for row in plain]
+    return {"cells": cells, "most_slots": most, "rows": kept}

@@ -212,9 +212,97 @@ def section(q: dict[str, Any], doc: Path, results: Path) -> list[str]:
             f"| `{strategy}` | " + " | ".join(f"{p['success']:.2f}" for p in points) + " |"
         )
     lines += ["", f"![quality curve]({_rel(results / 'quality_curve.png', doc)})", ""]
+    lines += parallel_section(q)
     lines += _at_defaults(q, strategies)
     lines += _reading(q, default, strategies)
     return lines
+
+
+def _seeds(seeds: list[int]) -> str:
+    """`1-16` for a run of consecutive seeds, else the list."""
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(str(s) for s in seeds)
+
+
+RULES = {
+    "unobserved": "unobserved visits (WU-UCT)",
+    "virtual_loss": "virtual loss",
+}
+
+
+def parallel_section(q: dict[str, Any]) -> list[str]:
+    """The parallel grid: the default strategy at each `max_concurrency`, under each rule for
+    work in flight, side by side, at the suite's budgets and at the service's defaults; and the
+    most slots that keep concurrency 1's success in both."""
+    p = q.get("parallel")
+    if not p or "suite" not in p:
+        return []
+    cfg = q["config"]
+    rule = cfg["default_in_flight_rule"]
+    tolerance = cfg["parallel_tolerance"]
+    lines = [
+        "**Parallel picks.** "
+        f"`{cfg['default']}` at each `max_concurrency` under each rule for the work in flight "
+        "(`in_flight_rule`): *unobserved* (WU-UCT) counts it as visits in the exploration "
+        "term only, Q + c·P·√(N+O)/(1+n+o); *virtual loss* as visits of value 0, which also "
+        f"lower Q (the default is {RULES.get(rule, rule)}). Every structure, seeds "
+        f"{_seeds(cfg['parallel_seeds'])} "
+        f"({len(cfg['parallel_seeds']) * len(q['config']['structures'])} worlds a cell), "
+        "first at the structures' budgets as in the suite, then at the service's defaults "
+        "(`max_paths` 4, 150 calls, which stop a search once four paths are done). Success "
+        "(mean regret), model calls / serial calls, median wall per search (scripted replies: "
+        "the orchestration only; what slots buy in wall at real latencies is benchmark 1's):",
+        "",
+    ]
+    grids = [
+        (key, title, p[key])
+        for key, title in (("suite", "at the suite's budgets"), ("defaults", "at the defaults"))
+        if p.get(key) and p[key]["cells"]
+    ]
+    for _, title, grid in grids:
+        lines += _parallel_table(cfg, grid, title)
+    said = [
+        f"{RULES.get(r, r)}: "
+        + ", ".join(f"{grid['most_slots'][r]} {title}" for _, title, grid in grids)
+        for r in cfg["in_flight_rules"]
+        if all(grid["most_slots"].get(r) is not None for _, _, grid in grids)
+    ]
+    if said:
+        lines += [
+            f"The most slots whose success stays within {tolerance} of concurrency 1's, under "
+            + "; under ".join(said)
+            + f". The default is `max_concurrency` {cfg['default_concurrency']} with "
+            f"{RULES.get(rule, rule)}.",
+            "",
+        ]
+    return lines
+
+
+def _parallel_table(cfg: dict[str, Any], grid: dict[str, Any], title: str) -> list[str]:
+    rules = cfg["in_flight_rules"]
+    by = {(c["in_flight_rule"], c["concurrency"]): c for c in grid["cells"]}
+    lines = [
+        f"| `max_concurrency` ({title}) | "
+        + " | ".join(f"{RULES.get(r, r)}: success (regret) | calls / serial | wall" for r in rules)
+        + " |",
+        "| --- | " + " | ".join("--- | --- | ---" for _ in rules) + " |",
+    ]
+    for conc in cfg["concurrency"]:
+        cells: list[str] = []
+        for rule in rules:
+            c = by.get((rule, conc))
+            cells += (
+                [
+                    f"{c['success']:.2f} ({c['regret']:.3f})",
+                    f"{c['llm_calls']:.0f} / {c['serial_calls']:.1f}",
+                    f"{c['wall_s']:.2f} s",
+                ]
+                if c
+                else ["-", "-", "-"]
+            )
+        lines.append(f"| {conc} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 def _at_defaults(q: dict[str, Any], strategies: list[str]) -> list[str]:

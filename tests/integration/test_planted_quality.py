@@ -21,6 +21,8 @@ TINY = QualityConfig(
     strategies=("mcts", "breadth"),
     curve_budgets=(24,),
     curve_seeds=(1,),
+    concurrency=(1, 4),
+    parallel_seeds=(1,),
 )
 
 
@@ -41,6 +43,11 @@ async def test_the_same_seeds_give_the_same_table(tmp_path: Path) -> None:
     assert len(first["rows"]) == 4
     assert len(first["curve_rows"]) == 4
     assert set(first["totals"]) == {"mcts", "breadth"}
+    for grid in first["parallel"].values():  # at the suite's budgets, at the defaults
+        assert len(grid["rows"]) == 2 * 2 * 2  # structures, levels, rules
+        assert {(c["in_flight_rule"], c["concurrency"]) for c in grid["cells"]} == {
+            (rule, conc) for rule in ("unobserved", "virtual_loss") for conc in (1, 4)
+        }
 
 
 async def test_a_single_chain_falls_into_the_deceptive_trap(tmp_path: Path) -> None:

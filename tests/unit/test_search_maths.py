@@ -1,4 +1,5 @@
-"""Selection maths: PUCT, the one node value, backed-up values, virtual loss, beam ordering."""
+"""Selection maths: PUCT, the one node value, backed-up values, unobserved visits (WU-UCT) and
+virtual loss, beam ordering."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import math
 
 import pytest
 
+from agents.params import RunParams
 from agents.state import NodeRecord, new_node
-from agents.strategies import Beam, Mcts, prior_shares, puct
+from agents.strategies import Beam, Mcts, prior_shares, puct, strategy_for, wu_puct
 from agents.tree import (
     NEUTRAL_VALUE,
     backpropagate,
@@ -180,22 +182,66 @@ def test_pruned_siblings_take_no_share_of_the_priors() -> None:
     mcts = Mcts(1.0)
 
     # C and D share the priors half and half: the pruned B takes nothing from them.
-    assert mcts.score(nodes["n1.2"], 0.5, 0.5, 1, 0) == 0.5 + 0.5
+    assert mcts.score(nodes["n1.2"], 0.5, 0.5, 1, 0, 0) == 0.5 + 0.5
     assert [p["id"] for p in mcts.select(nodes, [nodes["n1.2"], nodes["n1.3"]], set(), 1)] == [
         "n1.2"
     ]
 
 
-def test_an_in_flight_visit_counts_as_a_loss_against_the_value() -> None:
+@pytest.mark.parametrize(
+    ("q", "share", "parent", "visits", "c"),
+    [(0.6, 0.5, 4, 1, 1.0), (0.1, 0.1, 9, 0, 1.0), (0.8, 0.6, 9, 3, 2.5), (0.3, 1.0, 0, 0, 0.7)],
+)
+def test_with_nothing_in_flight_the_rule_is_puct_exactly(
+    q: float, share: float, parent: int, visits: int, c: float
+) -> None:
+    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"))
+    nodes["n1.1"]["visits"] = visits
+
+    assert wu_puct(q, share, parent, visits, 0, 0, c) == puct(q, share, parent, visits, c)
+    for rule in ("unobserved", "virtual_loss"):
+        mcts = Mcts(c, in_flight=rule)
+        assert mcts.score(nodes["n1.1"], q, share, parent, 0, 0) == puct(
+            q, share, parent, visits, c
+        )
+
+
+def test_unobserved_visits_count_in_the_exploration_term_by_hand() -> None:
+    # Q + c·P·sqrt(N + O) / (1 + n + o), N = 4, O = 2, n = 1, o = 1.
+    assert wu_puct(0.6, 0.5, 4, 1, 2, 1, 1.0) == pytest.approx(0.6 + 0.5 * math.sqrt(6) / 3)
+    # Work in flight under a sibling raises only the parent's count: this child's bonus grows.
+    assert wu_puct(0.6, 0.5, 4, 1, 2, 0, 1.0) == pytest.approx(0.6 + 0.5 * math.sqrt(6) / 2)
+    # No exploration: the value alone, whatever is in flight.
+    assert wu_puct(0.6, 0.5, 4, 1, 5, 3, 0.0) == 0.6
+
+
+def test_in_flight_work_lowers_a_branchs_bonus_but_not_its_value() -> None:
     nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"))
     nodes["n1.1"] |= {"prior": 0.8, "visits": 1}
-    mcts = Mcts(0.0)  # no exploration: the value alone
+    exploring, greedy = Mcts(1.0, in_flight="unobserved"), Mcts(0.0, in_flight="unobserved")
+
+    idle = exploring.score(nodes["n1.1"], 0.8, 1.0, 2, 0, 0)
+    busy = exploring.score(nodes["n1.1"], 0.8, 1.0, 2, 1, 1)
+
+    assert busy < idle
+    assert idle == pytest.approx(0.8 + math.sqrt(2) / 2)
+    assert busy == pytest.approx(0.8 + math.sqrt(3) / 3)
+    # Q is what exploration leaves: untouched by the work in flight.
+    assert greedy.score(nodes["n1.1"], 0.8, 1.0, 2, 3, 3) == 0.8
+
+
+def test_under_virtual_loss_an_in_flight_visit_counts_as_a_loss_against_the_value() -> None:
+    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"))
+    nodes["n1.1"] |= {"prior": 0.8, "visits": 1}
+    mcts = Mcts(0.0, in_flight="virtual_loss")  # no exploration: the value alone
 
     # 0.8 stands for prior_weight + visits = 2 observations; one loss makes it 0.8 * 2 / 3.
-    assert mcts.score(nodes["n1.1"], 0.8, 1.0, 2, 1) == pytest.approx(0.8 * 2 / 3)
+    assert mcts.score(nodes["n1.1"], 0.8, 1.0, 2, 1, 1) == pytest.approx(0.8 * 2 / 3)
 
 
-def test_virtual_loss_spreads_parallel_picks_across_branches() -> None:
+def _two_branches(b_value: float, c_value: float) -> dict[str, NodeRecord]:
+    """A root run twice, its children B (two open children) and C (one), both run once and
+    unscored (shares 1/2); B's best open child promises `b_value`, C's `c_value`."""
     nodes = _tree(
         ("n1", "", "A"),
         ("n1.1", "n1", "B"),
@@ -207,18 +253,58 @@ def test_virtual_loss_spreads_parallel_picks_across_branches() -> None:
     _done(nodes, "n1", 1.2, 2)
     _done(nodes, "n1.1", 0.7, 1)
     _done(nodes, "n1.2", 0.5, 1)
-    for node_id, prior in (("n1.1.1", 0.7), ("n1.1.2", 0.6), ("n1.2.1", 0.5)):
+    for node_id, prior in (("n1.1.1", b_value), ("n1.1.2", 0.6), ("n1.2.1", c_value)):
         nodes[node_id]["prior"] = prior
-    runnable = [nodes["n1.1.1"], nodes["n1.1.2"], nodes["n1.2.1"]]
+    return nodes
 
-    alone = Mcts(1.0).select(nodes, runnable, set(), 1)
-    pair = Mcts(1.0).select(nodes, runnable, set(), 2)
-    busy = Mcts(1.0).select(nodes, [nodes["n1.1.2"], nodes["n1.2.1"]], {"n1.1.1"}, 1)
 
-    assert [p["id"] for p in alone] == ["n1.1.1"]
+def _picks(nodes: dict[str, NodeRecord], mcts: Mcts, slots: int, busy: set[str]) -> list[str]:
+    runnable = [nodes[k] for k in ("n1.1.1", "n1.1.2", "n1.2.1") if k not in busy]
+    return [p["id"] for p in mcts.select(nodes, runnable, busy, slots)]
+
+
+def test_unobserved_visits_spread_parallel_picks_over_close_siblings() -> None:
+    nodes = _two_branches(0.6, 0.55)
+    mcts = Mcts(1.0, in_flight="unobserved")
+
+    # First pick: B 0.6 + 0.5·√2/2 = 0.954 against C 0.55 + 0.354 = 0.904.
+    assert _picks(nodes, mcts, 1, set()) == ["n1.1.1"]
+    # Second: B1 in flight, B 0.6 + 0.5·√3/3 = 0.889 against C 0.55 + 0.5·√3/2 = 0.983.
+    assert _picks(nodes, mcts, 2, set()) == ["n1.1.1", "n1.2.1"]
+    assert _picks(nodes, mcts, 1, {"n1.1.1"}) == ["n1.2.1"]
+    # Virtual loss spreads them the same way here.
+    assert _picks(nodes, Mcts(1.0, in_flight="virtual_loss"), 2, set()) == ["n1.1.1", "n1.2.1"]
+
+
+def test_virtual_loss_spreads_parallel_picks_across_branches() -> None:
+    nodes = _two_branches(0.7, 0.5)
+    mcts = Mcts(1.0, in_flight="virtual_loss")
+
+    assert _picks(nodes, mcts, 1, set()) == ["n1.1.1"]
     # Without virtual loss both picks would go under B (its value is higher).
-    assert [p["id"] for p in pair] == ["n1.1.1", "n1.2.1"]
-    assert [p["id"] for p in busy] == ["n1.2.1"]
+    assert _picks(nodes, mcts, 2, set()) == ["n1.1.1", "n1.2.1"]
+    assert _picks(nodes, mcts, 1, {"n1.1.1"}) == ["n1.2.1"]
+
+
+def test_unobserved_visits_keep_a_clearly_better_branch_until_its_bonus_is_spent() -> None:
+    nodes = _two_branches(0.7, 0.5)
+    mcts = Mcts(1.0, in_flight="unobserved")
+
+    # Second pick: B 0.7 + 0.5·√3/3 = 0.989 still beats C 0.5 + 0.5·√3/2 = 0.933 (virtual
+    # loss would have made B 0.7·2/3 + 0.289 = 0.756 and gone to C).
+    assert _picks(nodes, mcts, 2, set()) == ["n1.1.1", "n1.1.2"]
+    # Third: B 0.7 + 0.5·2/4 = 0.95 against C 0.5 + 0.5·2/2 = 1.0.
+    assert _picks(nodes, mcts, 3, set()) == ["n1.1.1", "n1.1.2", "n1.2.1"]
+    assert _picks(nodes, mcts, 1, {"n1.1.1", "n1.1.2"}) == ["n1.2.1"]
+
+
+def test_picking_in_parallel_leaves_the_value_sums_and_visits_alone() -> None:
+    nodes = _two_branches(0.7, 0.5)
+    before = {k: (n["value_sum"], n["visits"]) for k, n in nodes.items()}
+
+    _picks(nodes, Mcts(1.0, in_flight="unobserved"), 3, set())
+
+    assert {k: (n["value_sum"], n["visits"]) for k, n in nodes.items()} == before
 
 
 def test_mcts_never_picks_more_than_there_is_to_run() -> None:
@@ -249,3 +335,12 @@ def test_pruned_nodes_never_take_a_beam_place() -> None:
     nodes["n1.2"]["prior"] = 0.1
 
     assert "n1.2" in Beam(1).in_beam(nodes)
+
+
+def test_the_run_parameters_choose_the_rule_for_work_in_flight() -> None:
+    default = strategy_for(RunParams())
+    chosen = strategy_for(RunParams(in_flight_rule="unobserved"))
+
+    assert isinstance(default, Mcts)
+    assert isinstance(chosen, Mcts)
+    assert (default.in_flight, chosen.in_flight) == ("virtual_loss", "unobserved")
