@@ -68,7 +68,7 @@ def test_the_service_image_carries_no_test_code(images: Engine) -> None:
         "import importlib.util as u; print(u.find_spec('pytest') is None)",
     )
 
-    assert sorted(listing) == ["agents", "app", "tools"]
+    assert sorted(listing) == ["agents", "app", "calls", "tools"]
     assert dev_tool.strip() == "True"
 
 
@@ -91,7 +91,7 @@ def test_a_code_only_change_rebuilds_without_the_dependency_layers(
     for name in ("Dockerfile", ".dockerignore", "pyproject.toml", "uv.lock"):
         shutil.copy2(ROOT / name, context / name)
     skip = shutil.ignore_patterns("__pycache__", "offline")
-    for folder in ("agents", "app", "tools", "testkit", "deploy"):
+    for folder in ("agents", "app", "calls", "tools", "testkit", "deploy"):
         shutil.copytree(ROOT / folder, context / folder, ignore=skip)
     with (context / "app" / "__init__.py").open("a") as module:
         module.write("\n# a code-only change\n")
