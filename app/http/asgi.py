@@ -3,10 +3,12 @@ requests (`http`) and passes anything else (lifespan, websockets) straight throu
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 
-class HttpMiddleware:
+class HttpMiddleware(ABC):
     """Pure ASGI middleware for HTTP requests only; subclasses implement `http`."""
 
     def __init__(self, app: ASGIApp) -> None:
@@ -18,6 +20,6 @@ class HttpMiddleware:
         else:
             await self.app(scope, receive, send)
 
+    @abstractmethod
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Handle one HTTP request (the inner app is `self.app`)."""
-        raise NotImplementedError
