@@ -6,6 +6,8 @@ each marker, citations naming an evidence item (agents/grounding/evidence.py) an
 `verify_answer` keeps a citation only when its quote is found in that item's text, by these
 rules, applied in this order to each citation:
 
+0. A one-sentence answer written without any marker (a short answer: a name, a date) carries
+   its citations' markers at its end (`with_markers`); every other answer is taken as written.
 1. `marker_not_in_answer`: the answer has no `[n]` for the citation's marker.
 2. `duplicate`: an earlier citation has the same marker and evidence id (the first is judged).
 3. `unknown_evidence`: no item has the id. An id is looked up as given, then without brackets
@@ -156,8 +158,22 @@ def grounding_of(verified: VerifiedAnswer) -> Grounding:
     )
 
 
+def with_markers(cited: CitedAnswer) -> CitedAnswer:
+    """A one-sentence answer written without any marker (a short answer: a name, a date)
+    carries its citations' markers at its end; any other answer is taken as written."""
+    if (
+        not cited.citations
+        or MARKER.search(cited.answer)
+        or len(split_sentences(cited.answer)) != 1
+    ):
+        return cited
+    markers = "".join(f"[{m}]" for m in dict.fromkeys(c.marker for c in cited.citations))
+    return cited.model_copy(update={"answer": cited.answer.rstrip() + markers})
+
+
 def verify_answer(cited: CitedAnswer, evidence: Mapping[str, Evidence]) -> VerifiedAnswer:
     """Check every citation of `cited` against `evidence` by the rules above."""
+    cited = with_markers(cited)
     present = {int(match.group(1)) for match in MARKER.finditer(cited.answer)}
     seen: set[tuple[int, str]] = set()
     folds: dict[str, tuple[Folded, Folded]] = {}

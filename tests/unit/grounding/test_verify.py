@@ -574,3 +574,32 @@ def test_a_fuzzy_match_reports_the_best_window_not_the_first_that_passes() -> No
     assert text[citation["start"] : citation["end"]] == (
         "the committee approved the new budget for the region after a debate"
     )
+
+
+def test_a_short_answer_written_without_markers_carries_its_citations(
+    ledger: dict[str, Evidence],
+) -> None:
+    quote = "Paris is the capital and most populous city of France"
+
+    result = _verify(ledger, (1, "E2", quote), answer="Paris")
+
+    assert result["answer"] == "Paris[1]"
+    assert [c["quote"] for c in result["citations"]] == [quote]
+    assert result["groundedness"] == 1.0
+
+
+def test_a_longer_answer_without_markers_gets_none_attached(ledger: dict[str, Evidence]) -> None:
+    quote = "Paris is the capital and most populous city of France"
+
+    result = _verify(ledger, (1, "E2", quote), answer="Paris is the capital. It is large.")
+
+    assert [r["reason"] for r in result["rejected"]] == ["marker_not_in_answer"]
+    assert result["groundedness"] == 0.0
+
+
+def test_an_answer_with_a_marker_is_taken_as_written(ledger: dict[str, Evidence]) -> None:
+    quote = "Paris is the capital and most populous city of France"
+
+    result = _verify(ledger, (1, "E2", quote), (2, "E2", quote), answer="Paris [1]")
+
+    assert [(r["marker"], r["reason"]) for r in result["rejected"]] == [(2, "marker_not_in_answer")]
