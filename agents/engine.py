@@ -200,8 +200,7 @@ class Engine:
                 metrics=metrics,
             )
         )
-        result = RunResult.failed(ctx.run_id, code, message, metrics=metrics)
-        return result.model_copy(update={"stop_reason": stop_reason})
+        return RunResult.failed(ctx.run_id, code, message, metrics=metrics, stop_reason=stop_reason)
 
     def _result(self, run_id: str, state: RunState) -> RunResult:
         final = state.get("final")

@@ -47,12 +47,14 @@ class RunResult(RunAnswer):
         *,
         metrics: dict[str, Any] | None = None,
         nodes: list[NodeRecord] | None = None,
+        stop_reason: StopReason = "error",
     ) -> RunResult:
-        """A run that ended on an error (`code`, and a `message` safe to show)."""
+        """A run that ended on an error (`code`, and a `message` safe to show); `stop_reason`
+        is a budget's when the budget ran out before a plan existed."""
         return cls(
             run_id=run_id,
             status="failed",
-            stop_reason="error",
+            stop_reason=stop_reason,
             error={"code": code, "message": message},
             metrics=metrics or {},
             nodes=nodes or [],
