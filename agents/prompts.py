@@ -56,6 +56,13 @@ VOTER_SYSTEM = (
 )
 
 
+# Every role that reads a path shows it the same way, after the task: "Task: ...", this
+# heading, then `_path_block`. A local model whose prompts open with that text (its
+# instructions last, `calls.local_grammar.chat_messages`) reuses one call's KV state in the next
+# call on the path, whatever the two calls' roles.
+PATH_HEADING = "Steps done on this path:"
+
+
 def _path_block(path: Sequence[NodeRecord], result_chars: int, *, fenced: bool = True) -> str:
     """Each step and its result; a result is fenced unless the whole block will be."""
     if not path:
@@ -115,7 +122,7 @@ def executor_messages(
     )
     body = (
         f"Task: {task}\n\n"
-        f"Done so far on this path:\n{_path_block(done, result_chars)}\n\n"
+        f"{PATH_HEADING}\n{_path_block(done, result_chars)}\n\n"
         f"{found}"
         f"Step to execute: {step}\n\n"
         f"Planned after this step (do not do them now):\n{later}"
@@ -129,7 +136,7 @@ def replanner_messages(
     planned = "\n".join(f"- {s}" for s in path[-1]["planned"]) or "(none)"
     body = (
         f"Task: {task}\n\n"
-        f"Steps done on this path:\n{_path_block(path, result_chars)}\n\n"
+        f"{PATH_HEADING}\n{_path_block(path, result_chars)}\n\n"
         f"Remaining plan:\n{planned}"
     )
     return [SystemMessage(content=REPLANNER_SYSTEM.format(k=k)), HumanMessage(content=body)]
@@ -152,7 +159,7 @@ def responder_messages(
         else ""
     )
     body = (
-        f"Task: {task}\n\nResearch:\n{_path_block(path, result_chars)}\n\n"
+        f"Task: {task}\n\n{PATH_HEADING}\n{_path_block(path, result_chars)}\n\n"
         f"Evidence:\n{_evidence_block(ledger, 2 * result_chars)}{note}"
     )
     return [SystemMessage(content=RESPONDER_SYSTEM), HumanMessage(content=body)]
@@ -195,5 +202,5 @@ EVALUATOR_PROGRESS_SYSTEM = (
 def progress_messages(
     task: str, path: Sequence[NodeRecord], result_chars: int
 ) -> list[BaseMessage]:
-    body = f"Task: {task}\n\nSteps done on this path:\n{_path_block(path, result_chars)}"
+    body = f"Task: {task}\n\n{PATH_HEADING}\n{_path_block(path, result_chars)}"
     return [SystemMessage(content=EVALUATOR_PROGRESS_SYSTEM), HumanMessage(content=body)]

@@ -68,18 +68,36 @@ def _text(message: BaseMessage) -> str:
     return message.text if isinstance(message.text, str) else str(message.content)
 
 
+SHARED_SYSTEM = (
+    "You are a careful research assistant working inside a tree search over research plans. "
+    "Each request ends with its instructions: read the material first, then follow them."
+)
+
+
 def chat_messages(
-    messages: Sequence[BaseMessage], note: str = "", *, system_note: str = ""
+    messages: Sequence[BaseMessage],
+    note: str = "",
+    *,
+    system_note: str = "",
+    instructions_last: bool = False,
 ) -> list[dict[str, str]]:
     """LangChain messages as llama.cpp chat messages. Tool traffic becomes text in the user's
     turn ("Result of lookup(query: x): ..."): with its own tool calls in the history, in JSON or
     in words, SmolLM2 keeps writing tool calls when it is asked for its findings. `note` ends
-    the user's turn; `system_note` ends the system message."""
+    the user's turn; `system_note` ends the system message.
+
+    With `instructions_last`, the system message is `SHARED_SYSTEM` for every call, and the
+    callers' system text and `system_note` end the user's turn, before `note`. Every role's
+    prompt then starts with the same text — the task, then the path's steps and results — so
+    a call reuses the KV state of any earlier call on the path, whatever its role."""
     system = [_text(m) for m in messages if isinstance(m, SystemMessage)]
     if system_note:
         system.append(system_note)
     out: list[dict[str, str]] = []
-    if system:
+    if instructions_last:
+        out.append({"role": "system", "content": SHARED_SYSTEM})
+        note = "\n\n".join([*system, note] if note else system)
+    elif system:
         out.append({"role": "system", "content": "\n\n".join(system)})
     calls: dict[str, ToolCall] = {}
     for message in messages:

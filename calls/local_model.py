@@ -84,13 +84,14 @@ class LocalChatModel(BaseChatModel):
         description="With tools bound and no tool result yet, the first reply must call a "
         "tool: a 135M model seldom chooses one by itself, and the executor's step needs facts.",
     )
-    tools_in_system: bool = Field(
+    instructions_last: bool = Field(
         default=False,
-        description="List the bound tools in the system message rather than at the end of the "
-        "user's turn. The system message is then the same for every call with these tools, so "
-        "its KV state is reused instead of evaluated again after each path; Qwen reads tools "
-        "there (its own template puts them there), SmolLM2 follows a list best right before "
-        "it answers.",
+        description="Send one fixed system message and put each call's own instructions (the "
+        "role's system text, the tool list) at the end of the user's turn. Every prompt then "
+        "begins with the task and the path so far, so the KV state of an earlier call on the "
+        "path serves a later one of any role (`chat_messages`); Qwen follows instructions "
+        "placed there. Off: the role's system text and the tool list open the prompt, where "
+        "SmolLM2 reads them best.",
     )
     max_tool_rounds: int = Field(
         default=1,
@@ -187,8 +188,9 @@ class LocalChatModel(BaseChatModel):
             schema, listing, instruction = self._tool_schema(
                 tools, tool_choice, rounds, answer_chars
             )
-            if self.tools_in_system:
-                request["messages"] = chat_messages(messages, instruction, system_note=listing)
+            if self.instructions_last:
+                tail = instruction if schema is None else f"{listing}\n\n{instruction}"
+                request["messages"] = chat_messages(messages, tail, instructions_last=True)
             else:
                 note = instruction if schema is None else f"{listing}\n\n{instruction}"
                 request["messages"] = chat_messages(messages, note)
@@ -196,7 +198,7 @@ class LocalChatModel(BaseChatModel):
                 return request, False
             request["response_format"] = {"type": "json_object", "schema": schema}
             return request, True
-        request["messages"] = chat_messages(messages)
+        request["messages"] = chat_messages(messages, instructions_last=self.instructions_last)
         if response_format is not None:
             schema = bounded(copy.deepcopy(response_format.get("schema", {})), answer_chars // 4)
             request["response_format"] = {"type": "json_object", "schema": schema}

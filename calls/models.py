@@ -169,7 +169,7 @@ class SettingsModelFactory:
                 model_path=path,
                 temperature=ROLE_TEMPERATURE[role],
                 n_ctx=settings.local_n_ctx or spec.n_ctx,
-                tools_in_system=spec.tools_in_system,
+                instructions_last=spec.instructions_last,
                 max_tokens=settings.local_max_tokens,
                 n_threads=settings.local_threads,
                 seed=settings.local_seed,
