@@ -9,7 +9,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from agents.fencing import FENCE_RULE, fence
 from agents.grounding.evidence import Evidence, path_ledger, render_evidence
 from agents.state import NodeRecord
-from agents.tree import trim
+from agents.tree import TRIM_MARK, trim
 
 # Every system prompt ends with FENCE_RULE; every text a tool, a fetched page or a model's
 # findings put in a prompt is inside a `fence`.
@@ -31,9 +31,11 @@ EXECUTOR_SYSTEM = (
 REPLANNER_SYSTEM = (
     "You steer a tree search over research plans. Given the task and the steps done so far on "
     "this path with their results, decide whether the results already suffice to answer the "
-    "task. If they do, set complete=true and give no candidates. Otherwise propose up to {k} "
-    "alternative NEXT steps (distinct approaches, best first); the next planned step, if any, "
-    "is a natural candidate. Never repeat a step already done on this path. Judge each "
+    "task. If they do, set complete=true; you may still propose up to {k} steps that would "
+    "check the answer against another source or fill a gap (the search runs them only if it "
+    "has budget for more paths). Otherwise propose up to {k} alternative NEXT steps (distinct "
+    "approaches, best first); the next planned step, if any, is a natural candidate. Never "
+    "repeat a step already done on this path. Judge each "
     "candidate as you propose it: a score in [0, 1] for how much doing it next would advance "
     "answering the task (1: decisive, 0: useless), viable=false when it is off topic, not "
     "feasible with web search, arXiv and Wikipedia, or a repeat, and a one-line reason. "
@@ -88,23 +90,39 @@ def path_evidence_ledger(path: Sequence[NodeRecord]) -> dict[str, Evidence]:
     return path_ledger(item for node in path for item in node["evidence"])
 
 
-def _evidence_block(ledger: dict[str, Evidence], max_chars: int) -> str:
-    """The items fenced whole, each cut so that all of them fit in about `max_chars`."""
+def shown_evidence(ledger: dict[str, Evidence], max_chars: int) -> dict[str, Evidence]:
+    """The items as a prompt shows them: each text cut so that all of them fit in about
+    `max_chars` (with its sentences cut to match)."""
     if not ledger:
-        return "(none)"
+        return {}
     share = max(200, max_chars // len(ledger))
-    shown = [
-        Evidence(
+    shown: dict[str, Evidence] = {}
+    for evidence_id, item in ledger.items():
+        text = trim(item["text"], share)
+        whole = len(text) == len(item["text"])
+        shown[evidence_id] = Evidence(
             id=item["id"],
             node_id=item["node_id"],
             tool=item["tool"],
             source=item["source"],
-            text=trim(item["text"], share),
-            sentences=item["sentences"],
+            text=text,
+            sentences=item["sentences"]
+            if whole
+            else [s for s in item["sentences"] if s["end"] <= len(text) - len(TRIM_MARK)],
         )
-        for item in ledger.values()
-    ]
-    return fence(render_evidence(shown))
+    return shown
+
+
+def responder_evidence_chars(result_chars: int) -> int:
+    """How much evidence text the responder is shown in all."""
+    return 2 * result_chars
+
+
+def _evidence_block(ledger: dict[str, Evidence], max_chars: int) -> str:
+    """The items fenced whole, each cut so that all of them fit in about `max_chars`."""
+    if not ledger:
+        return "(none)"
+    return fence(render_evidence(shown_evidence(ledger, max_chars).values()))
 
 
 def executor_messages(
@@ -160,7 +178,7 @@ def responder_messages(
     )
     body = (
         f"Task: {task}\n\n{PATH_HEADING}\n{_path_block(path, result_chars)}\n\n"
-        f"Evidence:\n{_evidence_block(ledger, 2 * result_chars)}{note}"
+        f"Evidence:\n{_evidence_block(ledger, responder_evidence_chars(result_chars))}{note}"
     )
     return [SystemMessage(content=RESPONDER_SYSTEM), HumanMessage(content=body)]
 

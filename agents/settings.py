@@ -24,6 +24,13 @@ class EngineSettings(BaseSettings):
     result_max_chars: int = Field(
         default=4000, ge=200, le=100_000, description="A node keeps at most this much result text."
     )
+    quote_choices: bool = Field(
+        default=False,
+        description="Give the responder, for each evidence item, the item's sentences as the "
+        "only quotes a citation may carry (agents/grounding/choices.py). For models that write "
+        "under a grammar (the local model, where it is on by default); the verifier checks "
+        "every citation either way.",
+    )
     cache_path: Path | None = Field(
         default=None,
         description="SQLite file for the model-call cache. Unset: the service's shared cache "

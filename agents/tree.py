@@ -115,11 +115,14 @@ def path_sources(path: Iterable[NodeRecord]) -> list[Source]:
     return out
 
 
+TRIM_MARK = " …[truncated]"
+
+
 def trim(text: str, limit: int) -> str:
     """`text` cut to `limit` characters, marking the cut."""
     if len(text) <= limit:
         return text
-    return text[: max(0, limit - 15)].rstrip() + " …[truncated]"
+    return text[: max(0, limit - 15)].rstrip() + TRIM_MARK
 
 
 def blended_value(

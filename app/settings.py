@@ -142,6 +142,14 @@ class Settings(ModelSettings, EngineSettings, ToolSettings):
             self.step_timeout_s = spec.step_timeout_s
         return self
 
+    @model_validator(mode="after")
+    def _quote_choices_for_the_local_responder(self) -> Settings:
+        """The local model writes under a grammar, which can hold the allowed quotes: on by
+        default when the responder is the local model. A value that was set stays."""
+        if "quote_choices" not in self.model_fields_set:
+            self.quote_choices = self.model_for("responder") == "local"
+        return self
+
     def key_ring(self) -> KeyRing:
         """The accepted keys by name, the admin key included; ValueError if they clash."""
         admin = self.admin_key.get_secret_value() if self.admin_key else None

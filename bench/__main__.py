@@ -290,7 +290,20 @@ def _parser() -> argparse.ArgumentParser:
     multihop.add_argument(
         "--budget", type=int, default=MultihopConfig.max_llm_calls, help="model calls per run"
     )
+    multihop.add_argument(
+        "--shard",
+        default="0/1",
+        help="i/n: only every n-th question from the i-th (n processes share one run)",
+    )
     return parser
+
+
+def _shard(text: str) -> tuple[int, int]:
+    index, _, of = text.partition("/")
+    try:
+        return int(index), int(of)
+    except ValueError:
+        raise SystemExit(f"--shard {text!r}: want i/n, e.g. 0/2") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -323,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             limit=args.limit,
             configs=tuple(c.strip() for c in args.configs.split(",") if c.strip()),
             max_llm_calls=args.budget,
+            shard=_shard(args.shard),
             progress=results / "multihop.progress.jsonl",
         )
         fresh = asyncio.run(_run(only, configs, results, work, questions, args.model))

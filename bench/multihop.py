@@ -90,6 +90,10 @@ class MultihopConfig:
     passages: int = 5
     settings: dict[str, Any] = field(default_factory=dict)
     """Further settings for every run (e.g. timeouts for a slow local model)."""
+    shard: tuple[int, int] = (0, 1)
+    """(i, n): run only the questions whose position is i modulo n, so that n processes share
+    one long run (each appends to the same `progress` file; a last run with the default
+    (0, 1) then only reads the rows back)."""
     progress: Path | None = None
     """A JSON Lines file of the rows done so far: each row is appended as it ends, and the
     rows already there are kept instead of run again (a run of hours can be taken up)."""
@@ -317,6 +321,10 @@ async def run_multihop(
 ) -> dict[str, Any]:
     """Every configuration on every question, JSON-ready (`save` writes it)."""
     questions = load(config.data, config.limit)
+    index, of = config.shard
+    if not 0 <= index < of:
+        raise ValueError(f"shard {index}/{of}: want 0 <= i < n")
+    questions = questions[index::of]
     unknown = sorted(set(config.configs) - set(CONFIGS))
     if unknown:
         raise ValueError(f"unknown configuration(s) {', '.join(unknown)}; known: {list(CONFIGS)}")

@@ -23,7 +23,8 @@ from testkit.fakes import (
 class Scenario:
     """Replies by role. `replans[step]` lists the proposals after `step` ([] = path complete;
     a step with no entry also completes its path). `fail` names steps whose executor raises.
-    `tools[step]` makes the executor call that tool (name, args) once before answering.
+    `checks[step]` has the replanner say "complete" after `step` and still propose those
+    steps. `tools[step]` makes the executor call that tool (name, args) once before answering.
     The replanner judges each candidate it proposes by `priors` (default 0.5; `not_viable`
     ones are not viable); the evaluator scores a done step's progress by `values` (default
     0.5). `delays[role]` (seconds) makes that role's calls take time, e.g. to have calls in
@@ -32,6 +33,8 @@ class Scenario:
 
     plan: list[str]
     replans: dict[str, list[str]] = field(default_factory=dict)
+    checks: dict[str, list[str]] = field(default_factory=dict)
+    """Steps after which the replanner says "complete" and still proposes these steps."""
     fail: set[str] = field(default_factory=set)
     tools: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     priors: dict[str, float] = field(default_factory=dict)
@@ -85,9 +88,10 @@ class Scenario:
     def replan(self, step: str) -> dict[str, Any]:
         """The replanner's reply after `step`: proposals judged one by one (and the same
         steps as the older `next_steps` list)."""
-        proposals = self.replans.get(step, [])
+        checks = self.checks.get(step, [])
+        proposals = checks or self.replans.get(step, [])
         return {
-            "complete": not proposals,
+            "complete": bool(checks) or not proposals,
             "candidates": [
                 {
                     "step": s,

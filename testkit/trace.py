@@ -62,4 +62,6 @@ def _settle_completion(nodes: dict[str, NodeRecord], parent_id: str | None) -> N
     if parent_id is None:
         return
     children = [n for n in nodes.values() if n["parent_id"] == parent_id]
-    nodes[parent_id]["complete"] = all(c["status"] == "pruned" for c in children)
+    # A parent already complete (its children were checks of its answer) stays complete.
+    parent = nodes[parent_id]
+    parent["complete"] = parent["complete"] or all(c["status"] == "pruned" for c in children)

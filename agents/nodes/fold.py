@@ -226,15 +226,16 @@ class TreeFold:
                 pruned.append((child, reason))
                 self.update(child["id"], status="pruned", error=reason)
         observed = candidates_observation(outcome.progress, alive)
-        # A path whose every continuation was pruned ends here, with what it found.
-        self.update(node_id, expanded=True, complete=not alive)
+        # A path whose every continuation was pruned ends here, with what it found; a complete
+        # one ends here whatever its checks (its children) become.
+        self.update(node_id, expanded=True, complete=outcome.complete or not alive)
         if observed is not None:
             self._backup(node_id, observed)
         self._events.append(
             CandidatesProposed(
                 run_id=self.run_id,
                 parent_id=node_id,
-                complete=not created,
+                complete=outcome.complete or not created,
                 nodes=[
                     NodeBrief(
                         node_id=c["id"],

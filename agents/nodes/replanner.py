@@ -172,15 +172,21 @@ async def _proposals(
             node_id,
         )
         complete, proposals = False, [(path[-1]["planned"][0], None)]
-    if complete:
+    if complete and params.max_paths == 1:
         return ExpandOutcome(complete=True, steps=[], dropped=[s for s, _ in proposals])
+    # A complete path keeps the steps proposed beside "complete" as checks: children of its
+    # last node, run when the search has budget for more paths (its answer is written anyway).
+    # One path wanted, or none proposed, and the path simply ends.
     taken = [n["step"] for n in path] + [c["step"] for c in children_of(nodes, node_id)]
     kept, dropped = pick_candidates(proposals, taken=taken, limit=params.max_candidates)
     # With evaluate=false the replanner's judgements are not used at all (no priors, no pruning).
     scores = [judged if params.evaluate else None for _, judged in kept]
     ctx.accountant.candidates_scored += sum(1 for s in scores if s is not None)
     return ExpandOutcome(
-        complete=not kept, steps=[step for step, _ in kept], dropped=dropped, scores=scores
+        complete=complete or not kept,
+        steps=[step for step, _ in kept],
+        dropped=dropped,
+        scores=scores,
     )
 
 

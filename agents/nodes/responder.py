@@ -6,13 +6,21 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import AIMessage
+from pydantic import ValidationError
 
 from agents.context import RunContext
+from agents.grounding.choices import cited_answer_schema, quote_choices
 from agents.grounding.verify import CitedAnswer, Grounding, grounding_of, verify_answer
 from agents.jobs import RespondOutcome
-from agents.prompts import path_evidence_ledger, responder_messages
+from agents.prompts import (
+    path_evidence_ledger,
+    responder_evidence_chars,
+    responder_messages,
+    shown_evidence,
+)
 from agents.state import NodeRecord
 from agents.tree import path_to
 from calls.errors import BudgetExhausted
@@ -40,18 +48,35 @@ async def write_answer(
     path = path_to(nodes, node_id)
     ledger = path_evidence_ledger(path)
     tracker = ctx.tracker("responder", node_id)
-    messages = responder_messages(
-        ctx.task, path, ledger, ctx.settings.result_max_chars, partial=partial
-    )
-    out = await structured(ctx.model("responder"), CitedAnswer).ainvoke(
+    result_chars = ctx.settings.result_max_chars
+    messages = responder_messages(ctx.task, path, ledger, result_chars, partial=partial)
+    schema: type[CitedAnswer] | dict[str, Any] = CitedAnswer
+    if ctx.settings.quote_choices:
+        shown = shown_evidence(ledger, responder_evidence_chars(result_chars))
+        choices = quote_choices(ledger, shown)
+        if choices:
+            schema = cited_answer_schema(choices)
+    out = await structured(ctx.model("responder"), schema).ainvoke(
         messages, config=ctx.config(tracker, node_id=node_id)
     )
-    cited = out.get("parsed") if isinstance(out, dict) else None
-    if not isinstance(cited, CitedAnswer):
+    cited = _cited(out.get("parsed") if isinstance(out, dict) else None)
+    if cited is None:
         raw = out.get("raw") if isinstance(out, dict) else None
         cited = CitedAnswer(answer=raw.text if isinstance(raw, AIMessage) else "", citations=[])
     verified = verify_answer(cited, ledger)
     return Answer(verified["answer"].strip(), grounding_of(verified))
+
+
+def _cited(parsed: object) -> CitedAnswer | None:
+    """The reply as a `CitedAnswer` (a schema given as JSON parses to a dict), or None."""
+    if isinstance(parsed, CitedAnswer):
+        return parsed
+    if isinstance(parsed, dict):
+        try:
+            return CitedAnswer.model_validate(parsed)
+        except ValidationError:
+            return None
+    return None
 
 
 async def respond(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str) -> RespondOutcome:

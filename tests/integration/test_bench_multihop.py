@@ -4,6 +4,7 @@ configuration searches each question's own corpus and is scored by the official 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,26 @@ async def test_rows_already_in_the_progress_file_are_kept_not_run_again(tmp_path
     assert asked == []  # both rows came from the progress file
     assert again["rows"] == first["rows"]
     assert len(progress.read_text(encoding="utf-8").splitlines()) == 2
+
+
+async def test_shards_split_the_questions_and_a_last_run_reads_every_row_back(
+    tmp_path: Path,
+) -> None:
+    progress = tmp_path / "progress.jsonl"
+    base = MultihopConfig(limit=3, configs=("chain",), progress=progress)
+    asked: list[str] = []
+
+    def counting(question: Any, settings: Any) -> Any:
+        asked.append(question.id)
+        return scripted_models(question, settings)
+
+    first = await run_multihop(replace(base, shard=(0, 2)), counting, tmp_path / "a")
+    second = await run_multihop(replace(base, shard=(1, 2)), counting, tmp_path / "b")
+    ran = list(asked)
+    whole = await run_multihop(base, counting, tmp_path / "c")
+
+    assert [len(first["rows"]), len(second["rows"])] == [2, 1]  # questions 1, 3 and 2
+    assert asked == ran
+    assert len(set(ran)) == 3
+    assert [row["id"] for row in whole["rows"]] == [ran[0], ran[2], ran[1]]
+    assert whole["config"]["questions"] == 3
