@@ -1,25 +1,27 @@
 """Process-wide run observers: how metrics and traces see runs without the core knowing them.
 
 A run observer gets every run event (with the time the event sink took to persist and publish
-it) and is a call observer too (`calls.observers`): it may ride along every model and tool call
-of a run. The service installs its observers once at start-up (`add`); with none installed a
-run pays nothing.
+it) and subscribes to the readings of every model and tool call of a run too
+(`calls.observers`). The service installs its observers once at start-up (`add`); with none
+installed a run pays nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Protocol
 
 from agents.events import Event, EventSink
 from calls import observers as call_observers
-from calls.observers import CallObserver
+from calls.observers import CallSubscriber
 
 logger = logging.getLogger(__name__)
 
 
-class RunObserver(CallObserver, Protocol):
+class RunObserver(CallSubscriber):
+    """Hears a run's events and its calls' readings; every hook does nothing unless
+    overridden."""
+
     def on_event(self, event: Event, seconds: float) -> None:
         """An event was handed to the run's sink, which took `seconds`. Must not raise."""
 

@@ -44,7 +44,8 @@ OUTPUT_TOKENS_ESTIMATE = 512
 
 class AttemptHook:
     """Receives every attempt the policy makes; a run's `CallTracker` is one. The policy finds
-    it among the call's callback handlers (the run's config), so it needs no global state."""
+    it as the owner of the call's `CallObserver` (the run's config), so it needs no global
+    state."""
 
     def begin_attempt(self, call_id: UUID | None, estimate_tokens: int) -> None:
         """An attempt is about to go out: count it, or raise `BudgetExhausted`."""
@@ -70,10 +71,10 @@ def estimate_tokens(messages: Sequence[BaseMessage]) -> int:
 
 
 def find_hook(run_manager: Any) -> AttemptHook | None:
-    """The call's `AttemptHook`, among its callback handlers."""
+    """The call's `AttemptHook`: the owner of its `CallObserver`, among its callback handlers."""
     for handler in getattr(run_manager, "handlers", None) or []:
-        if isinstance(handler, AttemptHook):
-            return handler
+        if isinstance(handler, observers.CallObserver) and isinstance(handler.owner, AttemptHook):
+            return handler.owner
     return None
 
 
