@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 
 from agents.events import Event, EventSink
 from calls import observers as call_observers
@@ -40,6 +41,21 @@ def add(observer: RunObserver) -> None:
 def remove(observer: RunObserver) -> None:
     _observers[:] = [o for o in _observers if o is not observer]
     call_observers.remove(observer)
+
+
+def installed() -> list[RunObserver]:
+    """The process's run observers, in the order they were installed."""
+    return list(_observers)
+
+
+def reset(keep: Sequence[RunObserver] = ()) -> None:
+    """Make `keep` the process's only observers (of runs and calls; none by default). The one
+    way to put the registries back, used by the tests' one fixture after every test."""
+    for observer in installed():
+        remove(observer)
+    call_observers.reset()
+    for observer in keep:
+        add(observer)
 
 
 def observed(sink: EventSink, run_id: str) -> EventSink:

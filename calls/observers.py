@@ -321,6 +321,11 @@ def remove(subscriber: CallSubscriber) -> None:
     _subscribers[:] = [s for s in _subscribers if s is not subscriber]
 
 
+def reset() -> None:
+    """Forget every installed subscriber (`agents.observers.reset` puts back what it keeps)."""
+    _subscribers.clear()
+
+
 def installed() -> list[CallSubscriber]:
     """The process's subscribers, in the order they were installed."""
     return list(_subscribers)

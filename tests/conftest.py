@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from langchain_core.tools import BaseTool
 
+from agents import observers
 from agents.engine import Engine
 from app.settings import Settings
 from testkit.event_log import EventLog
@@ -20,6 +21,15 @@ from tests.support.model_settings import MODEL_VARIABLES
 if TYPE_CHECKING:
     from tests.support.makers import EngineMaker, ServiceMaker
     from tests.support.server import Service
+
+
+@pytest.fixture(autouse=True)
+def _process_observers() -> Iterator[None]:
+    """Observers a test installs (a tracer, the metrics of an app it builds) leave with it:
+    the process's registries are put back as they were before the test."""
+    before = observers.installed()
+    yield
+    observers.reset(before)
 
 
 @pytest.fixture

@@ -226,15 +226,13 @@ def _provider_installed() -> bool:
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
-_installed: list[TracingObserver] = []
-
-
 def install() -> TracingObserver | None:
     """Trace runs when an OTLP endpoint is configured (or a provider is already installed);
     once per process. Log records made during calls get the run and node ids either way."""
     install_log_ids()
-    if _installed:
-        return _installed[0]
+    tracing = [o for o in observers.installed() if isinstance(o, TracingObserver)]
+    if tracing:
+        return tracing[0]
     if not _provider_installed():
         if not otlp_configured():
             return None
@@ -253,5 +251,4 @@ def install() -> TracingObserver | None:
         logger.info("exporting traces over OTLP")
     observer = TracingObserver(trace.get_tracer("plantree"))
     observers.add(observer)
-    _installed.append(observer)
     return observer
