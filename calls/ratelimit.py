@@ -196,7 +196,8 @@ def model_limiter(
 
 
 def reset_model_limiters() -> None:
-    """Forget every shared model limiter (tests: each starts from a fresh rate)."""
+    """Forget every shared model limiter: the next caller starts from a fresh rate (a bench
+    point, and the tests' one fixture after every test)."""
     with _shared_lock:
         _shared.clear()
 

@@ -14,6 +14,7 @@ from langchain_core.tools import BaseTool
 from agents import observers
 from agents.engine import Engine
 from app.settings import Settings
+from calls.ratelimit import reset_model_limiters
 from testkit.event_log import EventLog
 from testkit.fakes import FakeModels, Script
 from tests.support.model_settings import MODEL_VARIABLES
@@ -24,12 +25,14 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(autouse=True)
-def _process_observers() -> Iterator[None]:
-    """Observers a test installs (a tracer, the metrics of an app it builds) leave with it:
-    the process's registries are put back as they were before the test."""
+def _process_registries() -> Iterator[None]:
+    """What a test leaves in the process's registries leaves with it: the observers it
+    installed (a tracer, the metrics of an app it builds) and the adaptive model rates its
+    calls moved (the next test starts from a fresh rate)."""
     before = observers.installed()
     yield
     observers.reset(before)
+    reset_model_limiters()
 
 
 @pytest.fixture

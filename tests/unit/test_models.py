@@ -140,13 +140,11 @@ def test_every_factory_of_the_process_shares_one_rate_limiter() -> None:
 @pytest.mark.usefixtures("gemini_key")
 def test_the_service_s_redis_url_shares_the_model_limiter_between_processes() -> None:
     from app.backends.model_limiter_redis import RedisLimiter
-    from calls.ratelimit import LocalLimiter, reset_model_limiters
+    from calls.ratelimit import LocalLimiter
 
-    reset_model_limiters()
     service = Settings(_env_file=None, redis_url="redis://127.0.0.1:1/0")  # type: ignore[call-arg]
     shared = startup.model_factory(service).for_role("voter")
     alone = SettingsModelFactory(model_settings()).for_role("voter")
-    reset_model_limiters()
 
     assert isinstance(shared, ResilientChatModel)
     assert isinstance(alone, ResilientChatModel)
