@@ -16,10 +16,9 @@ from agents.events import EventSink, ToolCalled
 from agents.grounding.evidence import NewEvidence
 from agents.params import RunParams
 from agents.state import Source, ToolCallRecord
-from calls.attempts import AttemptHook
+from calls.attempts import AttemptEnd, AttemptHook
 from calls.errors import BudgetExhausted, BudgetReason
 from calls.observers import CallSubscriber, ModelCall, ModelReading, ToolReading
-from calls.ratelimit import LimiterStats
 from calls.settings import Role
 
 # Model calls kept back for the end of a run: the vote (or a best-effort answer).
@@ -166,21 +165,13 @@ class CallTracker(CallSubscriber, AttemptHook):
             self.accountant.before_call(self.role)
         self.accountant.reserve(estimate_tokens)
 
-    def end_attempt(
-        self,
-        call_id: UUID | None,
-        estimate_tokens: int,
-        usage: UsageMetadata | None,
-        *,
-        rate_limited: bool,
-        limiter: LimiterStats | None,
-    ) -> None:
-        self.accountant.settle(estimate_tokens, usage)
-        if rate_limited:
+    def end_attempt(self, attempt: AttemptEnd) -> None:
+        self.accountant.settle(attempt.estimate_tokens, attempt.usage)
+        if attempt.rate_limited:
             self.accountant.rate_limited += 1
             self.accountant.uncount(self.role)
-        if limiter is not None:
-            self.accountant.model_rate = limiter.rate
+        if attempt.limiter is not None:
+            self.accountant.model_rate = attempt.limiter.rate
 
     def add_usage(self, usage: UsageMetadata) -> None:
         self.accountant.settle(0, usage)
@@ -225,17 +216,7 @@ class CallTracker(CallSubscriber, AttemptHook):
         )
         self.tool_records.append(record)
         if self.node_id is not None:
-            await self.emit(
-                ToolCalled(
-                    run_id=self.run_id,
-                    node_id=self.node_id,
-                    name=call.name,
-                    args=call.args,
-                    ok=reading.ok,
-                    error_kind=reading.error_kind,
-                    seconds=seconds,
-                )
-            )
+            await self.emit(ToolCalled(run_id=self.run_id, node_id=self.node_id, **record))
 
     def _keep_evidence(self, name: str, output: ToolMessage, artifact: dict[str, Any]) -> None:
         """Every passage a tool call showed the model becomes evidence of this step: the

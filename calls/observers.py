@@ -122,22 +122,10 @@ class CallHandler(AsyncCallbackHandler):
     not even dispatched to them."""
 
     run_inline = True
-
-    @property
-    def ignore_chain(self) -> bool:
-        return True
-
-    @property
-    def ignore_retriever(self) -> bool:
-        return True
-
-    @property
-    def ignore_retry(self) -> bool:
-        return True
-
-    @property
-    def ignore_custom_event(self) -> bool:
-        return True
+    ignore_chain = True
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
 
 
 def tool_outcome(output: Any) -> tuple[bool, str | None]:

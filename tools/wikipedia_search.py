@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from tools.httpfetch import HttpFetcher, classify_requests_error
 from tools.results import Hit, ToolResult, no_results, options_offered, render_hits
-from tools.runtime import ToolCallError, ToolRuntime, research_tool
+from tools.runtime import ToolCallError, ToolRuntime
 from tools.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
@@ -102,20 +102,17 @@ def build_wikipedia(
             finally:
                 module.requests = saved_requests
 
-    async def wikipedia_search(query: str) -> ToolResult:
-        return await runtime.run(query, fetch, classify_wikipedia_error)
-
-    return research_tool(
-        name=NAME,
-        description=(
+    return runtime.query_tool(
+        (
             f"Look a topic up in Wikipedia ({lang}). Use it for definitions, background, history, "
             "people, places, organisations and well-established facts. Input: a topic or an "
             "article title. Returns the summary of the best-matching article with its URL and "
             "the titles of other matching articles; for an ambiguous title it returns the "
             "options, so call it again with the exact title you mean."
         ),
-        args_schema=WikipediaInput,
-        coroutine=wikipedia_search,
+        WikipediaInput,
+        fetch,
+        classify_wikipedia_error,
     )
 
 
