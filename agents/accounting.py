@@ -6,6 +6,7 @@ attempt to it, retries included."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -119,6 +120,7 @@ class Accountant:
         }
 
 
+@dataclass(kw_only=True, eq=False)
 class CallTracker(CallSubscriber, AttemptHook):
     """The run's own subscriber to the calls of one job, told last by the call's
     `CallObserver`: budget check and count before each model attempt, usage after it, and a
@@ -130,25 +132,17 @@ class CallTracker(CallSubscriber, AttemptHook):
     counted once per call, with the usage of its reply.
     """
 
-    def __init__(
-        self,
-        *,
-        accountant: Accountant,
-        role: Role,
-        run_id: str,
-        node_id: str | None,
-        emit: EventSink,
-    ) -> None:
-        self.accountant = accountant
-        self.role = role
-        self.run_id = run_id
-        self.node_id = node_id
-        self.emit = emit
-        self.tool_records: list[ToolCallRecord] = []
-        self.sources: list[Source] = []
-        self.evidence: list[NewEvidence] = []
-        self._counted: set[UUID] = set()  # calls whose first attempt is counted already
-        self._metered: set[UUID] = set()  # calls the call policy reported attempts for
+    accountant: Accountant
+    role: Role
+    run_id: str
+    node_id: str | None
+    emit: EventSink
+    tool_records: list[ToolCallRecord] = field(default_factory=list, init=False)
+    sources: list[Source] = field(default_factory=list, init=False)
+    evidence: list[NewEvidence] = field(default_factory=list, init=False)
+    # Calls whose first attempt is counted already, and calls the policy reported attempts for.
+    _counted: set[UUID] = field(default_factory=set, init=False, repr=False)
+    _metered: set[UUID] = field(default_factory=set, init=False, repr=False)
 
     # model calls ------------------------------------------------------------------------------
 

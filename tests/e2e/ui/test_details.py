@@ -26,16 +26,19 @@ async def lookup(query: str) -> tuple[str, dict[str, Any]]:
     return f"found {query}", {"ok": True, "error_kind": None, "sources": [PAPER]}
 
 
+# A root step that looks the paper up, one child that succeeds and one that fails.
+LOOKED_UP = Scenario(
+    plan=["A"],
+    replans={"A": ["B", "D"]},
+    fail={"D"},
+    tools={"A": ("lookup", {"query": "tree of thoughts"})},
+)
+
+
 async def test_clicking_a_node_shows_its_result_tool_calls_and_sources(
     page: Page, service_for: ServiceMaker
 ) -> None:
-    scenario = Scenario(
-        plan=["A"],
-        replans={"A": ["B", "D"]},
-        fail={"D"},
-        tools={"A": ("lookup", {"query": "tree of thoughts"})},
-    )
-    async with service_for(scenario, tools=[lookup]) as svc:
+    async with service_for(LOOKED_UP, tools=[lookup]) as svc:
         await open_page(page, svc.url)
         await page.fill("#task", "details")
         await page.click("#start")
