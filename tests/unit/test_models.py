@@ -34,15 +34,22 @@ def _inner(factory: SettingsModelFactory, role: str) -> object:
     return model.inner
 
 
+def _geminis(factory: SettingsModelFactory, *roles: str) -> list[ChatGoogleGenerativeAI]:
+    """The provider models of `roles` behind the call policy, each a Gemini client."""
+    found = []
+    for role in roles:
+        model = _inner(factory, role)
+        assert isinstance(model, ChatGoogleGenerativeAI)
+        found.append(model)
+    return found
+
+
 @pytest.mark.usefixtures("gemini_key")
 def test_gemini_is_built_per_role_with_the_role_temperature() -> None:
     factory = SettingsModelFactory(model_settings())
 
-    voter = _inner(factory, "voter")
-    replanner = _inner(factory, "replanner")
+    voter, replanner = _geminis(factory, "voter", "replanner")
 
-    assert isinstance(voter, ChatGoogleGenerativeAI)
-    assert isinstance(replanner, ChatGoogleGenerativeAI)
     assert voter.model.endswith("gemini-2.5-flash")
     assert voter.temperature == ROLE_TEMPERATURE["voter"] == 0.0
     assert ROLE_TEMPERATURE["evaluator"] == 0.0
@@ -71,11 +78,8 @@ def test_lats_model_sets_every_role_and_a_role_variable_overrides_one(
     monkeypatch.setenv("LATS_MODEL_VOTER", "google_genai:gemini-2.5-pro")
     factory = SettingsModelFactory(model_settings())
 
-    planner = _inner(factory, "planner")
-    voter = _inner(factory, "voter")
+    planner, voter = _geminis(factory, "planner", "voter")
 
-    assert isinstance(planner, ChatGoogleGenerativeAI)
-    assert isinstance(voter, ChatGoogleGenerativeAI)
     assert planner.model.endswith("gemini-2.0-flash")
     assert voter.model.endswith("gemini-2.5-pro")
 

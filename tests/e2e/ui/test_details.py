@@ -107,17 +107,20 @@ async def test_the_answer_is_rendered_markdown_with_no_script_from_the_model(
     assert pwned is None
 
 
+# B scored and valued, C judged not viable (pruned).
+SCORED = Scenario(
+    plan=["A"],
+    replans={"A": ["B", "C"]},
+    not_viable={"C"},
+    priors={"B": 0.8},
+    values={"A": 0.6, "B": 0.9},
+)
+
+
 async def test_scores_values_and_pruned_candidates_are_drawn(
     page: Page, service_for: ServiceMaker
 ) -> None:
-    scored = Scenario(
-        plan=["A"],
-        replans={"A": ["B", "C"]},
-        not_viable={"C"},
-        priors={"B": 0.8},
-        values={"A": 0.6, "B": 0.9},
-    )
-    async with service_for(scored) as svc:
+    async with service_for(SCORED) as svc:
         await open_page(page, svc.url)
         await page.fill("#task", "scored")
         await page.click("#more-params summary")
