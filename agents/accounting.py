@@ -19,7 +19,7 @@ from agents.params import RunParams
 from agents.state import Source, ToolCallRecord
 from calls.attempts import AttemptEnd, AttemptHook
 from calls.errors import BudgetExhausted, BudgetReason
-from calls.observers import CallSubscriber, ModelCall, ModelReading, ToolReading
+from calls.readings import CallSubscriber, ModelCall, ModelReading, ToolReading
 from calls.settings import Role
 
 # Model calls kept back for the end of a run: the vote (or a best-effort answer).

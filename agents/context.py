@@ -22,7 +22,8 @@ from calls import observers as call_observers
 from calls.cache import CacheStore, RoleCache
 from calls.memo import IdentityMemo
 from calls.models import ModelFactory
-from calls.observers import CallObserver, CallSubscriber
+from calls.observers import CallObserver
+from calls.readings import CallSubscriber
 from calls.settings import Role
 
 # Role models with the run's cache setting, shared by every run of the process with the same

@@ -22,7 +22,7 @@ from langchain_core.tracers.context import register_configure_hook
 from agents.grounding.evidence import NewEvidence
 from agents.grounding.verify import Grounding
 from agents.state import Source, ToolCallRecord
-from calls.observers import CallSubscriber, ModelCall, ModelReading
+from calls.readings import CallSubscriber, ModelCall, ModelReading
 
 logger = logging.getLogger(__name__)
 

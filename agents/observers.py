@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from agents.events import Event, EventSink
 from calls import observers as call_observers
-from calls.observers import CallSubscriber
+from calls.readings import CallSubscriber
 
 logger = logging.getLogger(__name__)
 

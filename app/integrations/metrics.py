@@ -37,7 +37,7 @@ from app.http.asgi import HttpMiddleware
 from app.http.auth import Authorized
 from app.runs.queue import LocalRunQueue, RunQueue
 from app.settings import Settings
-from calls.observers import ModelReading, ToolReading
+from calls.readings import ModelReading, ToolReading
 from calls.settings import Role
 
 logger = logging.getLogger(__name__)

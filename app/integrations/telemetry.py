@@ -25,7 +25,7 @@ from agents import observers
 from agents.events import TERMINAL_TYPES, Event
 from agents.observers import RunObserver
 from calls import observers as call_observers
-from calls.observers import ModelCall, ModelReading, ToolCall, ToolReading
+from calls.readings import ModelCall, ModelReading, ToolCall, ToolReading
 
 logger = logging.getLogger(__name__)
 

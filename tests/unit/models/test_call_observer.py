@@ -12,7 +12,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 
 from calls.errors import BudgetExhausted
-from calls.observers import CallObserver, CallSubscriber, ModelCall, ModelReading, ToolReading
+from calls.observers import CallObserver
+from calls.readings import CallSubscriber, ModelCall, ModelReading, ToolReading
 from testkit.clock import FakeClock
 from testkit.fakes import FakeCall, FakeModels, Reply
 
