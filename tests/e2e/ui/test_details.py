@@ -35,14 +35,19 @@ LOOKED_UP = Scenario(
 )
 
 
+async def _run_to_the_end(page: Page, url: str, task: str) -> None:
+    """Open the page at `url`, start `task` from the form and wait until the run is done."""
+    await open_page(page, url)
+    await page.fill("#task", task)
+    await page.click("#start")
+    await expect(page.locator("#run-status")).to_have_text("done")
+
+
 async def test_clicking_a_node_shows_its_result_tool_calls_and_sources(
     page: Page, service_for: ServiceMaker
 ) -> None:
     async with service_for(LOOKED_UP, tools=[lookup]) as svc:
-        await open_page(page, svc.url)
-        await page.fill("#task", "details")
-        await page.click("#start")
-        await expect(page.locator("#run-status")).to_have_text("done")
+        await _run_to_the_end(page, svc.url, "details")
 
         await node(page, "A").click()
         await expect(page.locator("#node-title")).to_contain_text("done")
@@ -86,10 +91,7 @@ async def test_the_answer_is_rendered_markdown_with_no_script_from_the_model(
     page: Page, service_for: ServiceMaker
 ) -> None:
     async with service_for(answer_in_markdown) as svc:
-        await open_page(page, svc.url)
-        await page.fill("#task", "markdown")
-        await page.click("#start")
-        await expect(page.locator("#run-status")).to_have_text("done")
+        await _run_to_the_end(page, svc.url, "markdown")
         answer = page.locator("#answer")
 
         await expect(answer.locator("strong")).to_have_text("Tree of Thoughts")
