@@ -1,28 +1,26 @@
 """Run accounting: counts calls and tokens, enforces budgets before each model attempt, and
-records tool calls. A `CallTracker` callback rides along every model and tool call of a job;
-the call policy (`calls.policy`) reports each attempt to it, retries included."""
+records tool calls. A `CallTracker` hears every model and tool call of a job from the call's
+`CallObserver` (`calls.observers`), as its owner; the call policy (`calls.policy`) reports each
+attempt to it, retries included."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import ToolMessage
 from langchain_core.messages.ai import UsageMetadata
-from langchain_core.outputs import LLMResult
 
 from agents.events import EventSink, ToolCalled
 from agents.grounding.evidence import NewEvidence
 from agents.params import RunParams
 from agents.state import Source, ToolCallRecord
-from calls.attempts import AttemptHook
+from calls.attempts import AttemptEnd, AttemptHook
 from calls.errors import BudgetExhausted, BudgetReason
-from calls.observers import CallHandler
-from calls.ratelimit import LimiterStats
+from calls.readings import CallSubscriber, ModelCall, ModelReading, ToolReading
 from calls.settings import Role
-from calls.usage import call_cost
 
 # Model calls kept back for the end of a run: the vote (or a best-effort answer).
 FINISH_RESERVE_CALLS = 1
@@ -81,8 +79,12 @@ class Accountant:
         """Release an attempt's reservation and add what it really used."""
         self.reserved_tokens = max(0, self.reserved_tokens - tokens)
         if usage:
-            self.input_tokens += int(usage.get("input_tokens", 0))
-            self.output_tokens += int(usage.get("output_tokens", 0))
+            self.add_tokens(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+
+    def add_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        """Add tokens a call used."""
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
 
     def uncount(self, role: Role) -> None:
         """An attempt counted by `before_call` was not billed (the provider answered 429)."""
@@ -118,9 +120,11 @@ class Accountant:
         }
 
 
-class CallTracker(CallHandler, AttemptHook):
-    """Callback for the calls of one job: budget check and count before each model attempt,
-    usage after it, and a record plus a `tool_call` event for every tool call.
+@dataclass(kw_only=True, eq=False)
+class CallTracker(CallSubscriber, AttemptHook):
+    """The run's own subscriber to the calls of one job, told last by the call's
+    `CallObserver`: budget check and count before each model attempt, usage after it, and a
+    record plus a `tool_call` event for every tool call. What it raises stops the call.
 
     A call's first attempt is counted when the call starts (so concurrent calls can never pass
     the call budget); the call policy then reports every attempt: its retries count as calls
@@ -128,41 +132,23 @@ class CallTracker(CallHandler, AttemptHook):
     counted once per call, with the usage of its reply.
     """
 
-    raise_error = True  # a budget refusal must stop the call, not be logged and ignored
-
-    def __init__(
-        self,
-        *,
-        accountant: Accountant,
-        role: Role,
-        run_id: str,
-        node_id: str | None,
-        emit: EventSink,
-    ) -> None:
-        self.accountant = accountant
-        self.role = role
-        self.run_id = run_id
-        self.node_id = node_id
-        self.emit = emit
-        self.tool_records: list[ToolCallRecord] = []
-        self.sources: list[Source] = []
-        self.evidence: list[NewEvidence] = []
-        self._tool_starts: dict[UUID, tuple[str, dict[str, Any], float]] = {}
-        self._counted: set[UUID] = set()  # calls whose first attempt is counted already
-        self._metered: set[UUID] = set()  # calls the call policy reported attempts for
+    accountant: Accountant
+    role: Role
+    run_id: str
+    node_id: str | None
+    emit: EventSink
+    tool_records: list[ToolCallRecord] = field(default_factory=list, init=False)
+    sources: list[Source] = field(default_factory=list, init=False)
+    evidence: list[NewEvidence] = field(default_factory=list, init=False)
+    # Calls whose first attempt is counted already, and calls the policy reported attempts for.
+    _counted: set[UUID] = field(default_factory=set, init=False, repr=False)
+    _metered: set[UUID] = field(default_factory=set, init=False, repr=False)
 
     # model calls ------------------------------------------------------------------------------
 
-    async def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> None:
+    async def model_started(self, call: ModelCall) -> None:
         self.accountant.before_call(self.role)
-        self._counted.add(run_id)
+        self._counted.add(call.key)
 
     def begin_attempt(self, call_id: UUID | None, estimate_tokens: int) -> None:
         if call_id is not None:
@@ -173,79 +159,65 @@ class CallTracker(CallHandler, AttemptHook):
             self.accountant.before_call(self.role)
         self.accountant.reserve(estimate_tokens)
 
-    def end_attempt(
-        self,
-        call_id: UUID | None,
-        estimate_tokens: int,
-        usage: UsageMetadata | None,
-        *,
-        rate_limited: bool,
-        limiter: LimiterStats | None,
-    ) -> None:
-        self.accountant.settle(estimate_tokens, usage)
-        if rate_limited:
+    def end_attempt(self, attempt: AttemptEnd) -> None:
+        self.accountant.settle(attempt.estimate_tokens, attempt.usage)
+        if attempt.rate_limited:
             self.accountant.rate_limited += 1
             self.accountant.uncount(self.role)
-        if limiter is not None:
-            self.accountant.model_rate = limiter.rate
+        if attempt.limiter is not None:
+            self.accountant.model_rate = attempt.limiter.rate
 
     def add_usage(self, usage: UsageMetadata) -> None:
         self.accountant.settle(0, usage)
 
-    async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        self._counted.discard(run_id)
-        if run_id in self._metered:
-            self._metered.discard(run_id)
+    async def model_ended(self, reading: ModelReading) -> None:
+        key = reading.call.key
+        self._counted.discard(key)
+        if key in self._metered:
+            self._metered.discard(key)
             return  # the call policy has settled every attempt
-        cost = call_cost(response)
-        if cost.cache_hit:
+        if reading.error is not None:
+            return
+        if reading.cache_hit:
             self.accountant.count_hit(self.role)
             return
-        self.accountant.settle(0, cost.usage)
-
-    async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._counted.discard(run_id)
-        self._metered.discard(run_id)
+        self.accountant.add_tokens(reading.input_tokens, reading.output_tokens)
 
     # tool calls -------------------------------------------------------------------------------
 
-    async def on_tool_start(
-        self,
-        serialized: dict[str, Any],
-        input_str: str,
-        *,
-        run_id: UUID,
-        inputs: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
-        args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
-        self._tool_starts[run_id] = (name, args, time.monotonic())
-
-    async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        ok, error_kind = True, None
+    async def tool_ended(self, reading: ToolReading) -> None:
+        output = reading.output
         if isinstance(output, ToolMessage):
             artifact = output.artifact if isinstance(output.artifact, dict) else {}
-            ok = output.status != "error" and bool(artifact.get("ok", True))
-            error_kind = artifact.get("error_kind") if not ok else None
-            if output.status == "error" and error_kind is None:
-                error_kind = "tool_error"
             for source in artifact.get("sources", []) or []:
                 if isinstance(source, dict) and source.get("url"):
                     self.sources.append(
                         Source(title=str(source.get("title") or source["url"]), url=source["url"])
                     )
-            if ok and error_kind is None:
-                self._keep_evidence(run_id, output, artifact)
-        await self._finish_tool(run_id, ok=ok, error_kind=error_kind)
+            if reading.ok and reading.error_kind is None:
+                self._keep_evidence(reading.call.name, output, artifact)
+        call = reading.call
+        seconds = round(reading.seconds, 4)
+        self.accountant.tool_calls += 1
+        if not reading.ok:
+            self.accountant.tool_errors += 1
+        record = ToolCallRecord(
+            name=call.name,
+            args=call.args,
+            ok=reading.ok,
+            error_kind=reading.error_kind,
+            seconds=seconds,
+        )
+        self.tool_records.append(record)
+        if self.node_id is not None:
+            await self.emit(ToolCalled(run_id=self.run_id, node_id=self.node_id, **record))
 
-    def _keep_evidence(self, run_id: UUID, output: ToolMessage, artifact: dict[str, Any]) -> None:
+    def _keep_evidence(self, name: str, output: ToolMessage, artifact: dict[str, Any]) -> None:
         """Every passage a tool call showed the model becomes evidence of this step: the
         artifact's `passages` (each exactly as the content shows it), or for a tool that lists
         none (an MCP server's, say) its whole text as one passage."""
         if self.node_id is None:
             return
-        name = self._tool_starts.get(run_id, ("tool", {}, 0.0))[0]
         passages = artifact.get("passages")
         if isinstance(passages, list) and passages:
             for passage in passages:
@@ -273,30 +245,5 @@ class CallTracker(CallHandler, AttemptHook):
                     title=str(first.get("title") or name),
                     text=text,
                     url=str(first.get("url") or ""),
-                )
-            )
-
-    async def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        await self._finish_tool(run_id, ok=False, error_kind=type(error).__name__)
-
-    async def _finish_tool(self, run_id: UUID, *, ok: bool, error_kind: str | None) -> None:
-        name, args, started = self._tool_starts.pop(run_id, ("tool", {}, time.monotonic()))
-        seconds = round(time.monotonic() - started, 4)
-        self.accountant.tool_calls += 1
-        if not ok:
-            self.accountant.tool_errors += 1
-        self.tool_records.append(
-            ToolCallRecord(name=name, args=args, ok=ok, error_kind=error_kind, seconds=seconds)
-        )
-        if self.node_id is not None:
-            await self.emit(
-                ToolCalled(
-                    run_id=self.run_id,
-                    node_id=self.node_id,
-                    name=name,
-                    args=args,
-                    ok=ok,
-                    error_kind=error_kind,
-                    seconds=seconds,
                 )
             )

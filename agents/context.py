@@ -22,6 +22,8 @@ from calls import observers as call_observers
 from calls.cache import CacheStore, RoleCache
 from calls.memo import IdentityMemo
 from calls.models import ModelFactory
+from calls.observers import CallObserver
+from calls.readings import CallSubscriber
 from calls.settings import Role
 
 # Role models with the run's cache setting, shared by every run of the process with the same
@@ -87,15 +89,21 @@ class RunContext:
         )
 
     def config(self, tracker: CallTracker, *, node_id: str | None = None) -> RunnableConfig:
-        """Config for one model/agent call: our tracker plus ids in the metadata for tracing."""
+        """Config for one model/agent call: its one call observer, which tells the process's
+        subscribers (metrics, traces), the job's stop gate and, last, the tracker; and the ids
+        in the metadata for tracing."""
         call_observers.bind_ids(self.run_id, node_id)  # log records of this call carry the ids
-        extra = call_observers.handlers(self.run_id, node_id, tracker.role)
         # Inline handlers run in this order. The job's stop gate (which LangChain would add
         # anyway) goes first, so a step it refuses is never counted or announced; the tracker
-        # last, so the observers see a call's start even when the budget refuses it.
+        # is told last, so the observers see a call's start even when the budget refuses it.
         gate = current_gate()
-        first: list[BaseCallbackHandler] = [gate] if gate is not None else []
+        subscribers: list[CallSubscriber] = call_observers.installed()
+        first: list[BaseCallbackHandler] = []
+        if gate is not None:
+            subscribers.append(gate)
+            first.append(gate)
+        observer = CallObserver(self.run_id, node_id, tracker.role, subscribers, owner=tracker)
         return RunnableConfig(
-            callbacks=[*first, *extra, tracker],
+            callbacks=[*first, observer],
             metadata={"run_id": self.run_id, "node_id": node_id, "role": tracker.role},
         )

@@ -17,13 +17,12 @@ from typing import Any, Literal
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler
-from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
 from agents.grounding.evidence import NewEvidence
 from agents.grounding.verify import Grounding
 from agents.state import Source, ToolCallRecord
-from calls.usage import call_cost
+from calls.readings import CallSubscriber, ModelCall, ModelReading
 
 logger = logging.getLogger(__name__)
 
@@ -79,12 +78,12 @@ class RespondOutcome:
 JobOutcome = ExecOutcome | ExpandOutcome | RespondOutcome
 
 
-class StopGate(AsyncCallbackHandler):
+class StopGate(AsyncCallbackHandler, CallSubscriber):
     """Rides along every LangChain run inside one job (through a configure hook, so no call
     site has to pass it). Open, it only watches. Closed (the search stopped), it lets the model
-    calls already in flight finish, counting what they cost, and refuses the next step of the
-    job: a chain (a model call's parser, the agent's next node) or a tool starting, or a tool's
-    end being reported, cancels the job.
+    calls already in flight finish, counting what they cost (it subscribes to the job's call
+    readings), and refuses the next step of the job: a chain (a model call's parser, the
+    agent's next node) or a tool starting, or a tool's end being reported, cancels the job.
 
     It runs inline, before the run's other handlers, so a refused step is never counted or
     announced by them.
@@ -97,7 +96,7 @@ class StopGate(AsyncCallbackHandler):
         self.closed = False
         self.calls_after_stop = 0
         self.tokens_after_stop = 0
-        self._model_runs: dict[UUID, UUID | None] = {}
+        self._model_calls: set[UUID] = set()
 
     def _refuse(self) -> None:
         if self.closed:
@@ -112,23 +111,17 @@ class StopGate(AsyncCallbackHandler):
     async def on_tool_end(self, *args: Any, **kwargs: Any) -> None:
         self._refuse()
 
-    async def on_chat_model_start(
-        self, *args: Any, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
-    ) -> None:
-        self._model_runs[run_id] = parent_run_id
+    async def model_started(self, call: ModelCall) -> None:
+        self._model_calls.add(call.key)
 
-    async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        parent = self._model_runs.pop(run_id, None)
-        if not self.closed or parent in self._model_runs:  # a wrapper's inner call: once
-            return
-        cost = call_cost(response)
-        if cost.cache_hit:
+    async def model_ended(self, reading: ModelReading) -> None:
+        self._model_calls.discard(reading.call.key)
+        if not self.closed or reading.call.parent in self._model_calls:
+            return  # a wrapper's inner call counts once
+        if reading.error is not None or reading.cache_hit:
             return
         self.calls_after_stop += 1
-        self.tokens_after_stop += cost.total_tokens
-
-    async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._model_runs.pop(run_id, None)
+        self.tokens_after_stop += reading.total_tokens
 
 
 _GATE: contextvars.ContextVar[StopGate | None] = contextvars.ContextVar(

@@ -1,25 +1,28 @@
 """Process-wide run observers: how metrics and traces see runs without the core knowing them.
 
 A run observer gets every run event (with the time the event sink took to persist and publish
-it) and is a call observer too (`calls.observers`): it may ride along every model and tool call
-of a run. The service installs its observers once at start-up (`add`); with none installed a
-run pays nothing.
+it) and subscribes to the readings of every model and tool call of a run too
+(`calls.observers`). The service installs its observers once at start-up (`add`); with none
+installed a run pays nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Protocol
+from collections.abc import Sequence
 
 from agents.events import Event, EventSink
 from calls import observers as call_observers
-from calls.observers import CallObserver
+from calls.readings import CallSubscriber
 
 logger = logging.getLogger(__name__)
 
 
-class RunObserver(CallObserver, Protocol):
+class RunObserver(CallSubscriber):
+    """Hears a run's events and its calls' readings; every hook does nothing unless
+    overridden."""
+
     def on_event(self, event: Event, seconds: float) -> None:
         """An event was handed to the run's sink, which took `seconds`. Must not raise."""
 
@@ -38,6 +41,21 @@ def add(observer: RunObserver) -> None:
 def remove(observer: RunObserver) -> None:
     _observers[:] = [o for o in _observers if o is not observer]
     call_observers.remove(observer)
+
+
+def installed() -> list[RunObserver]:
+    """The process's run observers, in the order they were installed."""
+    return list(_observers)
+
+
+def reset(keep: Sequence[RunObserver] = ()) -> None:
+    """Make `keep` the process's only observers (of runs and calls; none by default). The one
+    way to put the registries back, used by the tests' one fixture after every test."""
+    for observer in installed():
+        remove(observer)
+    call_observers.reset()
+    for observer in keep:
+        add(observer)
 
 
 def observed(sink: EventSink, run_id: str) -> EventSink:

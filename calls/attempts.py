@@ -42,22 +42,28 @@ T = TypeVar("T")
 OUTPUT_TOKENS_ESTIMATE = 512
 
 
+@dataclass(frozen=True, slots=True)
+class AttemptEnd:
+    """How one attempt of call `call_id` went: the tokens reserved for it (`estimate_tokens`),
+    the usage it reported, whether the provider refused it with a 429, and the limiter's
+    figures after it (None without a limiter)."""
+
+    call_id: UUID | None
+    estimate_tokens: int
+    usage: UsageMetadata | None
+    rate_limited: bool
+    limiter: LimiterStats | None
+
+
 class AttemptHook:
     """Receives every attempt the policy makes; a run's `CallTracker` is one. The policy finds
-    it among the call's callback handlers (the run's config), so it needs no global state."""
+    it as the owner of the call's `CallObserver` (the run's config), so it needs no global
+    state."""
 
     def begin_attempt(self, call_id: UUID | None, estimate_tokens: int) -> None:
         """An attempt is about to go out: count it, or raise `BudgetExhausted`."""
 
-    def end_attempt(
-        self,
-        call_id: UUID | None,
-        estimate_tokens: int,
-        usage: UsageMetadata | None,
-        *,
-        rate_limited: bool,
-        limiter: LimiterStats | None,
-    ) -> None:
+    def end_attempt(self, attempt: AttemptEnd) -> None:
         """The attempt is over: settle its reservation with the real usage."""
 
     def add_usage(self, usage: UsageMetadata) -> None:
@@ -70,10 +76,10 @@ def estimate_tokens(messages: Sequence[BaseMessage]) -> int:
 
 
 def find_hook(run_manager: Any) -> AttemptHook | None:
-    """The call's `AttemptHook`, among its callback handlers."""
+    """The call's `AttemptHook`: the owner of its `CallObserver`, among its callback handlers."""
     for handler in getattr(run_manager, "handlers", None) or []:
-        if isinstance(handler, AttemptHook):
-            return handler
+        if isinstance(handler, observers.CallObserver) and isinstance(handler.owner, AttemptHook):
+            return handler.owner
     return None
 
 
@@ -212,9 +218,11 @@ class _Attempt(Generic[T]):
             await slot.release(outcome, hint)
             if self.hook is not None:
                 self.hook.end_attempt(
-                    self.call_id,
-                    self.estimate,
-                    self.usage_of(result) if result is not None else None,
-                    rate_limited=outcome == "rate_limited",
-                    limiter=slot.stats(),
+                    AttemptEnd(
+                        call_id=self.call_id,
+                        estimate_tokens=self.estimate,
+                        usage=self.usage_of(result) if result is not None else None,
+                        rate_limited=outcome == "rate_limited",
+                        limiter=slot.stats(),
+                    )
                 )

@@ -89,6 +89,16 @@ class InFlightGate:
             self.held -= 1
         self._semaphore().release()
 
+    async def admit(self, reserve: Callable[[], Awaitable[Permit]]) -> Permit:
+        """Enter, then wait for `reserve`'s permit; leave again if that fails or is cancelled
+        (a permit granted holds the gate until its release)."""
+        await self.enter()
+        try:
+            return await reserve()
+        except BaseException:
+            self.leave()
+            raise
+
 
 class LocalLimiter:
     """The in-process adaptive limiter: the in-flight gate, then the AIMD rate slot."""
@@ -110,24 +120,21 @@ class LocalLimiter:
         self._lock = threading.Lock()
 
     async def acquire(self) -> Permit:
-        await self.gate.enter()
-        try:
-            again = False
-            while True:
-                with self._lock:
-                    now = self._clock()
-                    epoch = self.state.epoch
-                    start = self.state.reserve(now, again=again)
-                if start > now:
-                    await self._sleep(start - now)
-                with self._lock:
-                    if self.state.epoch == epoch:
-                        break
-                again = True  # the rate was cut while this slot waited: reserve at the new one
-        except BaseException:
-            self.gate.leave()
-            raise
-        return Permit(granted_at=start, epoch=epoch)
+        return await self.gate.admit(self._reserve)
+
+    async def _reserve(self) -> Permit:
+        again = False
+        while True:
+            with self._lock:
+                now = self._clock()
+                epoch = self.state.epoch
+                start = self.state.reserve(now, again=again)
+            if start > now:
+                await self._sleep(start - now)
+            with self._lock:
+                if self.state.epoch == epoch:
+                    return Permit(granted_at=start, epoch=epoch)
+            again = True  # the rate was cut while this slot waited: reserve at the new one
 
     async def release(
         self, permit: Permit, outcome: Outcome, retry_after_s: float | None = None
@@ -196,7 +203,8 @@ def model_limiter(
 
 
 def reset_model_limiters() -> None:
-    """Forget every shared model limiter (tests: each starts from a fresh rate)."""
+    """Forget every shared model limiter: the next caller starts from a fresh rate (a bench
+    point, and the tests' one fixture after every test)."""
     with _shared_lock:
         _shared.clear()
 

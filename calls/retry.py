@@ -96,6 +96,13 @@ def is_rate_limit(exc: BaseException) -> bool:
     return isinstance(exc, ModelRateLimitError) or status_of(exc) == 429
 
 
+def failed_for_rate(error: BaseException) -> bool:
+    """Whether a failed call was refused for its rate: a 429 (on the error or one it was raised
+    from), or Gemini's RESOURCE_EXHAUSTED in the text of either (the call policy's `ModelError`
+    names no status)."""
+    return is_rate_limit(error) or any("RESOURCE_EXHAUSTED" in str(e) for e in _chain(error))
+
+
 def retry_delay_from_body(body: Any) -> float | None:
     """`retryDelay` of a Google error body's `google.rpc.RetryInfo` detail, in seconds."""
     if isinstance(body, list) and len(body) == 1:

@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -114,21 +113,11 @@ class ScriptedChatModel(BaseChatModel):
         # as a provider's output parser does.
         return bound | RunnableLambda(parse, afunc=aparse)
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
         raise NotImplementedError("the engine is async; use ainvoke")
 
     async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> ChatResult:
         call = FakeCall(self.role, list(messages), list(self.tool_names), self.json_schema_sent)
         rec: Recorder = self.recorder

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from langchain_core.tools import BaseTool
 
+from agents import observers
 from agents.engine import Engine
 from app.settings import Settings
+from calls.ratelimit import reset_model_limiters
 from testkit.event_log import EventLog
 from testkit.fakes import FakeModels, Script
 from tests.support.model_settings import MODEL_VARIABLES
@@ -20,6 +22,17 @@ from tests.support.model_settings import MODEL_VARIABLES
 if TYPE_CHECKING:
     from tests.support.makers import EngineMaker, ServiceMaker
     from tests.support.server import Service
+
+
+@pytest.fixture(autouse=True)
+def _process_registries() -> Iterator[None]:
+    """What a test leaves in the process's registries leaves with it: the observers it
+    installed (a tracer, the metrics of an app it builds) and the adaptive model rates its
+    calls moved (the next test starts from a fresh rate)."""
+    before = observers.installed()
+    yield
+    observers.reset(before)
+    reset_model_limiters()
 
 
 @pytest.fixture

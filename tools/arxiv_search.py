@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from tools.httpfetch import HttpFetcher, classify_requests_error, status_error
 from tools.results import Hit, ToolResult, render_hits
-from tools.runtime import ToolCallError, ToolRuntime, research_tool
+from tools.runtime import ToolCallError, ToolRuntime
 from tools.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
@@ -110,18 +110,15 @@ def build_arxiv(
         results = list(client.results(build_search(query, max_results)))
         return render_hits(NAME, query, [to_hit(r) for r in results], runtime.max_chars)
 
-    async def arxiv_search(query: str) -> ToolResult:
-        return await runtime.run(query, fetch, classify_arxiv_error)
-
-    return research_tool(
-        name=NAME,
-        description=(
+    return runtime.query_tool(
+        (
             "Search arXiv for scientific papers and preprints (computer science, AI, physics, "
             "mathematics, statistics, quantitative biology and finance, economics). Use it for "
             "research literature, methods and benchmark results. Input: keywords, arXiv query "
             "syntax (ti:, au:, abs:, cat:) or an arXiv id. Returns up to "
             f"{max_results} papers with title, authors, dates, abstract, and abstract/PDF links."
         ),
-        args_schema=ArxivInput,
-        coroutine=arxiv_search,
+        ArxivInput,
+        fetch,
+        classify_arxiv_error,
     )

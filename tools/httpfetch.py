@@ -23,14 +23,22 @@ RETRY_AFTER_MAX_S = 60.0
 
 
 class HttpFetcher:
-    """`get` with a timeout on every request, HTTP errors raised as classified `ToolCallError`s."""
+    """`get` with a timeout on every request, HTTP errors raised as classified `ToolCallError`s;
+    its signature is `requests.get`'s, so it stands in for the `requests` module where a
+    library calls only that."""
 
     def __init__(
-        self, session: requests.Session, *, timeout_s: float, check_body: BodyCheck | None = None
+        self,
+        session: requests.Session,
+        *,
+        timeout_s: float,
+        check_body: BodyCheck | None = None,
+        https_only: bool = False,
     ) -> None:
         self._session = session
         self._timeout_s = timeout_s
         self._check_body = check_body
+        self._https_only = https_only
 
     def get(
         self,
@@ -38,7 +46,10 @@ class HttpFetcher:
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> requests.Response:
-        """GET `url`; raise `ToolCallError` on a non-2xx status or an unreadable body."""
+        """GET `url` (over https for `https_only`, whatever its scheme says); raise
+        `ToolCallError` on a non-2xx status or an unreadable body."""
+        if self._https_only and url.startswith("http://"):
+            url = "https://" + url.removeprefix("http://")
         response = self._session.get(
             url, params=params, headers=dict(headers or {}), timeout=self._timeout_s
         )

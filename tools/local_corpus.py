@@ -35,7 +35,7 @@ from tools.results import (
     shorten,
     shown_sources,
 )
-from tools.runtime import ToolRuntime, research_tool
+from tools.runtime import ToolRuntime
 
 NAME = "local_corpus"
 URL_SCHEME = "corpus://"
@@ -142,17 +142,14 @@ def build_corpus_tool(
         found = index.search(query, k)
         return render_passages(name, query, [p for p, _ in found], urls, runtime.max_chars)
 
-    async def local_corpus(query: str) -> ToolResult:
-        return await runtime.run(query, fetch, classify_local_error)
-
-    return research_tool(
-        name=name,
-        description=description
+    return runtime.query_tool(
+        description
         or (
             "Search the documents supplied for this question, offline. Input: keywords, such "
             "as a person's, a work's or a place's name. Returns up to "
             f"{k} best-matching passages, each with its title."
         ),
-        args_schema=LocalCorpusInput,
-        coroutine=local_corpus,
+        LocalCorpusInput,
+        fetch,
+        classify_local_error,
     )

@@ -23,7 +23,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from tools.results import Hit, ToolResult, render_hits
-from tools.runtime import ToolCallError, ToolRuntime, research_tool
+from tools.runtime import ToolCallError, ToolRuntime
 
 logger = logging.getLogger(__name__)
 
@@ -287,17 +287,14 @@ def build_local_docs(runtime: ToolRuntime, index: LocalDocsIndex) -> BaseTool:
         hits = [to_hit(passage) for passage, _score in found]
         return render_hits(NAME, query, hits, runtime.max_chars)
 
-    async def local_docs(query: str) -> ToolResult:
-        return await runtime.run(query, fetch, classify_local_error)
-
-    return research_tool(
-        name=NAME,
-        description=(
+    return runtime.query_tool(
+        (
             "Search the private document collection configured for this service (Markdown and "
             "text files), offline. Use it first when the question may concern internal or "
             "project-specific material, and to check what those documents say. Input: keywords. "
             f"Returns up to {MAX_PASSAGES} best-matching passages, each with its file path."
         ),
-        args_schema=LocalDocsInput,
-        coroutine=local_docs,
+        LocalDocsInput,
+        fetch,
+        classify_local_error,
     )

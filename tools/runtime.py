@@ -164,6 +164,23 @@ class ToolRuntime:
     casefold_keys: bool = True
     threads: ThreadPoolExecutor = field(default_factory=tool_threads)
 
+    def query_tool(
+        self,
+        description: str,
+        args_schema: type[BaseModel],
+        fetch: Callable[[str], ToolResult],
+        classify: Classifier,
+    ) -> BaseTool:
+        """The tool of this runtime's name answering a query with `fetch` under the runtime
+        (`run`: cache, spacing, deadline and retries), its failures told apart by `classify`."""
+
+        async def answer(query: str) -> ToolResult:
+            return await self.run(query, fetch, classify)
+
+        return research_tool(
+            name=self.name, description=description, args_schema=args_schema, coroutine=answer
+        )
+
     async def run(
         self, query: str, fetch: Callable[[str], ToolResult], classify: Classifier
     ) -> ToolResult:

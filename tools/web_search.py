@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from calls.errors import ConfigError
 from tools.results import Hit, ToolResult, no_results, render_hits
-from tools.runtime import ToolCallError, ToolRuntime, research_tool
+from tools.runtime import ToolCallError, ToolRuntime
 from tools.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
@@ -146,17 +146,14 @@ def build_web_search(
         hits = parse_results(raw)[:max_results]
         return render_hits(NAME, query, hits, runtime.max_chars)
 
-    async def web_search(query: str) -> ToolResult:
-        return await runtime.run(query, fetch, classify_ddgs_error)
-
-    return research_tool(
-        name=NAME,
-        description=(
+    return runtime.query_tool(
+        (
             "Search the public web (DuckDuckGo). Use it for current events, companies, products, "
             "software, people, and any fact the other tools do not cover. Input: a short keyword "
             f"query. Returns up to {max_results} results, each with a title, its URL and a short "
             "snippet; snippets can be incomplete, so cite the URL and verify key claims."
         ),
-        args_schema=WebSearchInput,
-        coroutine=web_search,
+        WebSearchInput,
+        fetch,
+        classify_ddgs_error,
     )

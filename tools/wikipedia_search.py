@@ -11,8 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
-from collections.abc import Mapping
-from typing import Any
 
 import requests
 import wikipedia
@@ -22,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from tools.httpfetch import HttpFetcher, classify_requests_error
 from tools.results import Hit, ToolResult, no_results, options_offered, render_hits
-from tools.runtime import ToolCallError, ToolRuntime, research_tool
+from tools.runtime import ToolCallError, ToolRuntime
 from tools.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
@@ -46,26 +44,6 @@ class WikipediaInput(BaseModel):
     )
 
 
-class _Transport:
-    """Stands in for the `requests` module inside `wikipedia`, whose only HTTP call is
-    `requests.get(API_URL, params=..., headers=...)`: no timeout, no status check, plain http.
-    """
-
-    def __init__(self, fetcher: HttpFetcher) -> None:
-        self._fetcher = fetcher
-
-    def get(
-        self,
-        url: str,
-        params: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> requests.Response:
-        # The package builds http:// URLs; Wikimedia redirects them, so ask for https directly.
-        if url.startswith("http://"):
-            url = "https://" + url.removeprefix("http://")
-        return self._fetcher.get(url, params=params, headers=headers)
-
-
 def classify_wikipedia_error(exc: Exception) -> ToolCallError:
     """Map an exception from `wikipedia` (or the `requests` under it) to a failure kind."""
     if isinstance(exc, wikipedia.exceptions.HTTPTimeoutError):
@@ -86,7 +64,10 @@ def build_wikipedia(
     settings: ToolSettings, runtime: ToolRuntime, session: requests.Session
 ) -> BaseTool:
     """The `wikipedia` tool; its HTTP goes through `session` (tests serve JSON with `responses`)."""
-    transport = _Transport(HttpFetcher(session, timeout_s=settings.tool_timeout_s))
+    # `wikipedia`'s only HTTP call is `requests.get(API_URL, params=..., headers=...)`, with
+    # no timeout, no status check, over plain http (which Wikimedia redirects): the fetcher
+    # stands in for its `requests` module.
+    transport = HttpFetcher(session, timeout_s=settings.tool_timeout_s, https_only=True)
     lang = settings.wikipedia_lang
     user_agent = settings.wikipedia_user_agent
 
@@ -102,20 +83,17 @@ def build_wikipedia(
             finally:
                 module.requests = saved_requests
 
-    async def wikipedia_search(query: str) -> ToolResult:
-        return await runtime.run(query, fetch, classify_wikipedia_error)
-
-    return research_tool(
-        name=NAME,
-        description=(
+    return runtime.query_tool(
+        (
             f"Look a topic up in Wikipedia ({lang}). Use it for definitions, background, history, "
             "people, places, organisations and well-established facts. Input: a topic or an "
             "article title. Returns the summary of the best-matching article with its URL and "
             "the titles of other matching articles; for an ambiguous title it returns the "
             "options, so call it again with the exact title you mean."
         ),
-        args_schema=WikipediaInput,
-        coroutine=wikipedia_search,
+        WikipediaInput,
+        fetch,
+        classify_wikipedia_error,
     )
 
 

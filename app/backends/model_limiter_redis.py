@@ -163,31 +163,27 @@ class RedisLimiter:
         self._cuts = 0
 
     async def acquire(self) -> Permit:
-        await self.gate.enter()
         try:
-            held = -1  # the epoch of the slot waited for: a cut meanwhile means reserve again
-            start = 0.0
-            while True:
-                try:
-                    start_s, now_s, epoch_s = await self._redis.script(
-                        _RESERVE, [self.key], [self.ceiling, self.burst, STATE_TTL_S, held]
-                    )
-                except RedisUnavailable:
-                    self.gate.leave()
-                    permit = await self._fallback.acquire()
-                    return Permit(granted_at=permit.granted_at, epoch=permit.epoch, fallback=True)
-                if start_s == b"go":
-                    break
-                if held < 0:
-                    self._grants += 1
-                start, now, held = float(start_s), float(now_s), int(epoch_s)
-                if start <= now:
-                    break
-                await asyncio.sleep(start - now)
-        except BaseException:
-            self.gate.leave()
-            raise
-        return Permit(granted_at=start, epoch=held)
+            return await self.gate.admit(self._reserve)
+        except RedisUnavailable:
+            permit = await self._fallback.acquire()
+            return Permit(granted_at=permit.granted_at, epoch=permit.epoch, fallback=True)
+
+    async def _reserve(self) -> Permit:
+        held = -1  # the epoch of the slot waited for: a cut meanwhile means reserve again
+        start = 0.0
+        while True:
+            start_s, now_s, epoch_s = await self._redis.script(
+                _RESERVE, [self.key], [self.ceiling, self.burst, STATE_TTL_S, held]
+            )
+            if start_s == b"go":
+                return Permit(granted_at=start, epoch=held)
+            if held < 0:
+                self._grants += 1
+            start, now, held = float(start_s), float(now_s), int(epoch_s)
+            if start <= now:
+                return Permit(granted_at=start, epoch=held)
+            await asyncio.sleep(start - now)
 
     async def release(
         self, permit: Permit, outcome: Outcome, retry_after_s: float | None = None

@@ -1,8 +1,9 @@
 """Prometheus metrics at `/metrics`: runs, the run queue, model and tool calls, the cache,
 event latency and HTTP requests.
 
-Model and tool figures come from a callback handler riding along every call (through
-`agents.observers`), run figures from the run's events, queue figures from the run queue.
+Model and tool figures come from the readings of every call (a subscriber to the call
+observers, through `agents.observers`), run figures from the run's events, queue figures from
+the run queue.
 With several processes (API replicas, workers), set `PROMETHEUS_MULTIPROC_DIR` to an empty
 directory shared by them before they start: each process then writes its values there and
 `/metrics` sums them (docs/integrations.md).
@@ -15,10 +16,8 @@ import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from uuid import UUID
 
 from fastapi import APIRouter, FastAPI, Response
-from langchain_core.callbacks import BaseCallbackHandler
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -33,11 +32,12 @@ from starlette.types import Message, Receive, Scope, Send
 
 from agents import observers
 from agents.events import STATUS_OF_TERMINAL, Event, RunError
+from agents.observers import RunObserver
 from app.http.asgi import HttpMiddleware
 from app.http.auth import Authorized
-from app.integrations.call_watch import CallWatcher, ModelCall, ToolCall
 from app.runs.queue import LocalRunQueue, RunQueue
 from app.settings import Settings
+from calls.readings import ModelReading, ToolReading
 from calls.settings import Role
 
 logger = logging.getLogger(__name__)
@@ -121,7 +121,7 @@ HTTP_SECONDS = Histogram(
 )
 
 
-class MetricsObserver:
+class MetricsObserver(RunObserver):
     """Counts what runs do; installed once per process (`agents.observers.add`)."""
 
     # -- run events ---------------------------------------------------------------------------
@@ -134,42 +134,35 @@ class MetricsObserver:
         if isinstance(event, RunError):
             RUN_ERRORS.labels(event.code).inc()
 
-    def handler(self, run_id: str, node_id: str | None, role: Role) -> BaseCallbackHandler:
-        return CallWatcher(self, run_id, node_id, role)
-
-    def on_rate_limit(self, model: str, value: float) -> None:
+    def rate_limit_changed(self, model: str, value: float) -> None:
         RATE_LIMIT.labels(model).set(value)
 
-    def on_retry(self, role: Role, model: str, reason: str) -> None:
+    def model_retried(self, role: Role, model: str, reason: str) -> None:
         MODEL_RETRIES.labels(role, model, reason).inc()
         if reason == "429":
             MODEL_RATE_LIMITED.labels(role, model).inc()
 
-    # -- calls (CallListener) -----------------------------------------------------------------
-    def model_started(self, call: ModelCall, key: UUID) -> None:
-        pass
-
-    def model_ended(self, call: ModelCall, key: UUID) -> None:
-        if call.cache_hit:
-            CACHE_HITS.labels(call.role).inc()
+    # -- call readings ------------------------------------------------------------------------
+    async def model_ended(self, reading: ModelReading) -> None:
+        role, model = reading.call.role, reading.call.model
+        if reading.cache_hit:
+            CACHE_HITS.labels(role).inc()
             return
-        MODEL_CALLS.labels(call.role, call.model).inc()
-        MODEL_SECONDS.labels(call.role, call.model).observe(call.seconds)
-        if call.error is not None:
-            MODEL_ERRORS.labels(call.role, call.model, call.error).inc()
-        if call.rate_limited:
-            MODEL_RATE_LIMITED.labels(call.role, call.model).inc()
-        MODEL_TOKENS.labels(call.role, call.model, "input").inc(call.input_tokens)
-        MODEL_TOKENS.labels(call.role, call.model, "output").inc(call.output_tokens)
+        MODEL_CALLS.labels(role, model).inc()
+        MODEL_SECONDS.labels(role, model).observe(reading.seconds)
+        if reading.error is not None:
+            MODEL_ERRORS.labels(role, model, reading.error).inc()
+        if reading.rate_limited:
+            MODEL_RATE_LIMITED.labels(role, model).inc()
+        MODEL_TOKENS.labels(role, model, "input").inc(reading.input_tokens)
+        MODEL_TOKENS.labels(role, model, "output").inc(reading.output_tokens)
 
-    def tool_started(self, call: ToolCall, key: UUID) -> None:
-        pass
-
-    def tool_ended(self, call: ToolCall, key: UUID) -> None:
-        TOOL_CALLS.labels(call.name).inc()
-        TOOL_SECONDS.labels(call.name).observe(call.seconds)
-        if not call.ok:
-            TOOL_ERRORS.labels(call.name, call.error or "error").inc()
+    async def tool_ended(self, reading: ToolReading) -> None:
+        name = reading.call.name
+        TOOL_CALLS.labels(name).inc()
+        TOOL_SECONDS.labels(name).observe(reading.seconds)
+        if not reading.ok:
+            TOOL_ERRORS.labels(name, reading.error_kind or "tool_error").inc()
 
 
 OBSERVER = MetricsObserver()

@@ -18,15 +18,14 @@ import logging
 import os
 from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from agents import observers
 from agents.events import TERMINAL_TYPES, Event
-from app.integrations.call_watch import CallWatcher, ModelCall, ToolCall
+from agents.observers import RunObserver
 from calls import observers as call_observers
-from calls.settings import Role
+from calls.readings import ModelCall, ModelReading, ToolCall, ToolReading
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +51,7 @@ PROVIDERS = {"google_genai": "gcp.gemini", "google_vertexai": "gcp.vertex_ai", "
 JobKey = tuple[str, str, str | None]
 
 
-class TracingObserver:
+class TracingObserver(RunObserver):
     """Turns run events and calls into spans (installed with `agents.observers.add`)."""
 
     def __init__(self, tracer: Tracer) -> None:
@@ -128,17 +127,8 @@ class TracingObserver:
         span.end()
         del self._runs[run_id]
 
-    def handler(self, run_id: str, node_id: str | None, role: Role) -> BaseCallbackHandler:
-        return CallWatcher(self, run_id, node_id, role)
-
-    def on_rate_limit(self, model: str, value: float) -> None:
-        pass
-
-    def on_retry(self, role: Role, model: str, reason: str) -> None:
-        pass
-
-    # -- CallListener ---------------------------------------------------------------------------
-    def model_started(self, call: ModelCall, key: UUID) -> None:
+    # -- call readings --------------------------------------------------------------------------
+    async def model_started(self, call: ModelCall) -> None:
         parent = self._job(call.run_id, JOB_OF_ROLE.get(call.role, call.role), call.node_id)
         attributes: dict[str, str] = {
             "gen_ai.operation.name": "chat",
@@ -149,26 +139,26 @@ class TracingObserver:
         }
         if call.node_id is not None:
             attributes["plantree.node_id"] = call.node_id
-        self._calls[key] = self.tracer.start_span(
+        self._calls[call.key] = self.tracer.start_span(
             f"chat {call.model}",
             context=trace.set_span_in_context(parent),
             kind=SpanKind.CLIENT,
             attributes=attributes,
         )
 
-    def model_ended(self, call: ModelCall, key: UUID) -> None:
-        span = self._calls.pop(key, None)
+    async def model_ended(self, reading: ModelReading) -> None:
+        span = self._calls.pop(reading.call.key, None)
         if span is None:
             return
-        span.set_attribute("plantree.cache_hit", call.cache_hit)
-        span.set_attribute("gen_ai.usage.input_tokens", call.input_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", call.output_tokens)
-        if call.error is not None:
-            span.set_attribute("error.type", "429" if call.rate_limited else call.error)
+        span.set_attribute("plantree.cache_hit", reading.cache_hit)
+        span.set_attribute("gen_ai.usage.input_tokens", reading.input_tokens)
+        span.set_attribute("gen_ai.usage.output_tokens", reading.output_tokens)
+        if reading.error is not None:
+            span.set_attribute("error.type", "429" if reading.rate_limited else reading.error)
             span.set_status(Status(StatusCode.ERROR))
         span.end()
 
-    def tool_started(self, call: ToolCall, key: UUID) -> None:
+    async def tool_started(self, call: ToolCall) -> None:
         parent = self._job(call.run_id, "execute", call.node_id)
         attributes = {
             "gen_ai.operation.name": "execute_tool",
@@ -179,18 +169,18 @@ class TracingObserver:
             attributes["plantree.node_id"] = call.node_id
         if call.call_id:
             attributes["gen_ai.tool.call.id"] = call.call_id
-        self._calls[key] = self.tracer.start_span(
+        self._calls[call.key] = self.tracer.start_span(
             f"execute_tool {call.name}",
             context=trace.set_span_in_context(parent),
             attributes=attributes,
         )
 
-    def tool_ended(self, call: ToolCall, key: UUID) -> None:
-        span = self._calls.pop(key, None)
+    async def tool_ended(self, reading: ToolReading) -> None:
+        span = self._calls.pop(reading.call.key, None)
         if span is None:
             return
-        if not call.ok:
-            span.set_attribute("error.type", call.error or "tool_error")
+        if not reading.ok:
+            span.set_attribute("error.type", reading.error_kind or "tool_error")
             span.set_status(Status(StatusCode.ERROR))
         span.end()
 
@@ -236,15 +226,13 @@ def _provider_installed() -> bool:
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
-_installed: list[TracingObserver] = []
-
-
 def install() -> TracingObserver | None:
     """Trace runs when an OTLP endpoint is configured (or a provider is already installed);
     once per process. Log records made during calls get the run and node ids either way."""
     install_log_ids()
-    if _installed:
-        return _installed[0]
+    tracing = [o for o in observers.installed() if isinstance(o, TracingObserver)]
+    if tracing:
+        return tracing[0]
     if not _provider_installed():
         if not otlp_configured():
             return None
@@ -263,5 +251,4 @@ def install() -> TracingObserver | None:
         logger.info("exporting traces over OTLP")
     observer = TracingObserver(trace.get_tracer("plantree"))
     observers.add(observer)
-    _installed.append(observer)
     return observer

@@ -3,24 +3,38 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage
 
 from agents.params import RunParams
+from agents.result import RunResult
 from testkit.event_log import EventLog
-from testkit.fakes import FakeCall, Reply, step_to_execute
+from testkit.fakes import FakeCall, FakeModels, Reply, step_to_execute
 from testkit.scenario import Scenario
 from tests.support.makers import EngineMaker
 
 WIDE = Scenario(plan=["A"], replans={"A": ["B", "C", "D"], "B": ["B1"], "C": ["C1"]})
+WideRun = Callable[..., Awaitable[tuple[RunResult, FakeModels]]]
+
+
+@pytest.fixture
+def run_wide(make_engine: EngineMaker, events: EventLog) -> WideRun:
+    """Runs WIDE with the given parameters into `events`; the result and the models."""
+
+    async def run(**params: Any) -> tuple[RunResult, FakeModels]:
+        engine, models = make_engine(WIDE)
+        return await engine.run("task?", RunParams(**params), sink=events), models
+
+    return run
 
 
 async def test_max_paths_stops_the_search_when_enough_answers_exist(
-    make_engine: EngineMaker, events: EventLog
+    run_wide: WideRun, events: EventLog
 ) -> None:
-    engine, _ = make_engine(WIDE)
-
-    result = await engine.run("task?", RunParams(max_paths=1, max_concurrency=1), sink=events)
+    result, _ = await run_wide(max_paths=1, max_concurrency=1)
 
     assert result.stop_reason == "max_paths"
     assert len(events.of("path_completed")) == 1
@@ -28,11 +42,9 @@ async def test_max_paths_stops_the_search_when_enough_answers_exist(
 
 
 async def test_max_nodes_caps_the_tree_and_is_the_stop_reason(
-    make_engine: EngineMaker, events: EventLog
+    run_wide: WideRun, events: EventLog
 ) -> None:
-    engine, _ = make_engine(WIDE)
-
-    result = await engine.run("task?", RunParams(max_nodes=3, max_paths=10), sink=events)
+    result, _ = await run_wide(max_nodes=3, max_paths=10)
 
     assert len(result.nodes) == 3
     assert result.stop_reason == "max_nodes"
@@ -41,11 +53,9 @@ async def test_max_nodes_caps_the_tree_and_is_the_stop_reason(
 
 
 async def test_llm_call_budget_is_never_exceeded_and_keeps_one_call_for_the_vote(
-    make_engine: EngineMaker, events: EventLog
+    run_wide: WideRun, events: EventLog
 ) -> None:
-    engine, models = make_engine(WIDE)
-
-    result = await engine.run("task?", RunParams(max_llm_calls=6, max_paths=10), sink=events)
+    result, models = await run_wide(max_llm_calls=6, max_paths=10)
 
     assert result.stop_reason == "budget_llm_calls"
     assert len(models.recorder.calls) <= 6

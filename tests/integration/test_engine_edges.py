@@ -123,12 +123,10 @@ async def test_a_failing_node_is_marked_failed_and_the_run_goes_on_elsewhere(
 async def test_an_unparseable_vote_is_retried_then_falls_back_to_the_best_valued_path(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
-    scenario = Scenario(
-        plan=["A"],
-        replans={"A": ["B", "C"]},
-        vote=lambda call: {"choice": "n99"},
+    unknown_choice = {"choice": "n99"}
+    engine, models = make_engine(
+        Scenario(plan=["A"], replans={"A": ["B", "C"]}, vote=lambda call: unknown_choice)
     )
-    engine, models = make_engine(scenario)
 
     result = await engine.run("task?", sink=events)
 

@@ -107,16 +107,16 @@ async def test_a_reply_in_the_older_next_steps_shape_still_expands_unjudged(
     assert [(n["step"], n["prior"]) for n in children] == [("x", None), ("y", None)]
 
 
+# Two judged candidates: B better than C by its prior and its value.
+JUDGED = Scenario(
+    plan=["A"], replans={"A": ["B", "C"]}, priors={"B": 0.6, "C": 0.2}, values={"B": 0.8, "C": 0.4}
+)
+
+
 async def test_the_voter_sees_each_judged_candidates_value_and_the_vote_event_lists_them(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
-    scenario = Scenario(
-        plan=["A"],
-        replans={"A": ["B", "C"]},
-        priors={"B": 0.6, "C": 0.2},
-        values={"B": 0.8, "C": 0.4},
-    )
-    engine, models = make_engine(scenario)
+    engine, models = make_engine(JUDGED)
 
     # With early stop on, every path end is judged (and 0.99 is never reached).
     await engine.run("t", RunParams(min_score=0.0, satisfaction=0.99), sink=events)

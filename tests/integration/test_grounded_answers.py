@@ -71,15 +71,19 @@ FABRICATED = _answer(
 )
 
 
-async def test_a_quote_of_the_evidence_is_verified_and_the_run_reports_it(
-    make_engine: EngineMaker,
-) -> None:
-    scenario = Citing(
-        {"Find the capital": GROUNDED},
+def _one_step(answer: dict[str, Any]) -> Citing:
+    """One step that searches for the capital, answered with `answer`."""
+    return Citing(
+        {"Find the capital": answer},
         plan=["Find the capital"],
         tools={"Find the capital": ("search", {"query": "capital"})},
     )
-    engine, models = make_engine(scenario, tools=[_search_tool()])
+
+
+async def test_a_quote_of_the_evidence_is_verified_and_the_run_reports_it(
+    make_engine: EngineMaker,
+) -> None:
+    engine, models = make_engine(_one_step(GROUNDED), tools=[_search_tool()])
 
     result = await engine.run("What is the capital of France?", RunParams(max_paths=1))
 
@@ -103,12 +107,7 @@ async def test_a_quote_of_the_evidence_is_verified_and_the_run_reports_it(
 async def test_a_fabricated_quote_is_rejected_and_its_sentence_unsupported(
     make_engine: EngineMaker,
 ) -> None:
-    scenario = Citing(
-        {"Find the capital": FABRICATED},
-        plan=["Find the capital"],
-        tools={"Find the capital": ("search", {"query": "capital"})},
-    )
-    engine, _ = make_engine(scenario, tools=[_search_tool()])
+    engine, _ = make_engine(_one_step(FABRICATED), tools=[_search_tool()])
 
     result = await engine.run("What is the capital of France?", RunParams(max_paths=1))
 

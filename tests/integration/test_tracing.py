@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
 from langchain_core.tools import tool
@@ -28,16 +27,12 @@ def lookup(query: str) -> str:
 
 
 @pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
+def exporter() -> InMemorySpanExporter:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    observer = TracingObserver(provider.get_tracer("test"))
-    observers.add(observer)
-    try:
-        yield exporter
-    finally:
-        observers.remove(observer)
+    observers.add(TracingObserver(provider.get_tracer("test")))  # gone after the test
+    return exporter
 
 
 def _parent(span: ReadableSpan, spans: list[ReadableSpan]) -> ReadableSpan | None:

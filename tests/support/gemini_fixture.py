@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from calls.ratelimit import reset_model_limiters
 from testkit.gemini_sim import GeminiSimulator, Script, SimulatorMaker
 
 
@@ -17,8 +16,6 @@ def gemini_sim(monkeypatch: pytest.MonkeyPatch) -> Iterator[SimulatorMaker]:
     at it; every one started is stopped after the test. Build models after starting it: the
     SDK reads `GOOGLE_GEMINI_BASE_URL` when a client is created."""
     started: list[GeminiSimulator] = []
-    # The adaptive model rate is shared by the process: one test's 429s must not slow the next.
-    reset_model_limiters()
 
     def start(script: Script, **kwargs: Any) -> GeminiSimulator:
         sim = GeminiSimulator(script, **kwargs).start()

@@ -34,15 +34,22 @@ def _inner(factory: SettingsModelFactory, role: str) -> object:
     return model.inner
 
 
+def _geminis(factory: SettingsModelFactory, *roles: str) -> list[ChatGoogleGenerativeAI]:
+    """The provider models of `roles` behind the call policy, each a Gemini client."""
+    found = []
+    for role in roles:
+        model = _inner(factory, role)
+        assert isinstance(model, ChatGoogleGenerativeAI)
+        found.append(model)
+    return found
+
+
 @pytest.mark.usefixtures("gemini_key")
 def test_gemini_is_built_per_role_with_the_role_temperature() -> None:
     factory = SettingsModelFactory(model_settings())
 
-    voter = _inner(factory, "voter")
-    replanner = _inner(factory, "replanner")
+    voter, replanner = _geminis(factory, "voter", "replanner")
 
-    assert isinstance(voter, ChatGoogleGenerativeAI)
-    assert isinstance(replanner, ChatGoogleGenerativeAI)
     assert voter.model.endswith("gemini-2.5-flash")
     assert voter.temperature == ROLE_TEMPERATURE["voter"] == 0.0
     assert ROLE_TEMPERATURE["evaluator"] == 0.0
@@ -71,11 +78,8 @@ def test_lats_model_sets_every_role_and_a_role_variable_overrides_one(
     monkeypatch.setenv("LATS_MODEL_VOTER", "google_genai:gemini-2.5-pro")
     factory = SettingsModelFactory(model_settings())
 
-    planner = _inner(factory, "planner")
-    voter = _inner(factory, "voter")
+    planner, voter = _geminis(factory, "planner", "voter")
 
-    assert isinstance(planner, ChatGoogleGenerativeAI)
-    assert isinstance(voter, ChatGoogleGenerativeAI)
     assert planner.model.endswith("gemini-2.0-flash")
     assert voter.model.endswith("gemini-2.5-pro")
 
@@ -140,13 +144,11 @@ def test_every_factory_of_the_process_shares_one_rate_limiter() -> None:
 @pytest.mark.usefixtures("gemini_key")
 def test_the_service_s_redis_url_shares_the_model_limiter_between_processes() -> None:
     from app.backends.model_limiter_redis import RedisLimiter
-    from calls.ratelimit import LocalLimiter, reset_model_limiters
+    from calls.ratelimit import LocalLimiter
 
-    reset_model_limiters()
     service = Settings(_env_file=None, redis_url="redis://127.0.0.1:1/0")  # type: ignore[call-arg]
     shared = startup.model_factory(service).for_role("voter")
     alone = SettingsModelFactory(model_settings()).for_role("voter")
-    reset_model_limiters()
 
     assert isinstance(shared, ResilientChatModel)
     assert isinstance(alone, ResilientChatModel)

@@ -14,6 +14,7 @@ from agents.params import RunParams
 from app.settings import Settings
 from calls.cache import MemoryStore, RoleCache
 from calls.memo import IdentityMemo
+from calls.observers import CallObserver
 from calls.structured import structured
 from testkit.fakes import FakeModels
 
@@ -80,14 +81,15 @@ def test_a_structured_runnable_is_made_once_per_model_and_schema() -> None:
     assert structured(other, _Answer) is not structured(model, _Answer)
 
 
-def test_the_call_tracker_runs_inline_and_gets_model_and_tool_events_only() -> None:
+def test_the_call_observer_runs_inline_and_gets_model_and_tool_events_only() -> None:
     params = RunParams()
     tracker = CallTracker(
         accountant=Accountant(params), role="planner", run_id="r", node_id=None, emit=discard
     )
+    observer = CallObserver("r", None, "planner", owner=tracker)
 
-    assert tracker.run_inline
-    assert tracker.ignore_chain
-    assert not tracker.ignore_chat_model
-    assert not tracker.ignore_llm
-    assert not tracker.ignore_agent  # LangChain's condition for tool events
+    assert observer.run_inline
+    assert observer.ignore_chain
+    assert not observer.ignore_chat_model
+    assert not observer.ignore_llm
+    assert not observer.ignore_agent  # LangChain's condition for tool events

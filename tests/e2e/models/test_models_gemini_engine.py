@@ -183,15 +183,21 @@ async def test_a_run_completes_when_a_fifth_of_calls_fail_with_429_or_503(
     assert len(faults) / len(sim.requests) < 0.5
 
 
+def _refusing(role: str, fault: Fault) -> Script:
+    """The scenario's replies, but every call of `role` answered with `fault`."""
+    scripted = from_scenario(_scenario())
+
+    def script(request: Any) -> Any:
+        return fault if role_of(request) == role else scripted(request)
+
+    return script
+
+
 async def test_a_400_is_not_retried_and_the_run_fails_clearly(
     gemini_sim: SimulatorMaker, tmp_path: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def script(request: Any) -> Any:
-        if role_of(request) == "planner":
-            return Fault(400, "Invalid value at 'generation_config.response_json_schema'")
-        return from_scenario(_scenario())(request)
-
-    sim = gemini_sim(script)
+    rejected = Fault(400, "Invalid value at 'generation_config.response_json_schema'")
+    sim = gemini_sim(_refusing("planner", rejected))
 
     with caplog.at_level(logging.WARNING):
         result = await _run(_settings(tmp_path, model_max_retries=4), [lookup])
@@ -207,12 +213,7 @@ async def test_a_400_is_not_retried_and_the_run_fails_clearly(
 async def test_a_400_on_the_vote_falls_back_without_a_retry(
     gemini_sim: SimulatorMaker, tmp_path: Any
 ) -> None:
-    def script(request: Any) -> Any:
-        if role_of(request) == "voter":
-            return Fault(400, "schema rejected")
-        return from_scenario(_scenario())(request)
-
-    sim = gemini_sim(script)
+    sim = gemini_sim(_refusing("voter", Fault(400, "schema rejected")))
 
     result = await _run(_settings(tmp_path, model_max_retries=4), [lookup])
 

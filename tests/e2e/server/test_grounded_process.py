@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -53,10 +52,12 @@ def citing(request: SimRequest) -> SimReply:
     return to_sim_reply(TREE.reply(call))
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One server for the module: each test starts runs of its own."""
+    folder = tmp_path_factory.mktemp("grounded")
     with GeminiSimulator(citing) as sim:
-        process = ServerProcess(sim_service_env(sim.base_url, tmp_path)).start()
+        process = ServerProcess(sim_service_env(sim.base_url, folder)).start()
         try:
             yield process
         finally:

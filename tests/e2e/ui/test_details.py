@@ -26,20 +26,28 @@ async def lookup(query: str) -> tuple[str, dict[str, Any]]:
     return f"found {query}", {"ok": True, "error_kind": None, "sources": [PAPER]}
 
 
+# A root step that looks the paper up, one child that succeeds and one that fails.
+LOOKED_UP = Scenario(
+    plan=["A"],
+    replans={"A": ["B", "D"]},
+    fail={"D"},
+    tools={"A": ("lookup", {"query": "tree of thoughts"})},
+)
+
+
+async def _run_to_the_end(page: Page, url: str, task: str) -> None:
+    """Open the page at `url`, start `task` from the form and wait until the run is done."""
+    await open_page(page, url)
+    await page.fill("#task", task)
+    await page.click("#start")
+    await expect(page.locator("#run-status")).to_have_text("done")
+
+
 async def test_clicking_a_node_shows_its_result_tool_calls_and_sources(
     page: Page, service_for: ServiceMaker
 ) -> None:
-    scenario = Scenario(
-        plan=["A"],
-        replans={"A": ["B", "D"]},
-        fail={"D"},
-        tools={"A": ("lookup", {"query": "tree of thoughts"})},
-    )
-    async with service_for(scenario, tools=[lookup]) as svc:
-        await open_page(page, svc.url)
-        await page.fill("#task", "details")
-        await page.click("#start")
-        await expect(page.locator("#run-status")).to_have_text("done")
+    async with service_for(LOOKED_UP, tools=[lookup]) as svc:
+        await _run_to_the_end(page, svc.url, "details")
 
         await node(page, "A").click()
         await expect(page.locator("#node-title")).to_contain_text("done")
@@ -83,10 +91,7 @@ async def test_the_answer_is_rendered_markdown_with_no_script_from_the_model(
     page: Page, service_for: ServiceMaker
 ) -> None:
     async with service_for(answer_in_markdown) as svc:
-        await open_page(page, svc.url)
-        await page.fill("#task", "markdown")
-        await page.click("#start")
-        await expect(page.locator("#run-status")).to_have_text("done")
+        await _run_to_the_end(page, svc.url, "markdown")
         answer = page.locator("#answer")
 
         await expect(answer.locator("strong")).to_have_text("Tree of Thoughts")
@@ -104,17 +109,20 @@ async def test_the_answer_is_rendered_markdown_with_no_script_from_the_model(
     assert pwned is None
 
 
+# B scored and valued, C judged not viable (pruned).
+SCORED = Scenario(
+    plan=["A"],
+    replans={"A": ["B", "C"]},
+    not_viable={"C"},
+    priors={"B": 0.8},
+    values={"A": 0.6, "B": 0.9},
+)
+
+
 async def test_scores_values_and_pruned_candidates_are_drawn(
     page: Page, service_for: ServiceMaker
 ) -> None:
-    scored = Scenario(
-        plan=["A"],
-        replans={"A": ["B", "C"]},
-        not_viable={"C"},
-        priors={"B": 0.8},
-        values={"A": 0.6, "B": 0.9},
-    )
-    async with service_for(scored) as svc:
+    async with service_for(SCORED) as svc:
         await open_page(page, svc.url)
         await page.fill("#task", "scored")
         await page.click("#more-params summary")

@@ -4,6 +4,8 @@ the page did not allow)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
 from playwright.async_api import Page, expect
@@ -15,12 +17,19 @@ from tests.support.makers import ServiceMaker
 pytestmark = BROWSER_TESTS
 
 
+@asynccontextmanager
+async def _docs_page(page: Page, service_for: ServiceMaker, path: str) -> AsyncIterator[Watch]:
+    """The service's page at `path` open in `page`; what the page asked for is watched."""
+    watch = Watch(page)
+    async with service_for(Scenario(plan=["A"])) as svc:
+        await page.goto(f"{svc.url}{path}")
+        yield watch
+
+
 async def test_swagger_ui_renders_with_no_request_leaving_the_host(
     page: Page, service_for: ServiceMaker
 ) -> None:
-    watch = Watch(page)
-    async with service_for(Scenario(plan=["A"])) as svc:
-        await page.goto(f"{svc.url}/docs")
+    async with _docs_page(page, service_for, "/docs") as watch:
         await expect(page.locator(".info .title")).to_contain_text("plantree")
         operation = page.locator(".opblock-summary", has_text="Start a run in the background")
         await operation.click()  # an expanded operation draws its schemas as well
@@ -35,9 +44,7 @@ async def test_swagger_ui_renders_with_no_request_leaving_the_host(
 async def test_redoc_renders_with_no_request_leaving_the_host(
     page: Page, service_for: ServiceMaker
 ) -> None:
-    watch = Watch(page)
-    async with service_for(Scenario(plan=["A"])) as svc:
-        await page.goto(f"{svc.url}/redoc")
+    async with _docs_page(page, service_for, "/redoc") as watch:
         await expect(page.locator("h1", has_text="plantree")).to_be_visible()
         heading = page.locator("h2", has_text="Start a run in the background")
         await expect(heading).to_be_visible()

@@ -23,6 +23,7 @@ from tests.e2e.ui.wide import (
     boxes,
     inside,
     open_wide_run,
+    open_wide_run_fitted,
     under,
     view,
     wide_tree,
@@ -38,8 +39,7 @@ async def test_a_wide_tree_fits_the_window_one_to_one_does_not_and_a_smaller_win
 ) -> None:
     assert page.viewport_size == {"width": 1400, "height": 820}
     async with service_for(wide_tree()) as svc:
-        await open_wide_run(page, svc)
-        await page.wait_for_function(ALL_INSIDE)
+        await open_wide_run_fitted(page, svc)
         pane, fitted = await boxes(page)
         fit_pressed = await page.locator("#zoom-fit").get_attribute("aria-pressed")
         scale, _, _ = await view(page)
@@ -90,8 +90,7 @@ async def test_buttons_and_the_wheel_zoom_about_a_point_and_a_drag_pans(
     page: Page, service_for: ServiceMaker
 ) -> None:
     async with service_for(wide_tree()) as svc:
-        await open_wide_run(page, svc)
-        await page.wait_for_function(ALL_INSIDE)
+        await open_wide_run_fitted(page, svc)
         pane = await page.locator("#tree").bounding_box()
         assert pane is not None
         fitted = await view(page)
@@ -138,8 +137,7 @@ async def test_a_drag_that_starts_on_a_node_pans_without_opening_it_and_f_fits_a
     page: Page, service_for: ServiceMaker
 ) -> None:
     async with service_for(wide_tree()) as svc:
-        await open_wide_run(page, svc)
-        await page.wait_for_function(ALL_INSIDE)
+        await open_wide_run_fitted(page, svc)
         root = await node(page, "explore").bounding_box()
         assert root is not None
         before = await view(page)
@@ -165,8 +163,7 @@ async def test_a_drag_that_starts_on_a_node_pans_without_opening_it_and_f_fits_a
 
 async def test_a_pinch_zooms_about_the_fingers(page: Page, service_for: ServiceMaker) -> None:
     async with service_for(wide_tree()) as svc:
-        await open_wide_run(page, svc)
-        await page.wait_for_function(ALL_INSIDE)
+        await open_wide_run_fitted(page, svc)
         pane = await page.locator("#tree").bounding_box()
         assert pane is not None
         before = await view(page)

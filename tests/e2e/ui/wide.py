@@ -115,3 +115,10 @@ def under(transform: tuple[float, float, float], x: float, y: float) -> tuple[fl
     """The canvas point shown at (x, y) of the pane under `transform`."""
     k, tx, ty = transform
     return (x - tx) / k, (y - ty) / k
+
+
+async def open_wide_run_fitted(page: Page, svc: Service) -> dict[str, Any]:
+    """`open_wide_run`, then wait until the fitted view has settled; the run."""
+    run = await open_wide_run(page, svc)
+    await page.wait_for_function(ALL_INSIDE)
+    return run

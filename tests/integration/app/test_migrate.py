@@ -46,6 +46,18 @@ async def side(where: str | Path, settings: Settings, *, source: bool) -> AsyncI
         yield opened
 
 
+@asynccontextmanager
+async def sides(
+    source: str | Path, target: str | Path, settings: Settings
+) -> AsyncIterator[tuple[Side, Side]]:
+    """The two sides of a migration from `source` to `target`, open together."""
+    async with (
+        side(source, settings, source=True) as opened_source,
+        side(target, settings, source=False) as opened_target,
+    ):
+        yield opened_source, opened_target
+
+
 async def _run(store: RunStore, i: int, done: RunResult) -> None:
     """Run `r<i>` with `i % 5` events after its start, in status `STATUSES[i % 6]`."""
     run_id = f"r{i:03d}"
@@ -112,10 +124,7 @@ async def test_runs_go_to_postgres_and_back_with_equal_digests(
             there = await migrate(source, pg, batch=64)
             running = await pg.store.get_run("r004")
             on_postgres = await _digests(pg)
-    async with (
-        side(postgres_url, settings, source=True) as pg,
-        side(back_dir, settings, source=False) as back,
-    ):
+    async with sides(postgres_url, back_dir, settings) as (pg, back):
         home = await migrate(pg, back, batch=64)
         returned = await _digests(back)
         checkpoints = [t async for t in back.saver.alist({"configurable": {"thread_id": "r011"}})]
@@ -139,10 +148,7 @@ async def test_an_interrupted_migration_run_again_redoes_only_what_is_missing(
     class Stop(Exception):
         pass
 
-    async with (
-        side(source_dir, settings, source=True) as source,
-        side(postgres_url, settings, source=False) as pg,
-    ):
+    async with sides(source_dir, postgres_url, settings) as (source, pg):
         write_run = pg.tables.write_run
 
         async def stop_at_r011(record: RunRecord, events: list[StoredEvent]) -> None:
@@ -179,10 +185,7 @@ async def _record(store: RunStore, run_id: str) -> RunRecord:
 async def test_a_target_holding_other_runs_is_refused_without_merge(
     source_dir: Path, settings: Settings, postgres_url: str
 ) -> None:
-    async with (
-        side(source_dir, settings, source=True) as source,
-        side(postgres_url, settings, source=False) as pg,
-    ):
+    async with sides(source_dir, postgres_url, settings) as (source, pg):
         await pg.store.create_run(run_record("other"), started="{}")
         with pytest.raises(MigrationError, match="already holds 1 runs the source lacks"):
             await migrate(source, pg)
@@ -198,10 +201,7 @@ async def test_a_target_holding_other_runs_is_refused_without_merge(
 async def test_merge_refuses_a_run_on_both_sides_with_other_content(
     source_dir: Path, settings: Settings, postgres_url: str
 ) -> None:
-    async with (
-        side(source_dir, settings, source=True) as source,
-        side(postgres_url, settings, source=False) as pg,
-    ):
+    async with sides(source_dir, postgres_url, settings) as (source, pg):
         await pg.store.create_run(run_record("r017").model_copy(update={"task": "x"}))
         with pytest.raises(MigrationError, match="1 runs are on both sides with different"):
             await migrate(source, pg, merge=True)
@@ -267,18 +267,12 @@ def test_a_postgres_source_without_runs_is_refused(
 async def test_a_copy_changed_since_is_redone_on_the_next_migration(
     source_dir: Path, settings: Settings, tmp_path: Path
 ) -> None:
-    async with (
-        side(source_dir, settings, source=True) as source,
-        side(tmp_path / "t", settings, source=False) as target,
-    ):
+    async with sides(source_dir, tmp_path / "t", settings) as (source, target):
         await migrate(source, target)
     async with aiosqlite.connect(tmp_path / "t" / "runs.sqlite") as conn:
         await conn.execute("UPDATE events SET data = 'changed' WHERE run_id = 'r003' AND seq = 2")
         await conn.commit()
-    async with (
-        side(source_dir, settings, source=True) as source,
-        side(tmp_path / "t", settings, source=False) as target,
-    ):
+    async with sides(source_dir, tmp_path / "t", settings) as (source, target):
         again = await migrate(source, target)
 
     assert again.verified, again.mismatches

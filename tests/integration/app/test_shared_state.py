@@ -41,6 +41,13 @@ class Inbox:
         self.got.append(run_id)
         self.arrived.set()
 
+    async def received(self, run_id: str, within_s: float = 5.0) -> None:
+        """Until `run_id`'s cancel has arrived (TimeoutError after `within_s`)."""
+        async with asyncio.timeout(within_s):
+            while run_id not in self.got:
+                self.arrived.clear()
+                await self.arrived.wait()
+
     async def check(self) -> None:
         """Nothing is flagged in these tests' store."""
 
@@ -74,12 +81,12 @@ async def test_an_event_written_in_one_process_wakes_the_followers_of_the_other(
     pair: tuple[RedisSignals, RedisSignals],
 ) -> None:
     a, b = pair
-    with b.watch("run-1") as news, b.watch("run-2") as other:
-        news.clear()
-        other.clear()
+    with b.watch("run-1") as news, b.watch("run-2") as other, b.watch("run-3") as last:
         a.event_written("run-1")
+        a.event_written("run-3")
         assert await _set_within(news)
-        await asyncio.sleep(0.2)  # time enough for a stray wake-up to arrive
+        # Wake-ups arrive in the order they were sent: a stray one would precede the last.
+        assert await _set_within(last)
         assert not other.is_set()
 
 
@@ -89,21 +96,20 @@ async def test_a_cancel_published_anywhere_reaches_the_owner_once(
     a, _ = pair
     got_a, got_b = inboxes
     await a.publish_cancel("run-9")
-    assert await _set_within(got_b.arrived)
-    await asyncio.sleep(0.2)
-    assert got_b.got == ["run-9"]
-    assert got_a.got == ["run-9"]  # delivered locally, and its own message skipped
+    await a.publish_cancel("run-10")
+    # Cancels arrive in the order they were sent: a second delivery would precede the last.
+    await got_b.received("run-10")
+    assert got_b.got == ["run-9", "run-10"]
+    assert got_a.got == ["run-9", "run-10"]  # delivered locally, and its own messages skipped
 
 
 async def test_a_run_stored_for_any_worker_wakes_the_idle_workers(
     pair: tuple[RedisSignals, RedisSignals],
 ) -> None:
     a, b = pair
-    waiting = asyncio.create_task(b.wait_queued(30))
-    await asyncio.sleep(0.05)
     a.announce_queued()
-    async with asyncio.timeout(5):
-        await waiting
+    async with asyncio.timeout(5):  # the wake-up is kept until a worker waits for it
+        await b.wait_queued(30)
 
 
 async def test_the_waiting_bound_counts_the_runs_every_api_process_stored(

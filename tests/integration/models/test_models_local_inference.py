@@ -15,8 +15,6 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.messages.ai import UsageMetadata
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel, Field
 
 from calls.local_model import (
     FINAL_ANSWER,
@@ -24,15 +22,8 @@ from calls.local_model import (
     LocalChatModel,
     default_model_path,
 )
+from tests.support.lookup_tool import TOOLS
 
-
-class Lookup(BaseModel):
-    """Look a query up."""
-
-    query: str = Field(description="What to look up.")
-
-
-TOOLS = [convert_to_openai_tool(Lookup)]
 USAGE = UsageMetadata(input_tokens=1, output_tokens=1, total_tokens=2)
 
 

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.exceptions import ModelInvalidRequestError, ModelRateLimitError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -55,21 +54,12 @@ class Flaky(BaseChatModel):
         self.seen.append(kwargs)
         return self.outcomes.pop(0) if self.outcomes else "ok"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        raise NotImplementedError
+    def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
+        raise NotImplementedError("async only")
 
+    # `stop` and the run manager are named so that `seen` records only the call's own kwargs.
     async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
     ) -> ChatResult:
         outcome = self._next(kwargs)
         if outcome == "hang":
@@ -80,11 +70,7 @@ class Flaky(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
     ) -> AsyncIterator[ChatGenerationChunk]:
         outcome = self._next(kwargs)
         if isinstance(outcome, BaseException):

@@ -9,8 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel, Field
 
 from agents.prompts import (
     EXECUTOR_SYSTEM,
@@ -22,15 +20,8 @@ from agents.state import NodeRecord, new_node
 from calls.local_grammar import SHARED_SYSTEM, chat_messages
 from calls.local_kv import common_prefix
 from calls.local_model import LocalChatModel, default_model_path
+from tests.support.lookup_tool import TOOLS
 
-
-class Lookup(BaseModel):
-    """Look a query up."""
-
-    query: str = Field(description="What to look up.")
-
-
-TOOLS = [convert_to_openai_tool(Lookup)]
 CALL = ToolCall(name="Lookup", args={"query": "bees"}, id="c1")
 FIRST = [SystemMessage(content="You research."), HumanMessage(content="Step: bees.")]
 SECOND = [

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import html
 from dataclasses import replace
+from typing import Any
 
 import pytest
+from langchain_core.messages import ToolMessage
 
 from bench.multihop_data import HOTPOTQA_DEV_100, Question, documents, load
 from tests.support.tool_fixtures import CallTool, FakeClock, clocked_runtime
@@ -99,14 +101,22 @@ LONG_SENTENCES = [f" Alpha fact number {i} " + "word " * 16 for i in range(10)] 
 FIRST_TOO_LONG = ["Alpha " + "lengthy " * 60, " Short end."]  # a first sentence of 486 chars
 
 
+async def _one_passage(
+    sentences: list[str], runtime: ToolRuntime, call_tool: CallTool
+) -> tuple[ToolMessage, dict[str, Any]]:
+    """The reply to "alpha" of a corpus of one document of `sentences`, 400 characters at
+    most, and the one passage it shows."""
+    tool = build_corpus_tool([_document("A", sentences)], replace(runtime, max_chars=400))
+    message = await call_tool(tool, {"query": "alpha"})
+    [passage] = message.artifact["passages"]
+    return message, passage
+
+
 async def test_a_tight_budget_cuts_a_passage_after_its_last_whole_sentence(
     runtime: ToolRuntime, call_tool: CallTool
 ) -> None:
-    tool = build_corpus_tool([_document("A", LONG_SENTENCES)], replace(runtime, max_chars=400))
+    message, passage = await _one_passage(LONG_SENTENCES, runtime, call_tool)
 
-    message = await call_tool(tool, {"query": "alpha"})
-
-    [passage] = message.artifact["passages"]
     count = len(passage["sentences"])
     assert 0 < count < len(LONG_SENTENCES)
     assert passage["text"] == "".join(LONG_SENTENCES[:count])
@@ -117,11 +127,8 @@ async def test_a_tight_budget_cuts_a_passage_after_its_last_whole_sentence(
 async def test_a_first_sentence_longer_than_its_share_is_shortened_and_cites_nothing(
     runtime: ToolRuntime, call_tool: CallTool
 ) -> None:
-    tool = build_corpus_tool([_document("B", FIRST_TOO_LONG)], replace(runtime, max_chars=400))
+    message, passage = await _one_passage(FIRST_TOO_LONG, runtime, call_tool)
 
-    message = await call_tool(tool, {"query": "alpha"})
-
-    [passage] = message.artifact["passages"]
     assert passage["text"].endswith("…")
     assert passage["text"] in message.content
     assert passage["sentences"] == []

@@ -125,7 +125,7 @@ def test_without_a_redis_url_the_tools_space_per_process(make_settings) -> None:
 
 
 def _runtime(tool: Any) -> ToolRuntime:
-    runtime = inspect.getclosurevars(tool.coroutine).nonlocals["runtime"]
+    runtime = inspect.getclosurevars(tool.coroutine).nonlocals["self"]  # the runtime that answers
     assert isinstance(runtime, ToolRuntime)
     return runtime
 

@@ -200,15 +200,15 @@ async def test_identical_queries_are_answered_from_the_cache(build, call_tool) -
 
 
 async def test_tools_built_for_different_runs_share_the_process_rate_limit(
-    make_settings, call_tool, clock, monkeypatch
+    make_settings, call_tool, clock
 ) -> None:
-    # The process-wide registry, on the fake clock so that nothing sleeps for real.
+    # One registry for both runs, as the process-wide default is, on the fake clock so that
+    # nothing sleeps for real.
     process_limiters = LimiterRegistry(clock=clock, sleep=clock.sleep)
-    monkeypatch.setattr("tools.registry.PROCESS_LIMITERS", process_limiters)
     settings = make_settings(tools=["web_search"], tool_min_interval_s=2.0)
     overrides = ToolOverrides(web_search_fn=FakeSearch(), cache=TtlCache(clock=clock))
-    [first_run_tool] = build_tools(settings, overrides=overrides)
-    [second_run_tool] = build_tools(settings, overrides=overrides)
+    [first_run_tool] = build_tools(settings, overrides=overrides, limiters=process_limiters)
+    [second_run_tool] = build_tools(settings, overrides=overrides, limiters=process_limiters)
 
     await call_tool(first_run_tool, {"query": "one"})
     await call_tool(second_run_tool, {"query": "two"})
