@@ -23,7 +23,14 @@ from bench.load import LoadConfig, run_load
 from bench.local_prefix import LocalPrefixConfig, run_local_prefix
 from bench.local_prefix import summary as local_prefix_summary
 from bench.memory import MemoryConfig, run_memory
-from bench.multihop import CONFIGS, MultihopConfig, model_label, models_for, run_multihop
+from bench.multihop import (
+    CONFIGS,
+    MultihopConfig,
+    engine_settings_for,
+    model_label,
+    models_for,
+    run_multihop,
+)
 from bench.multihop import summary as multihop_summary
 from bench.multihop_data import HOTPOTQA_DEV_100
 from bench.process import ROOT
@@ -337,6 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             configs=tuple(c.strip() for c in args.configs.split(",") if c.strip()),
             max_llm_calls=args.budget,
             shard=_shard(args.shard),
+            settings=engine_settings_for(args.model),
             progress=results / "multihop.progress.jsonl",
         )
         fresh = asyncio.run(_run(only, configs, results, work, questions, args.model))

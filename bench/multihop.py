@@ -382,6 +382,15 @@ def model_label(model: str | None) -> str:
     return settings.model
 
 
+def engine_settings_for(model: str | None) -> dict[str, Any]:
+    """The settings the runs' engine is given for `model`: the model string a user's service
+    would have, so that every default that follows from it (the local model's quote choices)
+    is the user's; none for the scripted reader."""
+    if model == "scripted":
+        return {}
+    return {"model": (Settings(model=model) if model else Settings()).model}
+
+
 def models_for(model: str | None) -> ModelsFor:
     """The models of the runs: `scripted` (testkit's reader), or the factory a user's service
     would build from `model` (an init_chat_model string, or `local`) or, when None, from the

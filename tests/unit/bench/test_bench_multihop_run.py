@@ -3,9 +3,18 @@ scored, and the supporting-fact hook."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from bench.multihop import CONFIGS, params_for, predicted_answer, supporting_fact_metrics
+from bench.engine_runs import bench_settings
+from bench.multihop import (
+    CONFIGS,
+    engine_settings_for,
+    params_for,
+    predicted_answer,
+    supporting_fact_metrics,
+)
 from bench.multihop_data import HOTPOTQA_DEV_100, load
 
 
@@ -50,3 +59,11 @@ def test_supporting_facts_are_scored_against_the_question_s_gold_pairs() -> None
     scores = supporting_fact_metrics(question, [("Henry Roth", 0), ("Henry Roth", 1)])
 
     assert (scores.precision, scores.recall, scores.em) == (0.5, 0.5, 0.0)
+
+
+def test_the_runs_engine_has_the_settings_a_user_of_the_model_has(tmp_path: Path) -> None:
+    local = bench_settings(tmp_path, **engine_settings_for("local"))
+    scripted = bench_settings(tmp_path, **engine_settings_for("scripted"))
+
+    assert (local.model, local.quote_choices) == ("local", True)
+    assert scripted.quote_choices is False
