@@ -114,6 +114,32 @@ class SqliteStore:
             self._conn.close()
 
 
+# Fields of a serialised message that say how a reply was made, not what it says: a reply
+# served from the cache carries other usage (and, from a provider, other metadata) than the
+# live one it stands for, and an earlier reply is part of every later prompt of its
+# conversation (the executor's tool rounds).
+_NOT_CONTENT = frozenset({"id", "usage_metadata", "response_metadata"})
+
+
+def canonical_prompt(prompt: str) -> str:
+    """The part of LangChain's serialised prompt (a JSON list of messages) that the reply
+    depends on: each message without `_NOT_CONTENT`, keys sorted. Text that is not such a
+    list is taken as it is."""
+    try:
+        messages = json.loads(prompt)
+    except ValueError:
+        return prompt
+    if not isinstance(messages, list):
+        return prompt
+    kept = []
+    for message in messages:
+        if isinstance(message, dict) and isinstance(message.get("kwargs"), dict):
+            fields = {k: v for k, v in message["kwargs"].items() if k not in _NOT_CONTENT}
+            message = {**message, "kwargs": fields}
+        kept.append(message)
+    return json.dumps(kept, sort_keys=True)
+
+
 def _encode(generations: Sequence[Generation]) -> str:
     items = []
     for gen in generations:
@@ -142,7 +168,7 @@ class RoleCache(BaseCache):
 
     def _key(self, prompt: str, llm_string: str) -> str:
         digest = hashlib.sha256()
-        for part in (self.role, llm_string, prompt):
+        for part in (self.role, llm_string, canonical_prompt(prompt)):
             digest.update(part.encode())
             digest.update(b"\x00")
         return digest.hexdigest()
