@@ -17,7 +17,9 @@ from agents.accounting import Accountant, CallTracker
 from agents.events import Event, EventSink
 from agents.jobs import JobPool, current_gate
 from agents.params import RunParams
+from agents.recall import shown_path
 from agents.settings import EngineSettings
+from agents.state import NodeRecord, Recollection
 from calls import observers as call_observers
 from calls.cache import CacheStore, RoleCache
 from calls.memo import IdentityMemo
@@ -48,6 +50,7 @@ class RunContext:
     accountant: Accountant
     cache: CacheStore | None = None
     elapsed_before_s: float = 0.0
+    known: Recollection | None = None  # what earlier runs on the run's thread found
     pool: JobPool = field(default_factory=JobPool)
     started: float = field(default_factory=time.monotonic)
     executor_agent: Any = None  # compiled on first use by the executor
@@ -66,6 +69,10 @@ class RunContext:
                 (base, cache), role, lambda: _role_model(base, cache, role)
             )
         return self._models[role]
+
+    def shown(self, path: list[NodeRecord]) -> list[NodeRecord]:
+        """A path as prompts show it: after what the thread's earlier runs found, if any."""
+        return shown_path(self.known, path)
 
     async def emit(self, event: Event) -> None:
         await self.sink(event)

@@ -30,7 +30,7 @@ from agents.graph import build_graph
 from agents.params import RunParams
 from agents.result import RunResult
 from agents.settings import EngineSettings
-from agents.state import ErrorInfo, RunState, StopReason
+from agents.state import ErrorInfo, Recollection, RunState, StopReason
 from agents.tree import by_id
 from calls.cache import CacheStore, MemoryStore, SqliteStore
 from calls.errors import BudgetExhausted, LatsError
@@ -82,9 +82,8 @@ class Engine:
         )
 
     def _context(
-        self, run_id: str, task: str, params: RunParams, sink: EventSink, state: RunState | None
+        self, run_id: str, task: str, params: RunParams, sink: EventSink, state: RunState
     ) -> RunContext:
-        state = state or RunState()
         return RunContext(
             run_id=run_id,
             task=task,
@@ -96,6 +95,7 @@ class Engine:
             accountant=Accountant(params, state.get("metrics")),
             cache=self.cache,
             elapsed_before_s=float(state.get("elapsed_s", 0.0)),
+            known=state.get("known"),
         )
 
     async def run(
@@ -106,21 +106,29 @@ class Engine:
         run_id: str | None = None,
         sink: EventSink = discard,
         announce: bool = True,
+        known: Recollection | None = None,
     ) -> RunResult:
         """Search for an answer to `task`, emitting events to `sink`; returns the result.
 
+        `known` is what earlier runs on the run's thread found (agents/recall.py): the planner
+        is told it, and every path's prompts show it as a step done before the root.
         `announce=False` skips the `run_started` event (for callers that sent it already).
         Cancelling the calling task cancels every in-flight call, emits `cancelled`, and
         re-raises; with a checkpointer the run can later be resumed with `resume`.
         """
         params = params or RunParams()
         run_id = run_id or uuid.uuid4().hex
-        ctx = self._context(run_id, task, params, sink, None)
+        initial = RunState(
+            run_id=run_id,
+            task=task,
+            params=params.model_dump(),
+            phase="plan",
+            nodes={},
+            known=known,
+        )
+        ctx = self._context(run_id, task, params, sink, initial)
         if announce:
             await sink(RunStarted(run_id=run_id, task=task, params=params.model_dump()))
-        initial = RunState(
-            run_id=run_id, task=task, params=params.model_dump(), phase="plan", nodes={}
-        )
         return await self._drive(ctx, initial)
 
     async def resume(self, run_id: str, *, sink: EventSink = discard) -> RunResult:

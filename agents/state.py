@@ -85,6 +85,22 @@ class ErrorInfo(TypedDict):
     message: str
 
 
+class Turn(TypedDict):
+    """An earlier question on the run's thread and its answer."""
+
+    run_id: str
+    question: str
+    answer: str
+
+
+class Recollection(TypedDict):
+    """What a run on a thread starts from (agents/recall.py): the latest earlier turns and the
+    evidence most relevant to its task."""
+
+    turns: list[Turn]
+    evidence: list[Evidence]
+
+
 def id_key(node_id: str) -> tuple[int, ...]:
     """Sort key of a node id: depth-first, siblings in the replanner's order."""
     return tuple(int(part) for part in node_id[1:].split("."))
@@ -108,6 +124,7 @@ class RunState(TypedDict, total=False):
     metrics: dict[str, Any]
     elapsed_s: float
     final: FinalResult | None
+    known: Recollection | None
 
 
 def new_node(

@@ -12,6 +12,7 @@ from agents.result import RunAnswer
 from app.store.base import RunStatus
 
 MAX_TASK_CHARS = 4000
+ID_PATTERN = r"^[A-Za-z0-9_-]+$"
 
 
 class SolveRequest(RunParams):
@@ -34,9 +35,18 @@ class SolveRequest(RunParams):
     )
 
     task: str = Field(min_length=1, max_length=MAX_TASK_CHARS, description="The research question.")
+    thread_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        pattern=ID_PATTERN,
+        description="Ask on this thread (POST /threads): the run sees what the thread's earlier "
+        "runs found (their questions, answers, citations and the evidence most relevant to this "
+        "task) and searches only for what is new.",
+    )
 
     def params(self) -> RunParams:
-        return RunParams.model_validate(self.model_dump(exclude={"task"}))
+        return RunParams.model_validate(self.model_dump(exclude={"task", "thread_id"}))
 
 
 class RunAccepted(BaseModel):
@@ -70,3 +80,11 @@ class ErrorBody(BaseModel):
     code: str
     message: str
     fields: list[dict[str, Any]] | None = None
+
+
+class ThreadView(BaseModel):
+    """A thread and its runs, oldest first (without their trees)."""
+
+    thread_id: str
+    created_at: datetime
+    runs: list[RunView] = Field(default_factory=list)

@@ -29,6 +29,7 @@ from agents.state import NodeRecord
 from agents.tree import by_id
 from app.runs.live import LiveRun, Phase
 from app.runs.queue import RunQueue
+from app.runs.recollection import recollection_for
 from app.store.base import LeaseLost, RunRecord, RunStore, StoredEvent
 
 logger = logging.getLogger(__name__)
@@ -175,8 +176,9 @@ class RunDriver:
                 return await self.engine.resume(record.id, sink=writer.emit)
             except RunNotFound:  # queued before it ever checkpointed
                 pass
+        known = await recollection_for(self.store, record)
         return await self.engine.run(
-            record.task, params, run_id=record.id, sink=writer.emit, announce=False
+            record.task, params, run_id=record.id, sink=writer.emit, announce=False, known=known
         )
 
     async def _stopped(self, live: LiveRun, writer: RunWriter) -> None:

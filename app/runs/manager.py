@@ -16,6 +16,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,10 +38,20 @@ from app.runs.queue import LocalRunQueue, RunQueue, SharedAdmission
 from app.runs.retention import Retention
 from app.runs.signals import LocalSignals
 from app.settings import Settings
-from app.store.base import Lease, RunRecord, RunStore, StoredEvent
+from app.store.base import Lease, RunRecord, RunStore, StoredEvent, ThreadRecord
 
 logger = logging.getLogger(__name__)
 CANCEL_WAIT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """What a new run is made of."""
+
+    task: str
+    params: RunParams
+    tenant: str | None
+    thread_id: str | None
 
 
 class RunManager:
@@ -118,54 +129,67 @@ class RunManager:
             self.lives.cancel(run_id)
 
     # -- starting ------------------------------------------------------------------------------
-    async def submit(self, task: str, params: RunParams, tenant: str | None = None) -> RunRecord:
-        """Create a run of `tenant` (an API key's name). A worker process with a free slot
-        takes it on at once; otherwise it is stored for whichever worker frees up first, if
-        fewer than `max_queued_runs` runs already wait in the store (else `QueueFull`)."""
-        record, _ = await self.submit_with_event(task, params, tenant)
+    async def submit(
+        self,
+        task: str,
+        params: RunParams,
+        tenant: str | None = None,
+        *,
+        thread_id: str | None = None,
+    ) -> RunRecord:
+        """Create a run of `tenant` (an API key's name), on `thread_id` when given. A worker
+        process with a free slot takes it on at once; otherwise it is stored for whichever
+        worker frees up first, if fewer than `max_queued_runs` runs already wait in the store
+        (else `QueueFull`)."""
+        record, _ = await self.submit_with_event(task, params, tenant, thread_id=thread_id)
         return record
 
     async def submit_with_event(
-        self, task: str, params: RunParams, tenant: str | None = None
+        self,
+        task: str,
+        params: RunParams,
+        tenant: str | None = None,
+        *,
+        thread_id: str | None = None,
     ) -> tuple[RunRecord, StoredEvent]:
         """`submit`, with the run's first event (`run_started`) as stored: a stream of the new
         run begins with it instead of reading it back."""
+        new = NewRun(task, params, tenant, thread_id)
         if not (self.worker and self.queue.has_room):
             await self.admission.admit()
-            return await self._create(task, params, lease=None, tenant=tenant)
+            return await self._create(new, lease=None)
         self.queue.admit()
         try:
-            record, started = await self._create(task, params, lease=self.lease, tenant=tenant)
+            record, started = await self._create(new, lease=self.lease)
         except BaseException:
             self.queue.withdraw()
             raise
         self._begin(record, [started], resume=False)
         return record, started
 
-    async def _create(
-        self, task: str, params: RunParams, *, lease: Lease | None, tenant: str | None
-    ) -> tuple[RunRecord, StoredEvent]:
+    async def _create(self, new: NewRun, *, lease: Lease | None) -> tuple[RunRecord, StoredEvent]:
         """The run's record and first event, stored held by `lease` or free for any worker."""
         owner = lease.owner if lease is not None else None
         now = datetime.now(UTC)
         record = RunRecord(
             id=uuid.uuid4().hex,
-            task=task,
-            params=params.model_dump(mode="json"),
+            task=new.task,
+            params=new.params.model_dump(mode="json"),
             status="queued",
             created_at=now,
             updated_at=now,
             owner=owner,
-            tenant=tenant,
+            tenant=new.tenant,
+            thread_id=new.thread_id,
         )
-        event = RunStarted(run_id=record.id, task=task, params=record.params)
+        event = RunStarted(run_id=record.id, task=new.task, params=record.params)
         started = StoredEvent(seq=1, type="run_started", data=event.model_dump_json())
         began = time.perf_counter()
         await self.store.create_run(record, started=started.data, lease=lease)
         observers.written(event, record.id, time.perf_counter() - began)
         if owner is None:
             self.signals.announce_queued()
-        logger.info("run=%s queued (owner=%s, caller=%s)", record.id, owner, tenant or "local")
+        logger.info("run=%s queued (owner=%s, caller=%s)", record.id, owner, new.tenant or "local")
         return record, started
 
     def _begin(self, record: RunRecord, history: list[StoredEvent], *, resume: bool) -> None:
@@ -242,6 +266,14 @@ class RunManager:
             async for _ in self.follower.follow(run_id, 0):
                 pass
         return await self.get(run_id)
+
+    # -- threads --------------------------------------------------------------------------------
+    async def create_thread(self, tenant: str | None) -> ThreadRecord:
+        """A new, empty thread of `tenant`."""
+        thread = ThreadRecord(id=uuid.uuid4().hex, tenant=tenant, created_at=datetime.now(UTC))
+        await self.store.create_thread(thread)
+        logger.info("thread=%s created (caller=%s)", thread.id, tenant or "local")
+        return thread
 
     # -- stopping ------------------------------------------------------------------------------
     async def cancel(self, run_id: str) -> RunRecord:

@@ -10,7 +10,9 @@ Implementations: SQLite (embedded default) and Postgres. Both keep the same rule
   the unique (run, seq) key;
 - the terminal event, the status and the result land in **one transaction** (`finish`); a
   store written before that was so is brought up to it when opened (app/store/upgrade.py);
-- a run belongs to a **tenant** (the name of the API key that started it, never the key).
+- a run belongs to a **tenant** (the name of the API key that started it, never the key);
+- a **thread** holds a sequence of runs of one tenant; deleting it deletes its runs, only when
+  every one of them has ended.
 """
 
 from __future__ import annotations
@@ -76,11 +78,24 @@ class RunRecord(BaseModel):
     cancel_requested: bool = Field(
         default=False, description="A cancel was asked for; the owner ends the run."
     )
+    thread_id: str | None = Field(
+        default=None, description="The thread the run was asked on, if any."
+    )
     takeovers: int = Field(
         default=0,
         description="How often the run was taken from a worker that stopped holding it "
         "without giving it back (a crash, an out-of-memory kill, a lease left to expire).",
     )
+
+
+class ThreadRecord(BaseModel):
+    """One thread as stored: a sequence of runs on one subject, owned like a run."""
+
+    id: str
+    tenant: str | None = Field(
+        default=None, description="The name of the API key that made the thread; None without keys."
+    )
+    created_at: datetime
 
 
 class StoredEvent(BaseModel):
@@ -168,5 +183,17 @@ class RunStore(Protocol):
     async def delete_ended_before(self, cutoff: datetime, limit: int) -> int:
         """Delete up to `limit` runs that finished before `cutoff`, with their events; how
         many."""
+
+    async def create_thread(self, thread: ThreadRecord) -> None:
+        """Store a new, empty thread."""
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None: ...
+
+    async def thread_runs(self, thread_id: str) -> list[RunRecord]:
+        """The thread's runs, oldest first."""
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        """Delete the thread with its runs and their events, in one transaction; False (and
+        nothing deleted) when one of its runs has not ended."""
 
     async def ping(self) -> None: ...

@@ -24,7 +24,7 @@ from app.store.sqlite import BUSY_TIMEOUT_MS, SqliteRunStore
 CONNECT_TIMEOUT_S = 10
 _RUN_COLUMNS = (
     "id, task, params, status, created_at, updated_at, result, owner, lease_until,"
-    " cancel_requested, tenant, takeovers"
+    " cancel_requested, tenant, takeovers, thread_id"
 )
 
 
@@ -98,6 +98,7 @@ class SqliteTables:
             int(record.cancel_requested),
             record.tenant,
             record.takeovers,
+            record.thread_id,
         )
         await self._conn.execute("BEGIN IMMEDIATE")
         try:
@@ -105,7 +106,7 @@ class SqliteTables:
             await self._conn.execute(f"DELETE FROM {_LITE.runs} WHERE id = ?", (record.id,))
             await self._conn.execute(
                 f"INSERT INTO {_LITE.runs} ({_RUN_COLUMNS})"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, ?, ?, ?)",
                 row,
             )
             await self._conn.executemany(
@@ -186,7 +187,7 @@ class PostgresTables:
             await self._conn.execute(f"DELETE FROM {_PG.runs} WHERE id = %s", (record.id,))
             await self._conn.execute(
                 f"INSERT INTO {_PG.runs} ({_RUN_COLUMNS})"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, NULL, 'epoch', %s, %s, %s)",
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, NULL, 'epoch', %s, %s, %s, %s)",
                 (
                     record.id,
                     record.task,
@@ -198,6 +199,7 @@ class PostgresTables:
                     record.cancel_requested,
                     record.tenant,
                     record.takeovers,
+                    record.thread_id,
                 ),
             )
             async with self._conn.cursor() as cur:

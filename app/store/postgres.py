@@ -26,7 +26,16 @@ from psycopg_pool import AsyncConnectionPool
 
 from agents.result import RunResult
 from app.store import pg_check
-from app.store.base import FINISHED, UNFINISHED, Held, Lease, LeaseLost, RunRecord, RunStatus
+from app.store.base import (
+    FINISHED,
+    UNFINISHED,
+    Held,
+    Lease,
+    LeaseLost,
+    RunRecord,
+    RunStatus,
+    ThreadRecord,
+)
 from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
 from app.store.upgrade import TERMINAL, result_of_terminal
 
@@ -48,6 +57,12 @@ CREATE TABLE IF NOT EXISTS lats_runs (
 {added_columns}CREATE INDEX IF NOT EXISTS lats_runs_tenant ON lats_runs (tenant, created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_created ON lats_runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_status ON lats_runs (status, created_at DESC);
+CREATE TABLE IF NOT EXISTS lats_threads (
+    id TEXT PRIMARY KEY,
+    tenant TEXT,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX IF NOT EXISTS lats_runs_thread ON lats_runs (thread_id, created_at);
 CREATE TABLE IF NOT EXISTS lats_events (
     run_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -56,8 +71,8 @@ CREATE TABLE IF NOT EXISTS lats_events (
     PRIMARY KEY (run_id, seq)
 );
 """
-# Databases made before leases (or tenants, or take-over counts) existed get the columns added in
-# place: a column each, with the ALTER TABLEs it takes, keyed by the column that tells.
+# Databases made before leases (or tenants, take-over counts, threads) existed get the columns
+# added in place: a column each, with the ALTER TABLEs it takes, keyed by the column that tells.
 _ADDED_COLUMNS = {
     "cancel_requested": (
         "owner TEXT",
@@ -66,6 +81,7 @@ _ADDED_COLUMNS = {
     ),
     "tenant": ("tenant TEXT",),
     "takeovers": ("takeovers INTEGER NOT NULL DEFAULT 0",),
+    "thread_id": ("thread_id TEXT",),
 }
 # ALTER TABLE locks the table exclusively even when the column exists, and would queue behind
 # every open transaction of the processes already running: only when the column is missing.
@@ -120,15 +136,27 @@ _END = (
 _FINISH = f"WITH ended AS ({_END} RETURNING id) {_NEXT_EVENT} FROM ended RETURNING seq"
 _CREATE = (
     "INSERT INTO lats_runs (id, task, params, status, created_at, updated_at, owner,"
-    " lease_until, tenant) VALUES (%(run)s, %(task)s, %(params)s, %(status)s, %(created)s,"
-    " %(updated)s, %(owner)s, CASE WHEN %(owner)s::text IS NULL THEN 'epoch'::timestamptz"
-    " ELSE now() + make_interval(secs => %(ttl)s) END, %(tenant)s)"
+    " lease_until, tenant, thread_id) VALUES (%(run)s, %(task)s, %(params)s, %(status)s,"
+    " %(created)s, %(updated)s, %(owner)s, CASE WHEN %(owner)s::text IS NULL THEN"
+    " 'epoch'::timestamptz ELSE now() + make_interval(secs => %(ttl)s) END, %(tenant)s,"
+    " %(thread)s)"
 )
 # Finished runs deleted with their events, among the runs `{pick}` selects.
 _DELETE = (
     "WITH gone AS (DELETE FROM lats_runs WHERE id IN ({pick}) AND status = ANY(%(ended)s)"
     " RETURNING id), events AS (DELETE FROM lats_events WHERE run_id IN (SELECT id FROM gone))"
     " SELECT count(*) FROM gone"
+)
+# A thread with its runs and their events, unless one of its runs is open: whether it was.
+_DELETE_THREAD = (
+    "WITH busy AS (SELECT 1 FROM lats_runs WHERE thread_id = %(thread)s"
+    " AND status = ANY(%(open)s) FOR UPDATE),"
+    " gone AS (DELETE FROM lats_runs WHERE thread_id = %(thread)s"
+    " AND NOT EXISTS (SELECT 1 FROM busy) RETURNING id),"
+    " events AS (DELETE FROM lats_events WHERE run_id IN (SELECT id FROM gone)),"
+    " thread AS (DELETE FROM lats_threads WHERE id = %(thread)s"
+    " AND NOT EXISTS (SELECT 1 FROM busy))"
+    " SELECT NOT EXISTS (SELECT 1 FROM busy)"
 )
 # Unfinished runs whose last event is terminal, with that event.
 _LOGGED_ENDS = (
@@ -158,6 +186,7 @@ def _record(row: Row) -> RunRecord:
         result=RunResult.model_validate(row["result"]) if row["result"] is not None else None,
         owner=row["owner"],
         tenant=row["tenant"],
+        thread_id=row["thread_id"],
         cancel_requested=row["cancel_requested"],
         takeovers=row["takeovers"],
     )
@@ -181,7 +210,11 @@ class PostgresRunStore(RunReads):
     """`RunStore` on Postgres through a connection pool."""
 
     dialect = Dialect(
-        runs="lats_runs", events="lats_events", same="IS NOT DISTINCT FROM", no_limit=None
+        runs="lats_runs",
+        events="lats_events",
+        threads="lats_threads",
+        same="IS NOT DISTINCT FROM",
+        no_limit=None,
     )
 
     def __init__(self, pool: AsyncConnectionPool, *, notify: bool = True) -> None:
@@ -247,6 +280,7 @@ class PostgresRunStore(RunReads):
             "owner": owner,
             "ttl": lease.ttl_s if lease is not None else 0.0,
             "tenant": record.tenant,
+            "thread": record.thread_id,
             "data": started,
         }
         async with self._pool.connection() as conn, self._notifying(conn):
@@ -362,6 +396,20 @@ class PostgresRunStore(RunReads):
 
     async def delete_run(self, run_id: str) -> bool:
         return await self._delete("%(run)s", {"run": run_id}) == 1
+
+    async def create_thread(self, thread: ThreadRecord) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "INSERT INTO lats_threads (id, tenant, created_at) VALUES (%s, %s, %s)",
+                (thread.id, thread.tenant, thread.created_at),
+            )
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        # One statement: nothing is deleted while a run of the thread is open.
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(_DELETE_THREAD, {"thread": thread_id, "open": _OPEN})
+            row = await cur.fetchone()
+        return bool(row and row[0])
 
     async def delete_ended_before(self, cutoff: datetime, limit: int) -> int:
         pick = (

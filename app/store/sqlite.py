@@ -15,7 +15,7 @@ from typing import Any
 import aiosqlite
 
 from agents.result import RunResult
-from app.store.base import Held, Lease, LeaseLost, RunRecord, RunStatus
+from app.store.base import Held, Lease, LeaseLost, RunRecord, RunStatus, ThreadRecord
 from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
 from app.store.sqlite_writer import BatchWriter
 from app.store.upgrade import TERMINAL, result_of_terminal
@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS runs (
     lease_until REAL NOT NULL DEFAULT 0,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     tenant TEXT,
-    takeovers INTEGER NOT NULL DEFAULT 0
+    takeovers INTEGER NOT NULL DEFAULT 0,
+    thread_id TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status, created_at DESC);
@@ -46,8 +47,13 @@ CREATE TABLE IF NOT EXISTS events (
     data TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS threads (
+    id TEXT PRIMARY KEY,
+    tenant TEXT,
+    created_at TEXT NOT NULL
+);
 """
-# Files written before leases (or tenants, or take-over counts) existed get the columns added
+# Files written before leases (or tenants, take-over counts, threads) existed get the columns added
 # in place.
 _ADDED_COLUMNS = {
     "owner": "TEXT",
@@ -55,8 +61,10 @@ _ADDED_COLUMNS = {
     "cancel_requested": "INTEGER NOT NULL DEFAULT 0",
     "tenant": "TEXT",
     "takeovers": "INTEGER NOT NULL DEFAULT 0",
+    "thread_id": "TEXT",
 }
 _TENANT_INDEX = "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at DESC)"
+_THREAD_INDEX = "CREATE INDEX IF NOT EXISTS runs_thread ON runs (thread_id, created_at)"
 _OPEN = OPEN_SQL
 _ENDED = "status IN ('done', 'failed', 'cancelled')"  # base.FINISHED
 # In a claim by owner ?: 1 when the run is taken from another owner that still held it (its
@@ -94,6 +102,7 @@ def _record(row: Row) -> RunRecord:
         result=RunResult.model_validate_json(row["result"]) if row["result"] else None,
         owner=row["owner"],
         tenant=row["tenant"],
+        thread_id=row["thread_id"],
         cancel_requested=bool(row["cancel_requested"]),
         takeovers=row["takeovers"],
     )
@@ -103,7 +112,7 @@ class SqliteRunStore(RunReads):
     """`RunStore` on SQLite. Writes go through one `BatchWriter` (group commit on its own
     connection); reads through a second connection, which in WAL mode never waits for them."""
 
-    dialect = Dialect(runs="runs", events="events", same="IS", no_limit=-1)
+    dialect = Dialect(runs="runs", events="events", threads="threads", same="IS", no_limit=-1)
 
     def __init__(self, writer: BatchWriter, reader: aiosqlite.Connection) -> None:
         self._writer = writer
@@ -156,12 +165,14 @@ class SqliteRunStore(RunReads):
             owner,
             until,
             record.tenant,
+            record.thread_id,
         )
 
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO runs (id, task, params, status, created_at, updated_at, result,"
-                " owner, lease_until, tenant) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
+                " owner, lease_until, tenant, thread_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)",
                 run,
             )
             if started is not None:
@@ -307,6 +318,28 @@ class SqliteRunStore(RunReads):
     async def delete_run(self, run_id: str) -> bool:
         return await self._writer.write(lambda conn: _delete(conn, [run_id]) == 1)
 
+    async def create_thread(self, thread: ThreadRecord) -> None:
+        row = (thread.id, thread.tenant, thread.created_at.isoformat())
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO threads (id, tenant, created_at) VALUES (?, ?, ?)", row)
+
+        await self._writer.write(write)
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        def write(conn: sqlite3.Connection) -> bool:
+            if _row(conn, f"SELECT 1 FROM runs WHERE thread_id = ? AND {_OPEN}", (thread_id,)):
+                return False
+            ids = [
+                r["id"]
+                for r in conn.execute("SELECT id FROM runs WHERE thread_id = ?", (thread_id,))
+            ]
+            _delete(conn, ids)
+            conn.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
+            return True
+
+        return await self._writer.write(write)
+
     async def delete_ended_before(self, cutoff: datetime, limit: int) -> int:
         def write(conn: sqlite3.Connection) -> int:
             rows = conn.execute(
@@ -327,6 +360,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
         if name not in have:
             conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
     conn.execute(_TENANT_INDEX)
+    conn.execute(_THREAD_INDEX)
     _end_logged_runs(conn)
 
 

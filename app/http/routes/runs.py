@@ -30,7 +30,7 @@ router = APIRouter(tags=["runs"])
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "The body is not JSON, or the Host is not served."},
     401: {"model": ErrorBody, "description": "An API key is required."},
-    404: {"model": ErrorBody, "description": "No such run (or another key's)."},
+    404: {"model": ErrorBody, "description": "No such run or thread (or another key's)."},
     413: {"model": ErrorBody, "description": "The body is too large."},
     422: {"model": ErrorBody, "description": "The body or a parameter is invalid."},
     429: {
@@ -97,13 +97,13 @@ async def solve(
     """Starts a run and streams its events as SSE (the run goes on if the client leaves).
     With `Accept: application/json`, waits and returns the finished run instead."""
     if accept and "application/json" in accept and "text/event-stream" not in accept:
-        record = await runs.submit(body.task, body.params())
+        record = await runs.submit(body.task, body.params(), body.thread_id)
         done = await runs.wait(record.id)
         return JSONResponse(
             view(done, await runs.tree(done)).model_dump(mode="json"),
             headers={"Content-Location": f"/runs/{record.id}"},
         )
-    new = await runs.submit_streamed(body.task, body.params())
+    new = await runs.submit_streamed(body.task, body.params(), body.thread_id)
     events = runs.follow_new(new)
     return _stream(new.slot.hold(_framed(new.record.id, events)), new.record.id)
 
@@ -116,7 +116,7 @@ async def solve(
     responses=ERRORS,
 )
 async def start_run(body: SolveRequest, runs: CallerRuns, response: Response) -> RunAccepted:
-    record = await runs.submit(body.task, body.params())
+    record = await runs.submit(body.task, body.params(), body.thread_id)
     response.headers["Location"] = f"/runs/{record.id}"
     return RunAccepted(run_id=record.id, status=record.status, events=f"/runs/{record.id}/events")
 
