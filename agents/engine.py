@@ -12,14 +12,17 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Command
 
 from agents.accounting import Accountant
 from agents.context import RunContext
-from agents.errors import RunNotFound
+from agents.errors import AwaitingApproval, RunNotFound
 from agents.events import (
+    PAUSE_TYPES,
     TERMINAL_TYPES,
     Event,
     EventSink,
+    PlanInterrupt,
     RunCancelled,
     RunDone,
     RunError,
@@ -131,9 +134,14 @@ class Engine:
             await sink(RunStarted(run_id=run_id, task=task, params=params.model_dump()))
         return await self._drive(ctx, initial)
 
-    async def resume(self, run_id: str, *, sink: EventSink = discard) -> RunResult:
+    async def resume(
+        self, run_id: str, *, sink: EventSink = discard, answer: dict[str, Any] | None = None
+    ) -> RunResult:
         """Continue a checkpointed run from its last completed step. Completed nodes are never
-        executed again; jobs that were in flight start over."""
+        executed again; jobs that were in flight start over. A run waiting for its plan's
+        approval goes on with `answer` (`agents/nodes/approval.py: PlanAnswer`), sent as
+        LangGraph's `Command(resume=...)`; without one it stops there again
+        (`AwaitingApproval`)."""
         snapshot = await self.graph.aget_state(RunnableConfig(configurable={"thread_id": run_id}))
         values: RunState = snapshot.values  # type: ignore[assignment]
         if not values:
@@ -146,9 +154,12 @@ class Engine:
             logger.info("run=%s had ended; its end is emitted again", run_id)
             return await self._conclude(ctx, values)
         logger.info("run=%s resuming at %s", run_id, ",".join(snapshot.next))
-        return await self._drive(ctx, None)
+        waiting = bool(snapshot.interrupts)
+        return await self._drive(ctx, Command(resume=answer) if waiting and answer else None)
 
-    async def _drive(self, ctx: RunContext, graph_input: RunState | None) -> RunResult:
+    async def _drive(
+        self, ctx: RunContext, graph_input: RunState | Command[Any] | None
+    ) -> RunResult:
         run_id = ctx.run_id
         try:
             # "sync": a round's checkpoint is on disk before the next round starts, so a crash
@@ -171,6 +182,13 @@ class Engine:
             await ctx.pool.cancel()
             logger.exception("run=%s crashed", run_id)
             return await self._fail(ctx, "internal", "the run failed on an internal error")
+        interrupts = out.get("__interrupt__") if isinstance(out, dict) else None
+        if interrupts:
+            steps = list(interrupts[0].value["steps"])
+            metrics = ctx.accountant.snapshot()
+            await ctx.sink(PlanInterrupt(run_id=run_id, steps=steps, metrics=metrics))
+            logger.info("run=%s waits for its plan's approval", run_id)
+            raise AwaitingApproval(run_id, steps)
         state: RunState = out  # type: ignore[assignment]
         return await self._conclude(ctx, state)
 
@@ -178,7 +196,10 @@ class Engine:
         """The finished search's result, its terminal event emitted."""
         run_id = ctx.run_id
         result = self._result(run_id, state)
-        if result.status == "done" and result.answer is not None and result.stop_reason:
+        if result.status == "cancelled":
+            reason = "the plan was rejected"
+            await ctx.sink(RunCancelled(run_id=run_id, reason=reason, metrics=result.metrics))
+        elif result.status == "done" and result.answer is not None and result.stop_reason:
             answer = result.answer_fields()
             del answer["error"]
             await ctx.sink(RunDone(run_id=run_id, **answer))
@@ -221,13 +242,16 @@ class Engine:
         }
         if state.get("phase") == "done" and final is not None:
             return RunResult(status="done", **final, **common)
+        if state.get("phase") == "rejected":
+            return RunResult(status="cancelled", **common)
         error: ErrorInfo = {"code": "internal", "message": "the run ended without result"}
         return RunResult(status="failed", error=error, **common)
 
     async def stream(
         self, task: str, params: RunParams | None = None, *, run_id: str | None = None
     ) -> AsyncIterator[Event]:
-        """Run `task` and yield its events as they happen, the terminal one last.
+        """Run `task` and yield its events as they happen, the terminal one last (or an
+        `interrupt`, after which the iterator raises `AwaitingApproval`).
 
         Closing the iterator early cancels the run.
         """
@@ -241,7 +265,7 @@ class Engine:
             while True:
                 event = await queue.get()
                 yield event
-                if event.type in TERMINAL_TYPES:
+                if event.type in TERMINAL_TYPES or event.type in PAUSE_TYPES:
                     break
             await runner
         finally:

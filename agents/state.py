@@ -14,7 +14,7 @@ from agents.grounding.evidence import Evidence
 from agents.grounding.verify import Citation, Grounding, Rejection
 
 NodeStatus = Literal["pending", "running", "done", "failed", "pruned", "cancelled"]
-Phase = Literal["plan", "search", "finish", "done"]
+Phase = Literal["plan", "review", "search", "finish", "done", "rejected"]
 StopReason = Literal[
     "max_paths",
     "frontier_exhausted",

@@ -77,6 +77,6 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {
         "plan": steps,
         "nodes": {root["id"]: root},
-        "phase": "search",
+        "phase": "review" if params.approve_plan else "search",
         "metrics": ctx.accountant.snapshot(),
     }

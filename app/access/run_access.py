@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.errors import RunNotFinished, RunNotFound
+from agents.nodes.approval import PlanAnswer, PlanDecision
 from agents.params import RunParams
 from app.access.limits import KeyLimits, StreamSlot
 from app.access.tenancy import SINGLE_USER, Caller
@@ -170,6 +171,15 @@ class Runs:
         )
         more = len(records) > limit
         return records[:limit], offset + limit if more else None
+
+    async def answer_plan(self, run_id: str, decision: PlanDecision) -> RunRecord:
+        """Answer the plan of one of the caller's runs waiting for approval; raises
+        `RunNotFound`, or `RunNotWaiting`."""
+        await self.get(run_id)
+        answer = PlanAnswer(**decision.model_dump(), by=self.caller.name)
+        record = await self.manager.answer(run_id, answer.model_dump(mode="json"))
+        logger.info("run=%s plan %s by caller=%s", run_id, decision.action, self.caller.label)
+        return record
 
     async def cancel(self, run_id: str) -> RunRecord:
         await self.get(run_id)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.nodes.approval import PlanDecision
 from agents.params import RunParams
 from agents.result import RunAnswer
 from app.store.base import RunStatus
@@ -60,6 +61,12 @@ class RunView(RunAnswer):
 
     run_id: str
     status: RunStatus
+    awaiting: Literal["plan"] | None = Field(
+        default=None,
+        description="What an `interrupted` run waits for from a caller: `plan`, its plan's "
+        "approval (POST /runs/{id}/resume); null when it waits for nothing.",
+    )
+    thread_id: str | None = Field(default=None, description="The thread it was asked on.")
     task: str
     params: dict[str, Any]
     created_at: datetime
@@ -88,3 +95,20 @@ class ThreadView(BaseModel):
     thread_id: str
     created_at: datetime
     runs: list[RunView] = Field(default_factory=list)
+
+
+class ResumeRequest(PlanDecision):
+    """The answer to a run waiting for its plan's approval."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {"action": "approve"},
+                {"action": "edit", "steps": ["Find the 2024 figures", "Compare them"]},
+                {"action": "reject"},
+            ]
+        },
+    )

@@ -25,9 +25,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from agents import observers
 from agents.engine import Engine
 from agents.errors import RunNotFound
-from agents.events import RunError, RunStarted
+from agents.events import PAUSE_TYPES, RunError, RunStarted
 from agents.params import RunParams
 from agents.tree import by_id
+from app.errors import ServiceError
 from app.runs.cancelling import Canceller
 from app.runs.claiming import Claimer
 from app.runs.execution import RunDriver
@@ -38,10 +39,16 @@ from app.runs.queue import LocalRunQueue, RunQueue, SharedAdmission
 from app.runs.retention import Retention
 from app.runs.signals import LocalSignals
 from app.settings import Settings
-from app.store.base import Lease, RunRecord, RunStore, StoredEvent, ThreadRecord
+from app.store.base import FINISHED, Lease, RunRecord, RunStore, StoredEvent, ThreadRecord
 
 logger = logging.getLogger(__name__)
 CANCEL_WAIT_S = 10.0
+
+
+class RunNotWaiting(ServiceError):
+    """The run is not waiting for an answer (it never did, was answered already, or ended)."""
+
+    code = "run_not_waiting"
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,13 +265,29 @@ class RunManager:
             yield event
 
     async def wait(self, run_id: str) -> RunRecord:
-        """Wait until the run ends; its final record."""
+        """Wait until the run ends, or stops to wait for a caller's answer; its record."""
         live = self.lives.get(run_id)
         if live is not None:
             await live.finished.wait()
-        else:
-            async for _ in self.follower.follow(run_id, 0):
-                pass
+            record = await self.get(run_id)
+            if record.status in FINISHED or record.awaiting is not None:
+                return record
+        async for event in self.follower.follow(run_id, 0):
+            if event is not None and event.type in PAUSE_TYPES:
+                record = await self.get(run_id)
+                if record.awaiting is not None:
+                    return record
+        return await self.get(run_id)
+
+    # -- answering a waiting run -------------------------------------------------------------
+    async def answer(self, run_id: str, answer: dict[str, Any]) -> RunRecord:
+        """Give a run waiting for its plan's approval its answer; it is queued for any worker
+        (this one, when it has a free slot), which resumes it from its checkpoint. Raises
+        `RunNotWaiting` when it is not waiting."""
+        if not await self.store.answer_waiting(run_id, answer):
+            raise RunNotWaiting(f"run {run_id} is not waiting for an answer")
+        logger.info("run=%s answered (%s); queued to resume", run_id, answer.get("action"))
+        self.signals.announce_queued()
         return await self.get(run_id)
 
     # -- threads --------------------------------------------------------------------------------

@@ -11,6 +11,9 @@ Implementations: SQLite (embedded default) and Postgres. Both keep the same rule
 - the terminal event, the status and the result land in **one transaction** (`finish`); a
   store written before that was so is brought up to it when opened (app/store/upgrade.py);
 - a run belongs to a **tenant** (the name of the API key that started it, never the key);
+- a run **waiting** for a caller's answer (its plan's approval) is `interrupted` with
+  `awaiting` set and no lease: no worker claims it until it is answered (`answer_waiting`), and
+  the answer is kept with the run for whichever worker resumes it;
 - a **thread** holds a sequence of runs of one tenant; deleting it deletes its runs, only when
   every one of them has ended.
 """
@@ -81,6 +84,12 @@ class RunRecord(BaseModel):
     thread_id: str | None = Field(
         default=None, description="The thread the run was asked on, if any."
     )
+    awaiting: Literal["plan"] | None = Field(
+        default=None, description="What the waiting run needs from a caller (none: not waiting)."
+    )
+    answer: dict[str, Any] | None = Field(
+        default=None, description="The caller's answer the run resumes with, once given."
+    )
     takeovers: int = Field(
         default=0,
         description="How often the run was taken from a worker that stopped holding it "
@@ -127,7 +136,8 @@ class RunStore(Protocol):
         when another worker holds it or it has ended."""
 
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
-        """Take the oldest unfinished run whose lease is free or expired, if any."""
+        """Take the oldest unfinished run whose lease is free or expired, if any (a run
+        waiting for an answer is not taken)."""
 
     async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
         """Extend the leases `owner` holds on `run_ids` (the runs it executes; a lease it
@@ -153,11 +163,20 @@ class RunStore(Protocol):
         """In one transaction: the terminal event (next id), the result with its status, and
         the lease freed. Fenced; the terminal event's id."""
 
+    async def pause(self, run_id: str, owner: str, type_: str, data: str, awaiting: str) -> int:
+        """In one transaction: the event the run stops on (next id), the run `interrupted`
+        and `awaiting` an answer, its lease freed. Fenced; the event's id."""
+
+    async def answer_waiting(self, run_id: str, answer: dict[str, Any]) -> bool:
+        """Give a waiting run its answer and queue it for any worker; False when the run is
+        not waiting (never was, answered already, or ended)."""
+
     async def request_cancel(self, run_id: str) -> None:
         """Flag the run for cancellation (its owner, or the next claimer, ends it)."""
 
     async def count_unclaimed(self) -> int:
-        """Unfinished runs whose lease is free or expired: those waiting for a worker."""
+        """Unfinished runs whose lease is free or expired: those waiting for a worker (not
+        those waiting for a caller's answer)."""
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...
 

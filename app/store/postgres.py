@@ -82,6 +82,7 @@ _ADDED_COLUMNS = {
     "tenant": ("tenant TEXT",),
     "takeovers": ("takeovers INTEGER NOT NULL DEFAULT 0",),
     "thread_id": ("thread_id TEXT",),
+    "awaiting": ("awaiting TEXT", "answer JSONB"),
 }
 # ALTER TABLE locks the table exclusively even when the column exists, and would queue behind
 # every open transaction of the processes already running: only when the column is missing.
@@ -129,11 +130,18 @@ _APPEND = (
 )
 _END = (
     "UPDATE lats_runs SET status = %(status)s, updated_at = now(), result = %(result)s,"
-    " owner = NULL, lease_until = 'epoch'"
+    " owner = NULL, lease_until = 'epoch', awaiting = NULL"
     " WHERE id = %(run)s AND owner = %(owner)s AND status = ANY(%(open)s)"
 )
 # The terminal event and the run's end in one statement: both or neither.
 _FINISH = f"WITH ended AS ({_END} RETURNING id) {_NEXT_EVENT} FROM ended RETURNING seq"
+# The event a run stops on and its wait for an answer, in one statement.
+_PAUSE = (
+    "WITH paused AS (UPDATE lats_runs SET status = 'interrupted', awaiting = %(awaiting)s,"
+    " answer = NULL, updated_at = now(), owner = NULL, lease_until = 'epoch'"
+    " WHERE id = %(run)s AND owner = %(owner)s AND status = ANY(%(open)s) RETURNING id)"
+    f" {_NEXT_EVENT} FROM paused RETURNING seq"
+)
 _CREATE = (
     "INSERT INTO lats_runs (id, task, params, status, created_at, updated_at, owner,"
     " lease_until, tenant, thread_id) VALUES (%(run)s, %(task)s, %(params)s, %(status)s,"
@@ -187,6 +195,8 @@ def _record(row: Row) -> RunRecord:
         owner=row["owner"],
         tenant=row["tenant"],
         thread_id=row["thread_id"],
+        awaiting=row["awaiting"],
+        answer=row["answer"],
         cancel_requested=row["cancel_requested"],
         takeovers=row["takeovers"],
     )
@@ -299,7 +309,8 @@ class PostgresRunStore(RunReads):
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
         row = await self._one(
             f"{_CLAIM} id = (SELECT id FROM lats_runs WHERE status = ANY(%s)"
-            " AND lease_until < now() ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
+            " AND awaiting IS NULL AND lease_until < now()"
+            " ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
             " RETURNING *",
             (owner, ttl_s, owner, _OPEN),
         )
@@ -351,6 +362,30 @@ class PostgresRunStore(RunReads):
             rows = await cur.fetchall()
         return [r[0] for r in rows]
 
+    async def pause(self, run_id: str, owner: str, type_: str, data: str, awaiting: str) -> int:
+        args = {
+            "run": run_id,
+            "owner": owner,
+            "open": _OPEN,
+            "type": type_,
+            "data": data,
+            "awaiting": awaiting,
+        }
+        return await self._write_event(_PAUSE, args)
+
+    async def answer_waiting(self, run_id: str, answer: dict[str, Any]) -> bool:
+        async with self._pool.connection() as conn, self._notifying(conn):
+            cur = await conn.execute(
+                "UPDATE lats_runs SET awaiting = NULL, answer = %s, status = 'queued',"
+                " updated_at = now() WHERE id = %s AND awaiting IS NOT NULL"
+                " AND status = ANY(%s)",
+                (Jsonb(answer), run_id, _OPEN),
+            )
+            if cur.rowcount != 1:
+                return False
+            await self._notify(conn, QUEUED_CHANNEL, run_id)
+        return True
+
     async def request_cancel(self, run_id: str) -> None:
         async with self._pool.connection() as conn, self._notifying(conn):
             await conn.execute(
@@ -361,7 +396,9 @@ class PostgresRunStore(RunReads):
 
     async def count_unclaimed(self) -> int:
         return await self._count(
-            f"SELECT count(*) AS n FROM lats_runs WHERE {OPEN_SQL} AND lease_until < now()", ()
+            f"SELECT count(*) AS n FROM lats_runs WHERE {OPEN_SQL} AND awaiting IS NULL"
+            " AND lease_until < now()",
+            (),
         )
 
     # -- the event log -------------------------------------------------------------------------

@@ -36,7 +36,9 @@ CREATE TABLE IF NOT EXISTS runs (
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     tenant TEXT,
     takeovers INTEGER NOT NULL DEFAULT 0,
-    thread_id TEXT
+    thread_id TEXT,
+    awaiting TEXT,
+    answer TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status, created_at DESC);
@@ -62,11 +64,14 @@ _ADDED_COLUMNS = {
     "tenant": "TEXT",
     "takeovers": "INTEGER NOT NULL DEFAULT 0",
     "thread_id": "TEXT",
+    "awaiting": "TEXT",
+    "answer": "TEXT",
 }
 _TENANT_INDEX = "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at DESC)"
 _THREAD_INDEX = "CREATE INDEX IF NOT EXISTS runs_thread ON runs (thread_id, created_at)"
 _OPEN = OPEN_SQL
 _ENDED = "status IN ('done', 'failed', 'cancelled')"  # base.FINISHED
+_CLAIMABLE = f"{_OPEN} AND awaiting IS NULL"  # unfinished, not waiting for a caller
 # In a claim by owner ?: 1 when the run is taken from another owner that still held it (its
 # lease ran out), 0 for a free run (queued, or given back) or one's own.
 _TAKEN = "(CASE WHEN owner IS NOT NULL AND owner <> ? THEN 1 ELSE 0 END)"
@@ -103,6 +108,8 @@ def _record(row: Row) -> RunRecord:
         owner=row["owner"],
         tenant=row["tenant"],
         thread_id=row["thread_id"],
+        awaiting=row["awaiting"],
+        answer=json.loads(row["answer"]) if row["answer"] else None,
         cancel_requested=bool(row["cancel_requested"]),
         takeovers=row["takeovers"],
     )
@@ -202,13 +209,14 @@ class SqliteRunStore(RunReads):
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
         now = time.time()
         # Look before queueing a write: most sweeps find nothing.
-        if await self._one(f"SELECT 1 FROM runs WHERE {_OPEN} AND lease_until < ?", (now,)) is None:
+        claimable = f"SELECT 1 FROM runs WHERE {_CLAIMABLE} AND lease_until < ?"
+        if await self._one(claimable, (now,)) is None:
             return None
 
         def write(conn: sqlite3.Connection) -> sqlite3.Row | None:
             row = _row(
                 conn,
-                f"SELECT id FROM runs WHERE {_OPEN} AND lease_until < ?"
+                f"SELECT id FROM runs WHERE {_CLAIMABLE} AND lease_until < ?"
                 " ORDER BY created_at LIMIT 1",
                 (now,),
             )
@@ -276,6 +284,29 @@ class SqliteRunStore(RunReads):
         )
         return [r["id"] for r in rows]
 
+    async def pause(self, run_id: str, owner: str, type_: str, data: str, awaiting: str) -> int:
+        def write(conn: sqlite3.Connection) -> int:
+            seq = _append(conn, run_id, owner, type_, data)
+            conn.execute(
+                "UPDATE runs SET status = 'interrupted', awaiting = ?, answer = NULL,"
+                " updated_at = ?, owner = NULL, lease_until = 0 WHERE id = ?",
+                (awaiting, _now(), run_id),
+            )
+            return seq
+
+        return await self._writer.write(write)
+
+    async def answer_waiting(self, run_id: str, answer: dict[str, Any]) -> bool:
+        def write(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE runs SET awaiting = NULL, answer = ?, status = 'queued', updated_at = ?"
+                f" WHERE id = ? AND awaiting IS NOT NULL AND {_OPEN}",
+                (json.dumps(answer), _now(), run_id),
+            )
+            return cur.rowcount == 1
+
+        return await self._writer.write(write)
+
     async def request_cancel(self, run_id: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -303,7 +334,7 @@ class SqliteRunStore(RunReads):
 
     # -- reading -----------------------------------------------------------------------------------
     async def count_unclaimed(self) -> int:
-        sql = f"SELECT count(*) AS n FROM runs WHERE {_OPEN} AND lease_until < ?"
+        sql = f"SELECT count(*) AS n FROM runs WHERE {_CLAIMABLE} AND lease_until < ?"
         return await self._count(sql, (time.time(),))
 
     async def data_version(self) -> int:
@@ -404,6 +435,6 @@ def _append(conn: sqlite3.Connection, run_id: str, owner: str, type_: str, data:
 def _end(conn: sqlite3.Connection, run_id: str, result: RunResult) -> None:
     conn.execute(
         "UPDATE runs SET status = ?, updated_at = ?, result = ?, owner = NULL,"
-        " lease_until = 0 WHERE id = ?",
+        " lease_until = 0, awaiting = NULL WHERE id = ?",
         (result.status, _now(), result.model_dump_json(), run_id),
     )

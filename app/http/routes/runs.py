@@ -13,7 +13,14 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from agents.events import TERMINAL_TYPES
 from app.http.deps import CallerRuns
-from app.http.schemas import ErrorBody, RunAccepted, RunList, RunView, SolveRequest
+from app.http.schemas import (
+    ErrorBody,
+    ResumeRequest,
+    RunAccepted,
+    RunList,
+    RunView,
+    SolveRequest,
+)
 from app.http.sse import (
     HEARTBEAT,
     MAX_EVENT_ID,
@@ -51,6 +58,8 @@ def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunVie
     return RunView(
         run_id=record.id,
         status=record.status,
+        awaiting=record.awaiting,
+        thread_id=record.thread_id,
         task=record.task,
         params=record.params,
         created_at=record.created_at,
@@ -197,6 +206,23 @@ async def cancel_run(run_id: str, runs: CallerRuns) -> RunView:
     record = await runs.cancel(run_id)
     logger.info("run=%s cancel asked by caller=%s", run_id, runs.caller.label)
     return view(record)
+
+
+@router.post(
+    "/runs/{run_id}/resume",
+    response_model=RunView,
+    summary="Answer a run waiting for its plan's approval",
+    responses={
+        **ERRORS,
+        409: {"model": ErrorBody, "description": "The run is not waiting for an answer."},
+    },
+)
+async def resume_run(run_id: str, body: ResumeRequest, runs: CallerRuns) -> RunView:
+    """For a run started with `approve_plan` and stopped at its `interrupt` event: `approve`
+    runs the plan as is, `edit` runs `steps` instead (cut to the run's `max_plan_steps`),
+    `reject` ends the run `cancelled` without a search call. The run is queued and resumes
+    from its checkpoint on any worker; follow it at /runs/{id}/events."""
+    return view(await runs.answer_plan(run_id, body))
 
 
 @router.delete(
