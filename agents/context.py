@@ -20,6 +20,7 @@ from agents.params import RunParams
 from agents.recall import shown_path
 from agents.settings import EngineSettings
 from agents.state import NodeRecord, Recollection
+from agents.steering import CommandSource
 from calls import observers as call_observers
 from calls.cache import CacheStore, RoleCache
 from calls.memo import IdentityMemo
@@ -51,6 +52,7 @@ class RunContext:
     cache: CacheStore | None = None
     elapsed_before_s: float = 0.0
     known: Recollection | None = None  # what earlier runs on the run's thread found
+    commands: CommandSource | None = None  # where steering commands wait for the search
     pool: JobPool = field(default_factory=JobPool)
     started: float = field(default_factory=time.monotonic)
     executor_agent: Any = None  # compiled on first use by the executor

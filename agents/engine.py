@@ -34,6 +34,7 @@ from agents.params import RunParams
 from agents.result import RunResult
 from agents.settings import EngineSettings
 from agents.state import ErrorInfo, Recollection, RunState, StopReason
+from agents.steering import CommandSource
 from agents.tree import by_id
 from calls.cache import CacheStore, MemoryStore, SqliteStore
 from calls.errors import BudgetExhausted, LatsError
@@ -66,15 +67,18 @@ class Engine:
         tools: Sequence[BaseTool],
         checkpointer: BaseCheckpointSaver[str] | None = None,
         cache: CacheStore | None = None,
+        commands: CommandSource | None = None,
     ) -> None:
         """`cache` holds memoised model calls (default: in memory, or the SQLite file of
-        `settings.cache_path`); runs with `use_cache=false` bypass it."""
+        `settings.cache_path`); runs with `use_cache=false` bypass it. `commands` is where
+        callers' steering commands wait (none: runs are not steered)."""
         self.settings = settings
         self.models = models
         self.tools = list(tools)
         if cache is None:
             cache = SqliteStore(settings.cache_path) if settings.cache_path else MemoryStore()
         self.cache = cache
+        self.commands = commands
         self.graph = build_graph(checkpointer)
 
     def _config(self, run_id: str, params: RunParams) -> RunnableConfig:
@@ -99,6 +103,7 @@ class Engine:
             cache=self.cache,
             elapsed_before_s=float(state.get("elapsed_s", 0.0)),
             known=state.get("known"),
+            commands=self.commands,
         )
 
     async def run(

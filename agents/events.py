@@ -74,6 +74,20 @@ class PlanReviewed(_Event):
     by: str | None = Field(default=None, description="The name of the key that answered.")
 
 
+class CommandApplied(_Event):
+    """A caller's steering command, as the search applied (or refused) it."""
+
+    type: Literal["steered"] = "steered"
+    command: Literal["prune", "boost", "add_step"]
+    node_id: str = Field(description="The node it named (the parent, for add_step).")
+    step: str | None = Field(default=None, description="The added step (add_step).")
+    by: str | None = Field(default=None, description="The name of the key that sent it.")
+    applied: bool
+    reason: str | None = Field(default=None, description="Why it was refused.")
+    pruned: list[str] = Field(default_factory=list, description="The nodes it pruned.")
+    node: NodeBrief | None = Field(default=None, description="The node it added (add_step).")
+
+
 class NodeStarted(_Event):
     type: Literal["node_started"] = "node_started"
     node_id: str
@@ -221,6 +235,7 @@ Event = Annotated[
     | PlanMade
     | PlanInterrupt
     | PlanReviewed
+    | CommandApplied
     | NodeStarted
     | ToolCalled
     | NodeFinished

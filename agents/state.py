@@ -125,6 +125,7 @@ class RunState(TypedDict, total=False):
     elapsed_s: float
     final: FinalResult | None
     known: Recollection | None
+    steered_through: int  # the id of the last steering command taken
 
 
 def new_node(

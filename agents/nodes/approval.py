@@ -92,5 +92,5 @@ async def approve(state: RunState, runtime: Runtime[RunContext]) -> dict[str, An
             by=answer.by,
         )
     )
-    logger.info("run=%s plan %sd (%d steps)", ctx.run_id, answer.action, len(plan))
+    logger.info("run=%s plan %s: %d steps", ctx.run_id, answer.action, len(plan))
     return update

@@ -21,8 +21,8 @@ from agents.params import RunParams
 from app.access.limits import KeyLimits, StreamSlot
 from app.access.tenancy import SINGLE_USER, Caller
 from app.errors import ServiceError
-from app.runs.manager import RunManager
-from app.store.base import RunRecord, RunStatus, StoredEvent, ThreadRecord
+from app.runs.manager import RunEnded, RunManager
+from app.store.base import FINISHED, RunRecord, RunStatus, StoredEvent, ThreadRecord
 
 logger = logging.getLogger(__name__)
 TRACE_PAGE = 500  # events read from the store at a time for a trace
@@ -180,6 +180,14 @@ class Runs:
         record = await self.manager.answer(run_id, answer.model_dump(mode="json"))
         logger.info("run=%s plan %s by caller=%s", run_id, decision.action, self.caller.label)
         return record
+
+    async def steer(self, run_id: str, command: str, node_id: str, step: str | None) -> int:
+        """Send a steering command to one of the caller's runs, under the caller's key name;
+        raises `RunNotFound`, or `RunEnded` once the run has ended."""
+        record = await self.get(run_id)
+        if record.status in FINISHED:
+            raise RunEnded(f"run {run_id} has ended; it takes no more commands")
+        return await self.manager.steer(run_id, command, node_id, step, self.caller.name)
 
     async def cancel(self, run_id: str) -> RunRecord:
         await self.get(run_id)

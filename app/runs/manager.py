@@ -45,6 +45,12 @@ logger = logging.getLogger(__name__)
 CANCEL_WAIT_S = 10.0
 
 
+class RunEnded(ServiceError):
+    """The run has ended: it takes no more commands."""
+
+    code = "run_ended"
+
+
 class RunNotWaiting(ServiceError):
     """The run is not waiting for an answer (it never did, was answered already, or ended)."""
 
@@ -289,6 +295,18 @@ class RunManager:
         logger.info("run=%s answered (%s); queued to resume", run_id, answer.get("action"))
         self.signals.announce_queued()
         return await self.get(run_id)
+
+    # -- steering -----------------------------------------------------------------------------
+    async def steer(
+        self, run_id: str, command: str, node_id: str, step: str | None, by: str | None
+    ) -> int:
+        """Queue a steering command for the run's next scheduling round; its id. Raises
+        `RunEnded` once the run has ended."""
+        command_id = await self.store.add_command(run_id, command, node_id, step, by)
+        if command_id is None:
+            raise RunEnded(f"run {run_id} has ended; it takes no more commands")
+        logger.info("run=%s command %d: %s %s (by %s)", run_id, command_id, command, node_id, by)
+        return command_id
 
     # -- threads --------------------------------------------------------------------------------
     async def create_thread(self, tenant: str | None) -> ThreadRecord:

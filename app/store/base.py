@@ -14,6 +14,8 @@ Implementations: SQLite (embedded default) and Postgres. Both keep the same rule
 - a run **waiting** for a caller's answer (its plan's approval) is `interrupted` with
   `awaiting` set and no lease: no worker claims it until it is answered (`answer_waiting`), and
   the answer is kept with the run for whichever worker resumes it;
+- a caller's steering **commands** for an open run wait in the store, numbered per run, until
+  the run's search takes them (`commands_after`); a run that has ended takes none;
 - a **thread** holds a sequence of runs of one tenant; deleting it deletes its runs, only when
   every one of them has ended.
 """
@@ -27,6 +29,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from agents.result import RunResult
+from agents.steering import SteerCommand
 from app.errors import ServiceError
 
 RunStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
@@ -170,6 +173,15 @@ class RunStore(Protocol):
     async def answer_waiting(self, run_id: str, answer: dict[str, Any]) -> bool:
         """Give a waiting run its answer and queue it for any worker; False when the run is
         not waiting (never was, answered already, or ended)."""
+
+    async def add_command(
+        self, run_id: str, command: str, node_id: str, step: str | None, by: str | None
+    ) -> int | None:
+        """Store a steering command for an unfinished run; its id (1, 2, … per run), or None
+        when the run has ended (or does not exist)."""
+
+    async def commands_after(self, run_id: str, after: int) -> list[SteerCommand]:
+        """The run's steering commands with an id greater than `after`, oldest first."""
 
     async def request_cancel(self, run_id: str) -> None:
         """Flag the run for cancellation (its owner, or the next claimer, ends it)."""

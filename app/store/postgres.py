@@ -57,6 +57,16 @@ CREATE TABLE IF NOT EXISTS lats_runs (
 {added_columns}CREATE INDEX IF NOT EXISTS lats_runs_tenant ON lats_runs (tenant, created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_created ON lats_runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_status ON lats_runs (status, created_at DESC);
+CREATE TABLE IF NOT EXISTS lats_commands (
+    run_id TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    command TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    step TEXT,
+    sent_by TEXT,
+    created_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
 CREATE TABLE IF NOT EXISTS lats_threads (
     id TEXT PRIMARY KEY,
     tenant TEXT,
@@ -152,7 +162,8 @@ _CREATE = (
 # Finished runs deleted with their events, among the runs `{pick}` selects.
 _DELETE = (
     "WITH gone AS (DELETE FROM lats_runs WHERE id IN ({pick}) AND status = ANY(%(ended)s)"
-    " RETURNING id), events AS (DELETE FROM lats_events WHERE run_id IN (SELECT id FROM gone))"
+    " RETURNING id), events AS (DELETE FROM lats_events WHERE run_id IN (SELECT id FROM gone)),"
+    " commands AS (DELETE FROM lats_commands WHERE run_id IN (SELECT id FROM gone))"
     " SELECT count(*) FROM gone"
 )
 # A thread with its runs and their events, unless one of its runs is open: whether it was.
@@ -162,9 +173,19 @@ _DELETE_THREAD = (
     " gone AS (DELETE FROM lats_runs WHERE thread_id = %(thread)s"
     " AND NOT EXISTS (SELECT 1 FROM busy) RETURNING id),"
     " events AS (DELETE FROM lats_events WHERE run_id IN (SELECT id FROM gone)),"
+    " commands AS (DELETE FROM lats_commands WHERE run_id IN (SELECT id FROM gone)),"
     " thread AS (DELETE FROM lats_threads WHERE id = %(thread)s"
     " AND NOT EXISTS (SELECT 1 FROM busy))"
     " SELECT NOT EXISTS (SELECT 1 FROM busy)"
+)
+# A steering command of an open run, numbered after its others (the run's row lock orders
+# two commands sent at once): its id, or no row.
+_ADD_COMMAND = (
+    "WITH held AS (SELECT id FROM lats_runs WHERE id = %(run)s AND status = ANY(%(open)s)"
+    " FOR UPDATE)"
+    " INSERT INTO lats_commands (run_id, id, command, node_id, step, sent_by, created_at)"
+    " SELECT id, (SELECT COALESCE(MAX(id), 0) + 1 FROM lats_commands WHERE run_id = %(run)s),"
+    " %(command)s, %(node)s, %(step)s, %(by)s, now() FROM held RETURNING id"
 )
 # Unfinished runs whose last event is terminal, with that event.
 _LOGGED_ENDS = (
@@ -223,6 +244,7 @@ class PostgresRunStore(RunReads):
         runs="lats_runs",
         events="lats_events",
         threads="lats_threads",
+        commands="lats_commands",
         same="IS NOT DISTINCT FROM",
         no_limit=None,
     )
@@ -385,6 +407,22 @@ class PostgresRunStore(RunReads):
                 return False
             await self._notify(conn, QUEUED_CHANNEL, run_id)
         return True
+
+    async def add_command(
+        self, run_id: str, command: str, node_id: str, step: str | None, by: str | None
+    ) -> int | None:
+        args = {
+            "run": run_id,
+            "open": _OPEN,
+            "command": command,
+            "node": node_id,
+            "step": step,
+            "by": by,
+        }
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(_ADD_COMMAND, args)
+            row = await cur.fetchone()
+        return int(row[0]) if row else None
 
     async def request_cancel(self, run_id: str) -> None:
         async with self._pool.connection() as conn, self._notifying(conn):

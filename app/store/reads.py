@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from agents.steering import SteerCommand
 from app.store.base import UNFINISHED, RunRecord, RunStatus, StoredEvent, ThreadRecord
 
 # Literal, so that neither dialect needs a parameter for it.
@@ -30,6 +31,7 @@ class Dialect:
     runs: str  # the runs table
     events: str  # the events table
     threads: str  # the threads table
+    commands: str  # the steering commands table
     same: str  # null-safe equality ("IS" or "IS NOT DISTINCT FROM")
     no_limit: int | None  # a LIMIT that limits nothing
 
@@ -108,6 +110,23 @@ class RunReads(ABC):
             (thread_id,),
         )
         return [self._record(r) for r in rows]
+
+    async def commands_after(self, run_id: str, after: int) -> list[SteerCommand]:
+        rows = await self._all(
+            f"SELECT id, command, node_id, step, sent_by FROM {self.dialect.commands}"
+            " WHERE run_id = ? AND id > ? ORDER BY id",
+            (run_id, after),
+        )
+        return [
+            SteerCommand(
+                id=r["id"],
+                command=r["command"],
+                node_id=r["node_id"],
+                step=r["step"],
+                by=r["sent_by"],
+            )
+            for r in rows
+        ]
 
     async def ping(self) -> None:
         await self._one("SELECT 1 AS n", ())

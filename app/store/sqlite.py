@@ -49,6 +49,16 @@ CREATE TABLE IF NOT EXISTS events (
     data TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS commands (
+    run_id TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    command TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    step TEXT,
+    sent_by TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
 CREATE TABLE IF NOT EXISTS threads (
     id TEXT PRIMARY KEY,
     tenant TEXT,
@@ -83,6 +93,13 @@ INSERT INTO events (run_id, seq, type, data)
 SELECT ?, COALESCE((SELECT MAX(seq) FROM events WHERE run_id = ?), 0) + 1, ?, ?
 WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND owner = ? AND {_OPEN})
 RETURNING seq
+"""
+# A steering command of an open run, numbered after its others: its id, or no row.
+_ADD_COMMAND = f"""
+INSERT INTO commands (run_id, id, command, node_id, step, sent_by, created_at)
+SELECT ?, COALESCE((SELECT MAX(id) FROM commands WHERE run_id = ?), 0) + 1, ?, ?, ?, ?, ?
+WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND {_OPEN})
+RETURNING id
 """
 # Unfinished runs whose last event is terminal, with that event.
 _LOGGED_ENDS = f"""
@@ -119,7 +136,14 @@ class SqliteRunStore(RunReads):
     """`RunStore` on SQLite. Writes go through one `BatchWriter` (group commit on its own
     connection); reads through a second connection, which in WAL mode never waits for them."""
 
-    dialect = Dialect(runs="runs", events="events", threads="threads", same="IS", no_limit=-1)
+    dialect = Dialect(
+        runs="runs",
+        events="events",
+        threads="threads",
+        commands="commands",
+        same="IS",
+        no_limit=-1,
+    )
 
     def __init__(self, writer: BatchWriter, reader: aiosqlite.Connection) -> None:
         self._writer = writer
@@ -307,6 +331,17 @@ class SqliteRunStore(RunReads):
 
         return await self._writer.write(write)
 
+    async def add_command(
+        self, run_id: str, command: str, node_id: str, step: str | None, by: str | None
+    ) -> int | None:
+        def write(conn: sqlite3.Connection) -> int | None:
+            row = _row(
+                conn, _ADD_COMMAND, (run_id, run_id, command, node_id, step, by, _now(), run_id)
+            )
+            return int(row[0]) if row else None
+
+        return await self._writer.write(write)
+
     async def request_cancel(self, run_id: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -415,6 +450,7 @@ def _delete(conn: sqlite3.Connection, run_ids: list[str]) -> int:
     if ended:
         marks = ", ".join("?" for _ in ended)
         conn.execute(f"DELETE FROM events WHERE run_id IN ({marks})", ended)
+        conn.execute(f"DELETE FROM commands WHERE run_id IN ({marks})", ended)
         conn.execute(f"DELETE FROM runs WHERE id IN ({marks})", ended)
     return len(ended)
 
