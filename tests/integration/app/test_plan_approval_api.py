@@ -137,3 +137,19 @@ async def test_answers_that_make_no_sense_are_422_and_a_run_not_waiting_409(
     assert {r.json()["code"] for r in bad} == {"invalid_request"}
     assert not_waiting.status_code == 409
     assert missing.status_code == 404
+
+
+async def test_the_openai_compatible_endpoint_refuses_plan_approval(
+    service_for: ServiceMaker,
+) -> None:
+    body = {
+        "model": "plantree",
+        "messages": [{"role": "user", "content": "What is B?"}],
+        "plantree": {"approve_plan": True},
+    }
+    async with service_for(TREE) as svc:
+        refused = await svc.client.post("/v1/chat/completions", json=body)
+
+    assert refused.status_code == 422
+    assert refused.json()["fields"][0]["loc"] == ["body", "approve_plan"]
+    assert svc.models.recorder.calls == []
