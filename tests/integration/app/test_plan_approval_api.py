@@ -153,3 +153,17 @@ async def test_the_openai_compatible_endpoint_refuses_plan_approval(
     assert refused.status_code == 422
     assert refused.json()["fields"][0]["loc"] == ["body", "approve_plan"]
     assert svc.models.recorder.calls == []
+
+
+async def test_solve_waiting_for_json_returns_the_run_once_it_waits(
+    service_for: ServiceMaker,
+) -> None:
+    async with service_for(TREE) as svc:
+        response = await svc.client.post(
+            "/solve", json=BODY, headers={"Accept": "application/json"}, timeout=20
+        )
+
+    run = response.json()
+    assert response.status_code == 200
+    assert (run["status"], run["awaiting"]) == ("interrupted", "plan")
+    assert [n["step"] for n in run["nodes"]] == ["A"]
