@@ -122,7 +122,9 @@ class Engine:
         is told it, and every path's prompts show it as a step done before the root.
         `announce=False` skips the `run_started` event (for callers that sent it already).
         Cancelling the calling task cancels every in-flight call, emits `cancelled`, and
-        re-raises; with a checkpointer the run can later be resumed with `resume`.
+        re-raises; with a checkpointer the run can later be resumed with `resume`. With
+        `approve_plan` the run stops after its plan: it emits `interrupt` and raises
+        `AwaitingApproval` (its state checkpointed; `resume` with an answer goes on).
         """
         params = params or RunParams()
         run_id = run_id or uuid.uuid4().hex
