@@ -4,6 +4,7 @@ in-flight jobs). Passed to nodes as LangGraph's runtime context; never checkpoin
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +73,7 @@ class RunContext:
             )
         return self._models[role]
 
-    def shown(self, path: list[NodeRecord]) -> list[NodeRecord]:
+    def shown(self, path: Iterable[NodeRecord]) -> list[NodeRecord]:
         """A path as prompts show it: after what the thread's earlier runs found, if any."""
         return shown_path(self.known, path)
 

@@ -119,7 +119,7 @@ class Engine:
         """Search for an answer to `task`, emitting events to `sink`; returns the result.
 
         `known` is what earlier runs on the run's thread found (agents/recall.py): the planner
-        is told it, and every path's prompts show it as a step done before the root.
+        is told it, and the prompts about every path show it as a step done before the root.
         `announce=False` skips the `run_started` event (for callers that sent it already).
         Cancelling the calling task cancels every in-flight call, emits `cancelled`, and
         re-raises; with a checkpointer the run can later be resumed with `resume`. With
