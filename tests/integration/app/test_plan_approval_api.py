@@ -167,3 +167,30 @@ async def test_solve_waiting_for_json_returns_the_run_once_it_waits(
     assert response.status_code == 200
     assert (run["status"], run["awaiting"]) == ("interrupted", "plan")
     assert [n["step"] for n in run["nodes"]] == ["A"]
+
+
+async def test_on_postgres_a_waiting_plan_survives_a_restart_and_a_follow_up_thread_recalls(
+    service_for: ServiceMaker, postgres_url: str
+) -> None:
+    async with service_for(TREE, database_url=postgres_url) as first:
+        thread_id = (await first.client.post("/threads")).json()["thread_id"]
+        body = {**BODY, "thread_id": thread_id}
+        run_id = (await first.client.post("/runs", json=body)).json()["run_id"]
+        await events_until(first.client, run_id, "interrupt")
+    async with service_for(TREE, database_url=postgres_url) as second:
+        idle = list(second.models.recorder.calls)
+        await second.client.post(f"/runs/{run_id}/resume", json={"action": "approve"})
+        after = await events_until(second.client, run_id, "done")
+        follow_up = await second.client.post(
+            "/solve",
+            json={"task": "And C?", "max_paths": 1, "thread_id": thread_id},
+            headers={"Accept": "application/json"},
+        )
+        planner_prompts = [c.prompt for c in second.models.recorder.by_role("planner")]
+        thread = (await second.client.get(f"/threads/{thread_id}")).json()
+
+    assert idle == []
+    assert after[-1]["type"] == "done"
+    assert follow_up.json()["status"] == "done"
+    assert "Earlier question: What is B?" in planner_prompts[-1]
+    assert [r["run_id"] for r in thread["runs"]] == [run_id, follow_up.json()["run_id"]]
