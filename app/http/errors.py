@@ -19,7 +19,7 @@ from app.access.limits import RateLimited
 from app.access.run_access import ThreadNotFinished, ThreadNotFound
 from app.errors import ServiceError
 from app.http.asgi import HttpMiddleware
-from app.runs.manager import RunEnded, RunNotWaiting
+from app.runs.manager import RunEnded, RunNotWaiting, TooManyCommands
 from app.runs.queue import QueueFull
 from calls.errors import LatsError
 
@@ -144,6 +144,8 @@ def add_handlers(app: FastAPI) -> None:
             )
         if isinstance(exc, ThreadNotFound):
             return JSONResponse(_body(exc.code, str(exc)), 404)
+        if isinstance(exc, TooManyCommands):
+            return JSONResponse(_body(exc.code, str(exc)), 429)
         if isinstance(exc, RunEnded | RunNotWaiting):
             return JSONResponse(_body(exc.code, str(exc)), 409)
         if isinstance(exc, ThreadNotFinished):

@@ -43,12 +43,19 @@ from app.store.base import FINISHED, Lease, RunRecord, RunStore, StoredEvent, Th
 
 logger = logging.getLogger(__name__)
 CANCEL_WAIT_S = 10.0
+MAX_COMMANDS_PER_RUN = 200  # steering commands one run takes (each is an event of its log)
 
 
 class RunEnded(ServiceError):
     """The run has ended: it takes no more commands."""
 
     code = "run_ended"
+
+
+class TooManyCommands(ServiceError):
+    """The run has taken its most steering commands."""
+
+    code = "too_many_commands"
 
 
 class RunNotWaiting(ServiceError):
@@ -301,7 +308,10 @@ class RunManager:
         self, run_id: str, command: str, node_id: str, step: str | None, by: str | None
     ) -> int:
         """Queue a steering command for the run's next scheduling round; its id. Raises
-        `RunEnded` once the run has ended."""
+        `RunEnded` once the run has ended, `TooManyCommands` past `MAX_COMMANDS_PER_RUN` (two
+        commands sent at the same instant may both pass the count)."""
+        if len(await self.store.commands_after(run_id, 0)) >= MAX_COMMANDS_PER_RUN:
+            raise TooManyCommands(f"run {run_id} has taken {MAX_COMMANDS_PER_RUN} commands")
         command_id = await self.store.add_command(run_id, command, node_id, step, by)
         if command_id is None:
             raise RunEnded(f"run {run_id} has ended; it takes no more commands")

@@ -23,6 +23,10 @@ router = APIRouter(tags=["runs"])
     responses={
         **ERRORS,
         409: {"model": ErrorBody, "description": "The run has ended (`run_ended`)."},
+        429: {
+            "model": ErrorBody,
+            "description": "The run has taken its most commands (200, `too_many_commands`).",
+        },
     },
 )
 async def send_command(run_id: str, body: CommandRequest, runs: CallerRuns) -> CommandAccepted:

@@ -10,8 +10,10 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from pydantic import SecretStr
 
+from app.runs import manager
 from testkit.fakes import FakeCall, Reply, step_to_execute
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
@@ -145,3 +147,24 @@ async def test_malformed_commands_are_422_and_an_unknown_run_404(
 
     assert [r.status_code for r in bad] == [422] * 6
     assert missing.status_code == 404
+
+
+async def test_a_run_takes_at_most_its_share_of_commands(
+    service_for: ServiceMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(manager, "MAX_COMMANDS_PER_RUN", 2)
+    scenario = HeldAtB()
+    async with service_for(scenario) as svc:
+        run_id = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
+        async with asyncio.timeout(20):
+            await scenario.b_started.wait()
+        sent = [
+            await svc.client.post(
+                f"/runs/{run_id}/commands", json={"command": "boost", "node_id": "n1.3"}
+            )
+            for _ in range(3)
+        ]
+        scenario.release.set()
+
+    assert [r.status_code for r in sent] == [202, 202, 429]
+    assert sent[-1].json()["code"] == "too_many_commands"
