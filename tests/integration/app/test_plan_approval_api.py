@@ -13,6 +13,7 @@ import httpx
 
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
+from tests.support.mcp import mcp_session
 
 TREE = Scenario(plan=["A", "B"], replans={"A": ["B"]})
 BODY = {"task": "What is B?", "max_paths": 1, "approve_plan": True}
@@ -194,3 +195,14 @@ async def test_on_postgres_a_waiting_plan_survives_a_restart_and_a_follow_up_thr
     assert follow_up.json()["status"] == "done"
     assert "Earlier question: What is B?" in planner_prompts[-1]
     assert [r["run_id"] for r in thread["runs"]] == [run_id, follow_up.json()["run_id"]]
+
+
+async def test_the_mcp_solve_tool_refuses_plan_approval(service_for: ServiceMaker) -> None:
+    async with service_for(TREE) as svc, mcp_session(svc.url) as session:
+        result = await session.call_tool(
+            "solve", {"task": "What is B?", "params": {"approve_plan": True}}
+        )
+
+    assert result.isError
+    assert "start_run" in str(result.content)
+    assert svc.models.recorder.calls == []
