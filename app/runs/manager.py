@@ -242,6 +242,10 @@ class RunManager:
             )
             await self.driver.end_failed(live, self.driver.writer(live), error)
             return
+        previous = self.lives.get(record.id)
+        if previous is not None and previous.phase is Phase.PAUSED:
+            # Answered as soon as its wait was stored: its task is still on its way out.
+            await previous.wait_closed()
         self.queue.admit(force=True)
         self._begin(record, await self.store.events_after(record.id, 0), resume=True)
 
