@@ -4,6 +4,7 @@ in-flight jobs). Passed to nodes as LangGraph's runtime context; never checkpoin
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +18,10 @@ from agents.accounting import Accountant, CallTracker
 from agents.events import Event, EventSink
 from agents.jobs import JobPool, current_gate
 from agents.params import RunParams
+from agents.recall import shown_path
 from agents.settings import EngineSettings
+from agents.state import NodeRecord, Recollection
+from agents.steering import CommandSource
 from calls import observers as call_observers
 from calls.cache import CacheStore, RoleCache
 from calls.memo import IdentityMemo
@@ -50,6 +54,8 @@ class RunContext:
     accountant: Accountant
     cache: CacheStore | None = None
     elapsed_before_s: float = 0.0
+    known: Recollection | None = None  # what earlier runs on the run's thread found
+    commands: CommandSource | None = None  # where steering commands wait for the search
     pool: JobPool = field(default_factory=JobPool)
     started: float = field(default_factory=time.monotonic)
     executor_agent: Any = None  # compiled on first use by the executor
@@ -68,6 +74,10 @@ class RunContext:
                 (base, cache), role, lambda: _role_model(base, cache, role)
             )
         return self._models[role]
+
+    def shown(self, path: Iterable[NodeRecord]) -> list[NodeRecord]:
+        """A path as prompts show it: after what the thread's earlier runs found, if any."""
+        return shown_path(self.known, path)
 
     async def emit(self, event: Event) -> None:
         await self.sink(event)

@@ -12,14 +12,17 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Command
 
 from agents.accounting import Accountant
 from agents.context import RunContext
-from agents.errors import RunNotFound
+from agents.errors import AwaitingApproval, RunNotFound
 from agents.events import (
+    PAUSE_TYPES,
     TERMINAL_TYPES,
     Event,
     EventSink,
+    PlanInterrupt,
     RunCancelled,
     RunDone,
     RunError,
@@ -30,7 +33,8 @@ from agents.graph import build_graph
 from agents.params import RunParams
 from agents.result import RunResult
 from agents.settings import EngineSettings
-from agents.state import ErrorInfo, RunState, StopReason
+from agents.state import ErrorInfo, Recollection, RunState, StopReason
+from agents.steering import CommandSource
 from agents.tree import by_id
 from calls.cache import CacheStore, MemoryStore, SqliteStore
 from calls.errors import BudgetExhausted, LatsError
@@ -63,15 +67,18 @@ class Engine:
         tools: Sequence[BaseTool],
         checkpointer: BaseCheckpointSaver[str] | None = None,
         cache: CacheStore | None = None,
+        commands: CommandSource | None = None,
     ) -> None:
         """`cache` holds memoised model calls (default: in memory, or the SQLite file of
-        `settings.cache_path`); runs with `use_cache=false` bypass it."""
+        `settings.cache_path`); runs with `use_cache=false` bypass it. `commands` is where
+        callers' steering commands wait (none: runs are not steered)."""
         self.settings = settings
         self.models = models
         self.tools = list(tools)
         if cache is None:
             cache = SqliteStore(settings.cache_path) if settings.cache_path else MemoryStore()
         self.cache = cache
+        self.commands = commands
         self.graph = build_graph(checkpointer)
 
     def _config(self, run_id: str, params: RunParams) -> RunnableConfig:
@@ -82,9 +89,8 @@ class Engine:
         )
 
     def _context(
-        self, run_id: str, task: str, params: RunParams, sink: EventSink, state: RunState | None
+        self, run_id: str, task: str, params: RunParams, sink: EventSink, state: RunState
     ) -> RunContext:
-        state = state or RunState()
         return RunContext(
             run_id=run_id,
             task=task,
@@ -96,6 +102,8 @@ class Engine:
             accountant=Accountant(params, state.get("metrics")),
             cache=self.cache,
             elapsed_before_s=float(state.get("elapsed_s", 0.0)),
+            known=state.get("known"),
+            commands=self.commands,
         )
 
     async def run(
@@ -106,26 +114,41 @@ class Engine:
         run_id: str | None = None,
         sink: EventSink = discard,
         announce: bool = True,
+        known: Recollection | None = None,
     ) -> RunResult:
         """Search for an answer to `task`, emitting events to `sink`; returns the result.
 
+        `known` is what earlier runs on the run's thread found (agents/recall.py): the planner
+        is told it, and the prompts about every path show it as a step done before the root.
         `announce=False` skips the `run_started` event (for callers that sent it already).
         Cancelling the calling task cancels every in-flight call, emits `cancelled`, and
-        re-raises; with a checkpointer the run can later be resumed with `resume`.
+        re-raises; with a checkpointer the run can later be resumed with `resume`. With
+        `approve_plan` the run stops after its plan: it emits `interrupt` and raises
+        `AwaitingApproval` (its state checkpointed; `resume` with an answer goes on).
         """
         params = params or RunParams()
         run_id = run_id or uuid.uuid4().hex
-        ctx = self._context(run_id, task, params, sink, None)
+        initial = RunState(
+            run_id=run_id,
+            task=task,
+            params=params.model_dump(),
+            phase="plan",
+            nodes={},
+            known=known,
+        )
+        ctx = self._context(run_id, task, params, sink, initial)
         if announce:
             await sink(RunStarted(run_id=run_id, task=task, params=params.model_dump()))
-        initial = RunState(
-            run_id=run_id, task=task, params=params.model_dump(), phase="plan", nodes={}
-        )
         return await self._drive(ctx, initial)
 
-    async def resume(self, run_id: str, *, sink: EventSink = discard) -> RunResult:
+    async def resume(
+        self, run_id: str, *, sink: EventSink = discard, answer: dict[str, Any] | None = None
+    ) -> RunResult:
         """Continue a checkpointed run from its last completed step. Completed nodes are never
-        executed again; jobs that were in flight start over."""
+        executed again; jobs that were in flight start over. A run waiting for its plan's
+        approval goes on with `answer` (`agents/nodes/approval.py: PlanAnswer`), sent as
+        LangGraph's `Command(resume=...)`; without one it stops there again
+        (`AwaitingApproval`)."""
         snapshot = await self.graph.aget_state(RunnableConfig(configurable={"thread_id": run_id}))
         values: RunState = snapshot.values  # type: ignore[assignment]
         if not values:
@@ -138,9 +161,12 @@ class Engine:
             logger.info("run=%s had ended; its end is emitted again", run_id)
             return await self._conclude(ctx, values)
         logger.info("run=%s resuming at %s", run_id, ",".join(snapshot.next))
-        return await self._drive(ctx, None)
+        waiting = bool(snapshot.interrupts)
+        return await self._drive(ctx, Command(resume=answer) if waiting and answer else None)
 
-    async def _drive(self, ctx: RunContext, graph_input: RunState | None) -> RunResult:
+    async def _drive(
+        self, ctx: RunContext, graph_input: RunState | Command[Any] | None
+    ) -> RunResult:
         run_id = ctx.run_id
         try:
             # "sync": a round's checkpoint is on disk before the next round starts, so a crash
@@ -163,6 +189,13 @@ class Engine:
             await ctx.pool.cancel()
             logger.exception("run=%s crashed", run_id)
             return await self._fail(ctx, "internal", "the run failed on an internal error")
+        interrupts = out.get("__interrupt__") if isinstance(out, dict) else None
+        if interrupts:
+            steps = list(interrupts[0].value["steps"])
+            metrics = ctx.accountant.snapshot()
+            await ctx.sink(PlanInterrupt(run_id=run_id, steps=steps, metrics=metrics))
+            logger.info("run=%s waits for its plan's approval", run_id)
+            raise AwaitingApproval(run_id, steps)
         state: RunState = out  # type: ignore[assignment]
         return await self._conclude(ctx, state)
 
@@ -170,7 +203,10 @@ class Engine:
         """The finished search's result, its terminal event emitted."""
         run_id = ctx.run_id
         result = self._result(run_id, state)
-        if result.status == "done" and result.answer is not None and result.stop_reason:
+        if result.status == "cancelled":
+            reason = "the plan was rejected"
+            await ctx.sink(RunCancelled(run_id=run_id, reason=reason, metrics=result.metrics))
+        elif result.status == "done" and result.answer is not None and result.stop_reason:
             answer = result.answer_fields()
             del answer["error"]
             await ctx.sink(RunDone(run_id=run_id, **answer))
@@ -213,13 +249,16 @@ class Engine:
         }
         if state.get("phase") == "done" and final is not None:
             return RunResult(status="done", **final, **common)
+        if state.get("phase") == "rejected":
+            return RunResult(status="cancelled", **common)
         error: ErrorInfo = {"code": "internal", "message": "the run ended without result"}
         return RunResult(status="failed", error=error, **common)
 
     async def stream(
         self, task: str, params: RunParams | None = None, *, run_id: str | None = None
     ) -> AsyncIterator[Event]:
-        """Run `task` and yield its events as they happen, the terminal one last.
+        """Run `task` and yield its events as they happen, the terminal one last (or an
+        `interrupt`, after which the iterator raises `AwaitingApproval`).
 
         Closing the iterator early cancels the run.
         """
@@ -233,7 +272,7 @@ class Engine:
             while True:
                 event = await queue.get()
                 yield event
-                if event.type in TERMINAL_TYPES:
+                if event.type in TERMINAL_TYPES or event.type in PAUSE_TYPES:
                     break
             await runner
         finally:

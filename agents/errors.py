@@ -23,6 +23,17 @@ class RunNotFound(LatsError):
     code = "not_found"
 
 
+class AwaitingApproval(LatsError):
+    """The run stopped after its planner: it waits for its plan to be approved, edited or
+    rejected (`approve_plan`), its state checkpointed. Not a failure."""
+
+    code = "awaiting_approval"
+
+    def __init__(self, run_id: str, steps: list[str]) -> None:
+        super().__init__(f"run {run_id} waits for its plan to be approved")
+        self.steps = steps
+
+
 class RunNotFinished(LatsError):
     """The run has not ended, so it cannot be deleted (cancel it first)."""
 

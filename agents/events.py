@@ -53,6 +53,41 @@ class PlanMade(_Event):
     seconds: float | None = Field(default=None, description="The planner's wall time.")
 
 
+class PlanInterrupt(_Event):
+    """The run waits for its plan to be approved, edited or rejected (`approve_plan`)."""
+
+    type: Literal["interrupt"] = "interrupt"
+    kind: Literal["plan"] = Field(default="plan", description="What the run waits for.")
+    steps: list[str] = Field(description="The plan to review, in order.")
+    metrics: dict[str, Any] = Field(default_factory=dict)
+
+
+class PlanReviewed(_Event):
+    """How the plan was answered; the search goes on from it (unless it was rejected)."""
+
+    type: Literal["plan_reviewed"] = "plan_reviewed"
+    action: Literal["approve", "edit", "reject"]
+    steps: list[str] = Field(description="The plan the search follows (empty: rejected).")
+    root: NodeBrief | None = Field(
+        default=None, description="The root node, seeded with the first step (null: rejected)."
+    )
+    by: str | None = Field(default=None, description="The name of the key that answered.")
+
+
+class CommandApplied(_Event):
+    """A caller's steering command, as the search applied (or refused) it."""
+
+    type: Literal["steered"] = "steered"
+    command: Literal["prune", "boost", "add_step"]
+    node_id: str = Field(description="The node it named (the parent, for add_step).")
+    step: str | None = Field(default=None, description="The added step (add_step).")
+    by: str | None = Field(default=None, description="The name of the key that sent it.")
+    applied: bool
+    reason: str | None = Field(default=None, description="Why it was refused.")
+    pruned: list[str] = Field(default_factory=list, description="The nodes it pruned.")
+    node: NodeBrief | None = Field(default=None, description="The node it added (add_step).")
+
+
 class NodeStarted(_Event):
     type: Literal["node_started"] = "node_started"
     node_id: str
@@ -190,6 +225,7 @@ class RunError(_Event):
 
 class RunCancelled(_Event):
     type: Literal["cancelled"] = "cancelled"
+    reason: str | None = Field(default=None, description="Why, when not a caller's cancel.")
     stop_reason: StopReason = "cancelled"
     metrics: dict[str, Any] = Field(default_factory=dict)
 
@@ -197,6 +233,9 @@ class RunCancelled(_Event):
 Event = Annotated[
     RunStarted
     | PlanMade
+    | PlanInterrupt
+    | PlanReviewed
+    | CommandApplied
     | NodeStarted
     | ToolCalled
     | NodeFinished
@@ -220,6 +259,8 @@ STATUS_OF_TERMINAL: dict[str, EndStatus] = {
     "cancelled": "cancelled",
 }
 TERMINAL_TYPES = frozenset(STATUS_OF_TERMINAL)
+PAUSE_TYPES = frozenset({"interrupt"})
+"""Events after which a run waits for a caller's answer, its task over until then."""
 
 EventSink = Callable[[Event], Awaitable[None]]
 

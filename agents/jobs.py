@@ -214,14 +214,20 @@ class JobPool:
                 finished.append((job, exc if exc is not None else task.result()))
         return finished
 
-    async def cancel(self, kinds: set[JobKind] | None = None) -> list[Job]:
-        """Cancel in-flight jobs (all, or those of `kinds`) and wait for them to unwind.
-        Cancelling all also cancels the jobs left to finish after a stop."""
-        victims = [job for job in self._tasks if kinds is None or job.kind in kinds]
+    async def cancel(
+        self, kinds: set[JobKind] | None = None, *, nodes: set[str] | None = None
+    ) -> list[Job]:
+        """Cancel in-flight jobs (all, or those of `kinds`, or those on `nodes`) and wait for
+        them to unwind. Cancelling all also cancels the jobs left to finish after a stop."""
+        victims = [
+            job
+            for job in self._tasks
+            if (kinds is None or job.kind in kinds) and (nodes is None or job.node_id in nodes)
+        ]
         tasks = [self._tasks.pop(job) for job in victims]
         for job in victims:
             self._gates.pop(job, None)
-        if kinds is None:
+        if kinds is None and nodes is None:
             tasks += list(self._detached)
             self._detached.clear()
         for task in tasks:

@@ -102,3 +102,9 @@ class RunParams(BaseModel):
     max_tool_calls_per_step: int = Field(
         default=4, ge=0, le=20, description="Most tool calls the executor makes for one step."
     )
+    approve_plan: bool = Field(
+        default=False,
+        description="Stop after the planner until the plan is approved, edited or rejected "
+        "(the run waits as `interrupted`, an `interrupt` event carrying the plan; POST "
+        "/runs/{id}/resume answers it).",
+    )

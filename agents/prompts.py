@@ -78,10 +78,17 @@ def _path_block(path: Sequence[NodeRecord], result_chars: int, *, fenced: bool =
     return "\n\n".join(lines)
 
 
-def planner_messages(task: str, max_steps: int) -> list[BaseMessage]:
+def planner_messages(task: str, max_steps: int, known: str | None = None) -> list[BaseMessage]:
+    """The planner's prompt; `known` is what earlier runs on the run's thread found."""
+    body = f"Task: {task}"
+    if known:
+        body += (
+            "\n\nAlready known from earlier questions on this thread (plan steps only for "
+            f"what it does not settle; their evidence is at hand):\n{fence(known)}"
+        )
     return [
         SystemMessage(content=PLANNER_SYSTEM.format(max_steps=max_steps)),
-        HumanMessage(content=f"Task: {task}"),
+        HumanMessage(content=body),
     ]
 
 

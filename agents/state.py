@@ -14,7 +14,7 @@ from agents.grounding.evidence import Evidence
 from agents.grounding.verify import Citation, Grounding, Rejection
 
 NodeStatus = Literal["pending", "running", "done", "failed", "pruned", "cancelled"]
-Phase = Literal["plan", "search", "finish", "done"]
+Phase = Literal["plan", "review", "search", "finish", "done", "rejected"]
 StopReason = Literal[
     "max_paths",
     "frontier_exhausted",
@@ -85,6 +85,22 @@ class ErrorInfo(TypedDict):
     message: str
 
 
+class Turn(TypedDict):
+    """An earlier question on the run's thread and its answer."""
+
+    run_id: str
+    question: str
+    answer: str
+
+
+class Recollection(TypedDict):
+    """What a run on a thread starts from (agents/recall.py): the latest earlier turns and the
+    evidence most relevant to its task."""
+
+    turns: list[Turn]
+    evidence: list[Evidence]
+
+
 def id_key(node_id: str) -> tuple[int, ...]:
     """Sort key of a node id: depth-first, siblings in the replanner's order."""
     return tuple(int(part) for part in node_id[1:].split("."))
@@ -108,6 +124,8 @@ class RunState(TypedDict, total=False):
     metrics: dict[str, Any]
     elapsed_s: float
     final: FinalResult | None
+    known: Recollection | None
+    steered_through: int  # the id of the last steering command taken
 
 
 def new_node(

@@ -1,5 +1,5 @@
 """`lats`: serve the API (with or without a worker), run a worker, solve a task (in-process or
-against a server), list and show runs."""
+against a server, on a thread), answer a plan waiting for approval, list and show runs."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ PARAM_FLAGS = (
     "deadline_s",
     "strategy",
 )
+REVIEWED = {"approve": "approved", "edit": "edited", "reject": "rejected"}
 # Long-running processes: their own INFO lines are their log, shown without -v.
 SERVICES = frozenset({"serve", "worker", "mcp"})
 
@@ -62,6 +63,8 @@ def _settings() -> Settings:
 
 def _params(args: argparse.Namespace) -> RunParams:
     given = {k: getattr(args, k) for k in PARAM_FLAGS if getattr(args, k) is not None}
+    if getattr(args, "approve_plan", False):
+        given["approve_plan"] = True
     try:
         return RunParams(**given)
     except ValidationError as e:
@@ -142,10 +145,19 @@ async def _solve_local(task: str, params: RunParams, renderer: Renderer) -> int:
 
 
 async def solve_remote(
-    url: str, task: str, params: RunParams, renderer: Renderer, headers: dict[str, str]
+    url: str,
+    task: str,
+    params: RunParams,
+    renderer: Renderer,
+    headers: dict[str, str],
+    *,
+    thread_id: str | None = None,
 ) -> int:
-    """Run `task` on the server at `url`, rendering its SSE stream; the exit code."""
-    body = {"task": task, **params.model_dump(exclude_defaults=True)}
+    """Run `task` on the server at `url` (on thread `thread_id`, if given), rendering its SSE
+    stream until the run ends, or waits for its plan's approval; the exit code."""
+    body: dict[str, Any] = {"task": task, **params.model_dump(exclude_defaults=True)}
+    if thread_id is not None:
+        body["thread_id"] = thread_id
     code = EXIT_FAILED
     async with (
         httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(30, read=60)) as client,
@@ -159,6 +171,8 @@ async def solve_remote(
             renderer.handle(event)
             if event["type"] == "done":
                 code = EXIT_OK
+            if event["type"] == "interrupt":
+                return EXIT_OK  # the run waits: `lats approve` answers it
     return code
 
 
@@ -175,9 +189,15 @@ def solve(args: argparse.Namespace) -> int:
     if not task or len(task) > MAX_TASK_CHARS:
         raise CliError(f"the task must be 1 to {MAX_TASK_CHARS} characters")
     params = _params(args)
+    if not args.url and (args.thread or params.approve_plan):
+        raise CliError("--thread and --approve-plan need a server (--url)")
     with _renderer(args.json) as renderer:
         if args.url:
-            return asyncio.run(solve_remote(args.url, task, params, renderer, _headers(args)))
+            return asyncio.run(
+                solve_remote(
+                    args.url, task, params, renderer, _headers(args), thread_id=args.thread
+                )
+            )
         return asyncio.run(_solve_local(task, params, renderer))
 
 
@@ -242,6 +262,57 @@ async def show_async(args: argparse.Namespace) -> int:
         print(f"\nanswer:\n{run['answer']}")
         print(footnotes(run), end="")
     return EXIT_OK if run["status"] != "failed" else EXIT_FAILED
+
+
+async def post_json(
+    url: str, path: str, headers: dict[str, str], body: dict[str, Any] | None = None
+) -> Any:
+    """POST `body` to `path` on the server; the JSON body, or a `CliError` with the server's
+    message."""
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        response = await client.post(path, json=body, headers=headers)
+    if response.status_code not in (200, 201, 202):
+        raise CliError(_http_problem(response), EXIT_FAILED)
+    return response.json()
+
+
+def thread(args: argparse.Namespace) -> int:
+    return asyncio.run(thread_async(args))
+
+
+async def thread_async(args: argparse.Namespace) -> int:
+    """`lats thread`: a new thread on the server; prints its id (for `solve --thread`)."""
+    made = await post_json(args.url, "/threads", _headers(args))
+    print(made["thread_id"])
+    return EXIT_OK
+
+
+def plan_steps(path: str) -> list[str]:
+    """The steps of an edited plan: one a line of the file (blank lines skipped)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            steps = [line.strip() for line in handle if line.strip()]
+    except OSError as e:
+        raise CliError(f"cannot read {path}: {e.strerror}") from e
+    if not steps:
+        raise CliError(f"{path} holds no step")
+    return steps
+
+
+def approve(args: argparse.Namespace) -> int:
+    return asyncio.run(approve_async(args))
+
+
+async def approve_async(args: argparse.Namespace) -> int:
+    """`lats approve RUN [--edit FILE | --reject]`: answer a run waiting for its plan."""
+    if args.edit and args.reject:
+        raise CliError("--edit and --reject exclude each other")
+    body: dict[str, Any] = {"action": "reject" if args.reject else "approve"}
+    if args.edit:
+        body = {"action": "edit", "steps": plan_steps(args.edit)}
+    run = await post_json(args.url, f"/runs/{args.run_id}/resume", _headers(args), body)
+    print(f"run {run['run_id']} · plan {REVIEWED[body['action']]} · {run['status']}")
+    return EXIT_OK
 
 
 def migrate(args: argparse.Namespace) -> int:
@@ -323,7 +394,22 @@ def _run_commands(sub: Any) -> None:
     for name in PARAM_FLAGS:
         kind: Any = float if name == "deadline_s" else (str if name == "strategy" else int)
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
+    p.add_argument("--thread", default=None, help="ask on this thread (`lats thread`; --url)")
+    p.add_argument(
+        "--approve-plan",
+        action="store_true",
+        help="stop at the plan until `lats approve` answers it (--url)",
+    )
     p.set_defaults(func=solve)
+    p = sub.add_parser("thread", help="start a thread on a server; prints its id")
+    _remote(p, required=True)
+    p.set_defaults(func=thread)
+    p = sub.add_parser("approve", help="answer a run waiting for its plan's approval")
+    p.add_argument("run_id")
+    p.add_argument("--edit", default=None, metavar="FILE", help="run these steps, one a line")
+    p.add_argument("--reject", action="store_true", help="reject the plan: the run is cancelled")
+    _remote(p, required=True)
+    p.set_defaults(func=approve)
     p = sub.add_parser("runs", help="list runs on a server")
     _remote(p, required=True)
     p.add_argument("--status", default=None)

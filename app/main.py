@@ -14,7 +14,7 @@ from app import startup
 from app.access.limits import KeyLimits
 from app.http import errors, openapi, security_headers
 from app.http.hosts import HostCheck, allowed_hosts
-from app.http.routes import chat, health, runs, ui
+from app.http.routes import chat, commands, health, runs, threads, ui
 from app.integrations import mcp_server, metrics, telemetry
 from app.service import run_service
 from app.settings import Settings, get_settings
@@ -55,6 +55,8 @@ def create_app(
     errors.add_handlers(app)
     app.include_router(health.router)
     app.include_router(runs.router)
+    app.include_router(threads.router)
+    app.include_router(commands.router)
     app.include_router(chat.router)  # OpenAI-compatible: /v1/chat/completions, /v1/models
     app.state.mcp_sessions = mcp_server.mount(app)  # MCP at /mcp
     _add_middleware(app, settings, allowed_hosts(settings.allowed_hosts, keys.enabled, host))

@@ -95,6 +95,20 @@ class TreePrinter:
                 self._line(parent_depth, f"↳ next: {children}")
         elif kind == "pruned":
             self._line(depth, f"✂ {node_id} pruned: {event['reason']}")
+        elif kind == "interrupt":
+            self.out.write(f"the plan waits for approval: lats approve {event['run_id']}\n")
+        elif kind == "plan_reviewed":
+            by = f" by {event['by']}" if event.get("by") else ""
+            done = {"approve": "approved", "edit": "edited"}.get(event["action"], "rejected")
+            self.out.write(f"plan {done}{by}\n")
+            if event.get("root"):
+                self._brief(event["root"])
+        elif kind == "steered":
+            if event.get("node"):
+                self._brief(event["node"])
+            outcome = "applied" if event["applied"] else f"refused: {event['reason']}"
+            by = f" by {event['by']}" if event.get("by") else ""
+            self._line(depth, f"☞ {event['command']} {node_id}{by}: {outcome}")
         elif kind == "path_completed":
             self._line(depth, f"★ path {' → '.join(event['path'])} has an answer")
         elif kind == "vote":

@@ -82,7 +82,12 @@ async def run_service(
     `queue` replaces the in-process run queue built from the settings."""
     async with open_backend(settings) as (store, checkpointer), shared_cache(settings) as cache:
         engine = Engine(
-            settings=settings, models=models, tools=tools, checkpointer=checkpointer, cache=cache
+            settings=settings,
+            models=models,
+            tools=tools,
+            checkpointer=checkpointer,
+            cache=cache,
+            commands=store,  # steering commands wait in the run store
         )
         signals = make_signals(settings, store)
         manager = RunManager(

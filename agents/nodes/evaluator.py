@@ -63,7 +63,7 @@ async def score_progress(
         return await call_structured(
             ctx.model("evaluator"),
             Progress,
-            progress_messages(ctx.task, path, ctx.settings.result_max_chars),
+            progress_messages(ctx.task, ctx.shown(path), ctx.settings.result_max_chars),
             config=ctx.config(tracker, node_id=node_id),
             parse=Progress.model_validate,
             what="evaluator",

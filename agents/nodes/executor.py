@@ -113,7 +113,7 @@ async def execute(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str
     """Run `node_id`'s step. Model failures (after retries) and timeouts give a failed outcome;
     budget refusals and cancellation propagate to the scheduler."""
     node = nodes[node_id]
-    ancestors = path_to(nodes, node_id)[:-1]
+    ancestors = ctx.shown(path_to(nodes, node_id)[:-1])
     messages = executor_messages(
         ctx.task, ancestors, node["step"], node["planned"], ctx.settings.result_max_chars
     )

@@ -13,6 +13,7 @@ from agents.context import RunContext
 from agents.errors import PlanFailed
 from agents.events import NodeBrief, PlanMade
 from agents.prompts import planner_messages
+from agents.recall import known_summary
 from agents.state import RunState, new_node
 from agents.tree import clean_step
 from calls.errors import BudgetExhausted, ModelError
@@ -37,6 +38,11 @@ def _usable_steps(plan: Any, max_steps: int) -> list[str]:
     return steps[:max_steps]
 
 
+def _known(state: RunState) -> str | None:
+    known = state.get("known")
+    return known_summary(known) if known else None
+
+
 async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Make the plan and the root node. A plan that is empty or unparseable twice fails the run
     (`PlanFailed`), as does a budget too small for a plan (`BudgetExhausted`)."""
@@ -48,7 +54,7 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         steps = await call_structured(
             ctx.model("planner"),
             Plan,
-            planner_messages(state["task"], params.max_plan_steps),
+            planner_messages(state["task"], params.max_plan_steps, _known(state)),
             config=ctx.config(tracker),
             parse=lambda out: _usable_steps(out, params.max_plan_steps),
             what="planner",
@@ -71,6 +77,6 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {
         "plan": steps,
         "nodes": {root["id"]: root},
-        "phase": "search",
+        "phase": "review" if params.approve_plan else "search",
         "metrics": ctx.accountant.snapshot(),
     }

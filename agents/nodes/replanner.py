@@ -107,7 +107,7 @@ async def _replan(
             ctx.model("replanner"),
             replan_schema(),
             replanner_messages(
-                ctx.task, path, ctx.params.max_candidates, ctx.settings.result_max_chars
+                ctx.task, ctx.shown(path), ctx.params.max_candidates, ctx.settings.result_max_chars
             ),
             config=ctx.config(tracker, node_id=node_id),
             parse=read_replan,
@@ -164,7 +164,7 @@ async def _proposals(
 ) -> ExpandOutcome:
     params = ctx.params
     complete, proposals = await _replan(ctx, path, node_id)
-    if complete and ctx.tools and not complete_accepted(ctx.task, path):
+    if complete and ctx.tools and not complete_accepted(ctx.task, ctx.shown(path)):
         logger.info(
             "run=%s node=%s the replanner says complete, but the evidence does not name every "
             "entity of the task: the next planned step runs",

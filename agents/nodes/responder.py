@@ -45,7 +45,7 @@ async def write_answer(
     in prose) is taken as an answer without citations: it is kept, and every sentence of it is
     unsupported, rather than asked for again.
     """
-    path = path_to(nodes, node_id)
+    path = ctx.shown(path_to(nodes, node_id))
     ledger = path_evidence_ledger(path)
     tracker = ctx.tracker("responder", node_id)
     result_chars = ctx.settings.result_max_chars

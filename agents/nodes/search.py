@@ -25,6 +25,7 @@ from agents.nodes.fold import TreeFold, fold_of
 from agents.nodes.replanner import expand
 from agents.nodes.reserve import affordable
 from agents.nodes.responder import respond
+from agents.nodes.steer import take_commands
 from agents.state import NodeRecord, RunState, StopReason
 from agents.strategies import strategy_for
 from agents.tree import by_id, runnable
@@ -121,7 +122,9 @@ async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     ctx = runtime.context
     fold = fold_of(ctx.run_id, ctx.params, state)
     stop: StopReason | None = None
+    steered = state.get("steered_through", 0)
     try:
+        steered = await take_commands(ctx, fold, steered)
         stop = fold.stop_reason()
         if stop is None and ctx.time_left_s() <= 0:
             stop = "deadline"
@@ -153,6 +156,7 @@ async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         "capped": fold.capped,
         "metrics": ctx.accountant.snapshot(),
         "elapsed_s": round(ctx.elapsed_s(), 4),
+        "steered_through": steered,
     }
     if stop is not None:
         logger.info("run=%s search stopped: %s", ctx.run_id, stop)

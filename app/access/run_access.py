@@ -8,6 +8,7 @@ same `RunNotFound`), and lists hold only the caller's runs; the admin key and th
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -15,14 +16,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.errors import RunNotFinished, RunNotFound
+from agents.nodes.approval import PlanAnswer, PlanDecision
 from agents.params import RunParams
 from app.access.limits import KeyLimits, StreamSlot
 from app.access.tenancy import SINGLE_USER, Caller
-from app.runs.manager import RunManager
-from app.store.base import RunRecord, RunStatus, StoredEvent
+from app.errors import ServiceError
+from app.runs.manager import RunEnded, RunManager
+from app.store.base import FINISHED, RunRecord, RunStatus, StoredEvent, ThreadRecord
 
 logger = logging.getLogger(__name__)
 TRACE_PAGE = 500  # events read from the store at a time for a trace
+
+
+class ThreadNotFound(ServiceError):
+    """No thread under the given id (or another key's)."""
+
+    code = "not_found"
+
+
+class ThreadNotFinished(ServiceError):
+    """A run of the thread has not ended, so the thread cannot be deleted."""
+
+    code = "thread_not_finished"
 
 
 @dataclass(frozen=True)
@@ -57,27 +72,36 @@ class Runs:
     caller: Caller = SINGLE_USER
     limits: KeyLimits | None = None
 
-    async def submit(self, task: str, params: RunParams) -> RunRecord:
-        """Queue a run of the caller; raises `QueueFull` like the run API, or `RateLimited`
-        when the caller's key has its most runs."""
-        record, _ = await self._start(task, params)
+    async def submit(self, task: str, params: RunParams, thread_id: str | None = None) -> RunRecord:
+        """Queue a run of the caller, on one of its threads when `thread_id` is given; raises
+        `ThreadNotFound`, `QueueFull` like the run API, or `RateLimited` when the caller's key
+        has its most runs."""
+        record, _ = await self._start(task, params, thread_id)
         return record
 
-    async def _start(self, task: str, params: RunParams) -> tuple[RunRecord, StoredEvent]:
+    async def _start(
+        self, task: str, params: RunParams, thread_id: str | None
+    ) -> tuple[RunRecord, StoredEvent]:
+        if thread_id is not None:
+            await self.thread(thread_id)
         if self.limits is not None:
             await self.limits.run(self.caller, self.manager.store)
-        return await self.manager.submit_with_event(task, params, tenant=self.caller.tenant)
+        return await self.manager.submit_with_event(
+            task, params, tenant=self.caller.tenant, thread_id=thread_id
+        )
 
     def stream_slot(self) -> StreamSlot:
         """One of the caller's event stream slots; raises `RateLimited` when none is free."""
         return self.limits.stream_slot(self.caller) if self.limits else StreamSlot(None)
 
-    async def submit_streamed(self, task: str, params: RunParams) -> NewStream:
+    async def submit_streamed(
+        self, task: str, params: RunParams, thread_id: str | None = None
+    ) -> NewStream:
         """Queue a run whose events the caller will stream: a stream slot is taken first, so
         no run starts when none is free."""
         slot = self.stream_slot()
         try:
-            record, first = await self._start(task, params)
+            record, first = await self._start(task, params, thread_id)
         except BaseException:
             slot.release()
             raise
@@ -148,6 +172,23 @@ class Runs:
         more = len(records) > limit
         return records[:limit], offset + limit if more else None
 
+    async def answer_plan(self, run_id: str, decision: PlanDecision) -> RunRecord:
+        """Answer the plan of one of the caller's runs waiting for approval; raises
+        `RunNotFound`, or `RunNotWaiting`."""
+        await self.get(run_id)
+        answer = PlanAnswer(**decision.model_dump(), by=self.caller.name)
+        record = await self.manager.answer(run_id, answer.model_dump(mode="json"))
+        logger.info("run=%s plan %s by caller=%s", run_id, decision.action, self.caller.label)
+        return record
+
+    async def steer(self, run_id: str, command: str, node_id: str, step: str | None) -> int:
+        """Send a steering command to one of the caller's runs, under the caller's key name;
+        raises `RunNotFound`, or `RunEnded` once the run has ended."""
+        record = await self.get(run_id)
+        if record.status in FINISHED:
+            raise RunEnded(f"run {run_id} has ended; it takes no more commands")
+        return await self.manager.steer(run_id, command, node_id, step, self.caller.name)
+
     async def cancel(self, run_id: str) -> RunRecord:
         await self.get(run_id)
         return await self.manager.cancel(run_id)
@@ -159,3 +200,28 @@ class Runs:
         if not await self.manager.store.delete_run(run_id):
             raise RunNotFinished(f"run {run_id} has not ended: cancel it first")
         logger.info("run=%s deleted by caller=%s", run_id, self.caller.label)
+
+    # -- threads -----------------------------------------------------------------------------
+    async def create_thread(self) -> ThreadRecord:
+        """A new thread of the caller."""
+        return await self.manager.create_thread(self.caller.tenant)
+
+    async def thread(self, thread_id: str) -> ThreadRecord:
+        """The thread; raises `ThreadNotFound` (also for another key's thread)."""
+        thread = await self.manager.store.get_thread(thread_id)
+        if thread is None or not self.caller.may_see(thread.tenant):
+            raise ThreadNotFound(f"no thread {thread_id}")
+        return thread
+
+    async def thread_runs(self, thread_id: str) -> builtins.list[RunRecord]:
+        """The runs of one of the caller's threads, oldest first."""
+        await self.thread(thread_id)
+        return await self.manager.store.thread_runs(thread_id)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Delete one of the caller's threads with its runs; raises `ThreadNotFinished` while
+        one of its runs has not ended (nothing is deleted then)."""
+        await self.thread(thread_id)
+        if not await self.manager.store.delete_thread(thread_id):
+            raise ThreadNotFinished(f"thread {thread_id} has a run that has not ended")
+        logger.info("thread=%s deleted by caller=%s", thread_id, self.caller.label)

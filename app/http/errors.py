@@ -16,8 +16,10 @@ from starlette.types import Message, Receive, Scope, Send
 
 from agents.errors import RunNotFinished, RunNotFound
 from app.access.limits import RateLimited
+from app.access.run_access import ThreadNotFinished, ThreadNotFound
 from app.errors import ServiceError
 from app.http.asgi import HttpMiddleware
+from app.runs.manager import RunEnded, RunNotWaiting, TooManyCommands
 from app.runs.queue import QueueFull
 from calls.errors import LatsError
 
@@ -140,6 +142,14 @@ def add_handlers(app: FastAPI) -> None:
             return JSONResponse(
                 _body(exc.code, str(exc)), 429, headers={"Retry-After": str(exc.retry_after_s)}
             )
+        if isinstance(exc, ThreadNotFound):
+            return JSONResponse(_body(exc.code, str(exc)), 404)
+        if isinstance(exc, TooManyCommands):
+            return JSONResponse(_body(exc.code, str(exc)), 429)
+        if isinstance(exc, RunEnded | RunNotWaiting):
+            return JSONResponse(_body(exc.code, str(exc)), 409)
+        if isinstance(exc, ThreadNotFinished):
+            return JSONResponse(_body(exc.code, str(exc)), 409)
         if isinstance(exc, Unauthorized):
             return JSONResponse(
                 _body(exc.code, str(exc)), 401, headers={"WWW-Authenticate": "Bearer"}

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agents.nodes.approval import PlanDecision
 from agents.params import RunParams
 from agents.result import RunAnswer
 from app.store.base import RunStatus
 
 MAX_TASK_CHARS = 4000
+ID_PATTERN = r"^[A-Za-z0-9_-]+$"
+NODE_ID_PATTERN = r"^n[0-9]+(\.[0-9]+)*$"
+MAX_COMMAND_STEP_CHARS = 500
 
 
 class SolveRequest(RunParams):
@@ -34,9 +38,18 @@ class SolveRequest(RunParams):
     )
 
     task: str = Field(min_length=1, max_length=MAX_TASK_CHARS, description="The research question.")
+    thread_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        pattern=ID_PATTERN,
+        description="Ask on this thread (POST /threads): the run sees what the thread's earlier "
+        "runs found (their questions, answers, citations and the evidence most relevant to this "
+        "task) and searches only for what is new.",
+    )
 
     def params(self) -> RunParams:
-        return RunParams.model_validate(self.model_dump(exclude={"task"}))
+        return RunParams.model_validate(self.model_dump(exclude={"task", "thread_id"}))
 
 
 class RunAccepted(BaseModel):
@@ -50,6 +63,12 @@ class RunView(RunAnswer):
 
     run_id: str
     status: RunStatus
+    awaiting: Literal["plan"] | None = Field(
+        default=None,
+        description="What an `interrupted` run waits for from a caller: `plan`, its plan's "
+        "approval (POST /runs/{id}/resume); null when it waits for nothing.",
+    )
+    thread_id: str | None = Field(default=None, description="The thread it was asked on.")
     task: str
     params: dict[str, Any]
     created_at: datetime
@@ -70,3 +89,74 @@ class ErrorBody(BaseModel):
     code: str
     message: str
     fields: list[dict[str, Any]] | None = None
+
+
+class ThreadView(BaseModel):
+    """A thread and its runs, oldest first (without their trees)."""
+
+    thread_id: str
+    created_at: datetime
+    runs: list[RunView] = Field(default_factory=list)
+
+
+class ResumeRequest(PlanDecision):
+    """The answer to a run waiting for its plan's approval."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {"action": "approve"},
+                {"action": "edit", "steps": ["Find the 2024 figures", "Compare them"]},
+                {"action": "reject"},
+            ]
+        },
+    )
+
+
+class CommandRequest(BaseModel):
+    """A steering command for a running search, applied at its next scheduling round."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {"command": "prune", "node_id": "n1.2"},
+                {"command": "boost", "node_id": "n1.3"},
+                {"command": "add_step", "node_id": "n1", "step": "Check the 2024 figures"},
+            ]
+        },
+    )
+
+    command: Literal["prune", "boost", "add_step"] = Field(
+        description="prune: the node and its subtree stop and never run; boost: the node's "
+        "prior is raised to 1 so the search prefers it; add_step: a new child with `step` "
+        "under the node, which must be done."
+    )
+    node_id: str = Field(
+        min_length=2, max_length=200, pattern=NODE_ID_PATTERN, description="A node id, e.g. n1.2."
+    )
+    step: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_COMMAND_STEP_CHARS,
+        description="The new step's text (add_step only).",
+    )
+
+    @model_validator(mode="after")
+    def _step_with_add_step_only(self) -> CommandRequest:
+        if (self.command == "add_step") != (self.step is not None):
+            raise ValueError("`step` is given with `add_step`, and only with it")
+        if self.step is not None and not self.step.strip():
+            raise ValueError("`step` has text")
+        return self
+
+
+class CommandAccepted(BaseModel):
+    run_id: str
+    command_id: int = Field(description="The command's number in the run (1, 2, …).")
+    events: str = Field(description="Where its `steered` event will appear (SSE).")

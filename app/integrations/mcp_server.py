@@ -79,8 +79,12 @@ def _add_tools(server: FastMCP[Any], runs: Callable[[], Runs]) -> None:
     ) -> dict[str, Any]:
         """Research `task` with a tree search and return the answer, its sources and the run
         id. Sends progress notifications (steps run, paths completed, stage) as the tree
-        grows. `params` are the run API's parameters (max_paths, strategy, …)."""
-        return await _solve(runs(), _task(task), params or RunParams(), ctx)
+        grows. `params` are the run API's parameters (max_paths, strategy, …); for
+        `approve_plan`, use `start_run` and the run API."""
+        params = params or RunParams()
+        if params.approve_plan:
+            raise ToolError("approve_plan needs start_run and POST /runs/{id}/resume")
+        return await _solve(runs(), _task(task), params, ctx)
 
     @server.tool()
     async def start_run(task: str, params: RunParams | None = None) -> dict[str, Any]:

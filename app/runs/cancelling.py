@@ -43,7 +43,11 @@ class Canceller:
         live = self.lives.get(run_id)
         if live is not None and self.lives.cancel(run_id):
             await live.wait_closed()
-            return
+            # A run that reached its wait for an answer before the cancel landed is stored
+            # waiting, with no owner: ended below like any run nobody holds.
+            record = await self.store.get_run(run_id)
+            if record is None or record.status in FINISHED or record.awaiting is None:
+                return
         await self.store.request_cancel(run_id)
         await self.signals.publish_cancel(run_id)
         claimed = await self.store.claim(run_id, self.lease.owner, self.lease.ttl_s)

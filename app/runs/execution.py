@@ -21,14 +21,22 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from agents import observers
 from agents.engine import Engine
-from agents.errors import RunNotFound
-from agents.events import TERMINAL_TYPES, Event, RunCancelled, RunError
+from agents.errors import AwaitingApproval, RunNotFound
+from agents.events import (
+    PAUSE_TYPES,
+    TERMINAL_TYPES,
+    Event,
+    PlanInterrupt,
+    RunCancelled,
+    RunError,
+)
 from agents.params import RunParams
 from agents.result import RunResult
 from agents.state import NodeRecord
 from agents.tree import by_id
 from app.runs.live import LiveRun, Phase
 from app.runs.queue import RunQueue
+from app.runs.recollection import recollection_for
 from app.store.base import LeaseLost, RunRecord, RunStore, StoredEvent
 
 logger = logging.getLogger(__name__)
@@ -73,6 +81,9 @@ class RunWriter:
         if event.type in TERMINAL_TYPES:
             live.held_terminal = event
             return
+        if event.type in PAUSE_TYPES:
+            live.held_pause = event
+            return
         await shielded(self._append(event))
 
     async def _append(self, event: Event) -> None:
@@ -89,6 +100,25 @@ class RunWriter:
                 return
             await live.push(StoredEvent(seq=seq, type=event.type, data=data))
         self.wake(live.run_id)
+
+    async def pause(self, event: Event, awaiting: str) -> bool:
+        """Store the event the run stops on with its wait for an answer, at once; False if the
+        lease was gone (nothing written). Callers shield it."""
+        live = self.live
+        async with live.lock:
+            if not live.may_write:
+                return False
+            data = event.model_dump_json()
+            try:
+                seq = await self.store.pause(live.run_id, self.owner, event.type, data, awaiting)
+            except LeaseLost:
+                logger.warning("run=%s lease lost before its pause was stored", live.run_id)
+                live.lose()
+                return False
+            live.pause()
+            await live.push(StoredEvent(seq=seq, type=event.type, data=data))
+        self.wake(live.run_id)
+        return True
 
     async def finish(self, terminal: Event, result: RunResult) -> bool:
         """Store the terminal event and the result (with its status) at once; False if the
@@ -143,6 +173,11 @@ class RunDriver:
                 ):
                     raise asyncio.CancelledError
                 result = await self._drive(record, writer, resume=resume)
+        except AwaitingApproval as waiting:
+            event = live.held_pause or PlanInterrupt(run_id=run_id, steps=waiting.steps)
+            await shielded(writer.pause(event, "plan"))
+            logger.info("run=%s waits for its plan's approval; its slot is free", run_id)
+            return
         except asyncio.CancelledError:
             await self._stopped(live, writer)
         except LeaseLost:
@@ -172,11 +207,12 @@ class RunDriver:
         params = RunParams.model_validate(record.params)
         if resume:
             try:
-                return await self.engine.resume(record.id, sink=writer.emit)
+                return await self.engine.resume(record.id, sink=writer.emit, answer=record.answer)
             except RunNotFound:  # queued before it ever checkpointed
                 pass
+        known = await recollection_for(self.store, record)
         return await self.engine.run(
-            record.task, params, run_id=record.id, sink=writer.emit, announce=False
+            record.task, params, run_id=record.id, sink=writer.emit, announce=False, known=known
         )
 
     async def _stopped(self, live: LiveRun, writer: RunWriter) -> None:

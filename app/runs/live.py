@@ -8,12 +8,15 @@ one raises (it is a bug, not a state to recover from):
       │           │          ▲
       │           ├─► cancelling ─┤
       │           ├─► draining ───┼──► closed   (given back to the store, nothing ended here)
+      │           ├─► paused ─────┼──► closed   (waits in the store for a caller's answer)
       └───────────┴─► lost ───────┴──► closed   (another worker holds the lease: write nothing)
 
 `queued` waits for an execution slot; `cancelling` and `draining` have delivered a stop to the
-task; `ended` means the terminal event is stored; `closed` means the task is over and the run
-left the registry. A cancel wins over a drain (a cancelling run is not given back), and a lost
-lease wins over everything not yet ended.
+task; `paused` means the run's wait for an answer (its plan's approval) is stored, with the
+event it stopped on, and its lease is freed (a cancelling or draining run may still store the
+pause it reached just before the stop landed); `ended` means the terminal event is stored;
+`closed` means the task is over and the run left the registry. A cancel wins over a drain (a
+cancelling run is not given back), and a lost lease wins over everything not yet ended.
 
 The store is the record; the event buffer only saves local followers a database read per event.
 A run that executes elsewhere, or has ended, is read from the store.
@@ -38,6 +41,7 @@ class Phase(StrEnum):
     CANCELLING = "cancelling"
     DRAINING = "draining"
     LOST = "lost"
+    PAUSED = "paused"
     ENDED = "ended"
     CLOSED = "closed"
 
@@ -47,12 +51,13 @@ _NEXT: dict[Phase, frozenset[Phase]] = {
         {Phase.RUNNING, Phase.CANCELLING, Phase.DRAINING, Phase.LOST, Phase.ENDED, Phase.CLOSED}
     ),
     Phase.RUNNING: frozenset(
-        {Phase.CANCELLING, Phase.DRAINING, Phase.LOST, Phase.ENDED, Phase.CLOSED}
+        {Phase.CANCELLING, Phase.DRAINING, Phase.LOST, Phase.PAUSED, Phase.ENDED, Phase.CLOSED}
     ),
-    Phase.CANCELLING: frozenset({Phase.LOST, Phase.ENDED, Phase.CLOSED}),
-    # A drained task may still store the end it reached just before the stop landed.
-    Phase.DRAINING: frozenset({Phase.LOST, Phase.ENDED, Phase.CLOSED}),
+    Phase.CANCELLING: frozenset({Phase.LOST, Phase.PAUSED, Phase.ENDED, Phase.CLOSED}),
+    # A drained task may still store the end (or pause) it reached just before the stop landed.
+    Phase.DRAINING: frozenset({Phase.LOST, Phase.PAUSED, Phase.ENDED, Phase.CLOSED}),
     Phase.LOST: frozenset({Phase.CLOSED}),
+    Phase.PAUSED: frozenset({Phase.CLOSED}),
     Phase.ENDED: frozenset({Phase.CLOSED}),
     Phase.CLOSED: frozenset(),
 }
@@ -71,6 +76,7 @@ class LiveRun:
         self.events: list[StoredEvent] = list(history)
         self.finished = asyncio.Event()
         self.held_terminal: Event | None = None  # the engine's end, stored later by `finish`
+        self.held_pause: Event | None = None  # the event a run stops on, stored by `pause`
         self.lock = asyncio.Lock()  # one writer at a time keeps seq order == store order
         self._phase = Phase.QUEUED
         self.closed_from: Phase | None = None  # the phase the run was in when its task ended
@@ -91,12 +97,13 @@ class LiveRun:
     @property
     def may_write(self) -> bool:
         """Whether this process may still append to the run's history."""
-        return self._phase not in (Phase.LOST, Phase.ENDED, Phase.CLOSED)
+        return self._phase not in (Phase.LOST, Phase.PAUSED, Phase.ENDED, Phase.CLOSED)
 
     @property
     def holds_lease(self) -> bool:
-        """Whether the lease must still be renewed (the run has neither ended nor been lost)."""
-        return self._phase not in (Phase.LOST, Phase.ENDED, Phase.CLOSED)
+        """Whether the lease must still be renewed (the run has neither ended, paused nor been
+        lost)."""
+        return self._phase not in (Phase.LOST, Phase.PAUSED, Phase.ENDED, Phase.CLOSED)
 
     def start(self) -> None:
         """The run got its execution slot. A stop delivered while it waited (cancel, drain,
@@ -124,7 +131,7 @@ class LiveRun:
 
     def lose(self) -> None:
         """The lease is gone: stop the run here without writing anything more."""
-        if self._phase in (Phase.LOST, Phase.ENDED, Phase.CLOSED):
+        if self._phase in (Phase.LOST, Phase.PAUSED, Phase.ENDED, Phase.CLOSED):
             return
         self._move(Phase.LOST)
         self._stop_task()
@@ -132,6 +139,11 @@ class LiveRun:
     def end(self) -> None:
         """The terminal event is stored (the writer calls it inside its lock)."""
         self._move(Phase.ENDED)
+
+    def pause(self) -> None:
+        """The run's wait for an answer is stored, its lease freed (the writer calls it
+        inside its lock)."""
+        self._move(Phase.PAUSED)
 
     def _stop_task(self) -> bool:
         task = self._task

@@ -16,6 +16,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,9 +25,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from agents import observers
 from agents.engine import Engine
 from agents.errors import RunNotFound
-from agents.events import RunError, RunStarted
+from agents.events import PAUSE_TYPES, RunError, RunStarted
 from agents.params import RunParams
 from agents.tree import by_id
+from app.errors import ServiceError
 from app.runs.cancelling import Canceller
 from app.runs.claiming import Claimer
 from app.runs.execution import RunDriver
@@ -37,10 +39,39 @@ from app.runs.queue import LocalRunQueue, RunQueue, SharedAdmission
 from app.runs.retention import Retention
 from app.runs.signals import LocalSignals
 from app.settings import Settings
-from app.store.base import Lease, RunRecord, RunStore, StoredEvent
+from app.store.base import FINISHED, Lease, RunRecord, RunStore, StoredEvent, ThreadRecord
 
 logger = logging.getLogger(__name__)
 CANCEL_WAIT_S = 10.0
+MAX_COMMANDS_PER_RUN = 200  # steering commands one run takes (each is an event of its log)
+
+
+class RunEnded(ServiceError):
+    """The run has ended: it takes no more commands."""
+
+    code = "run_ended"
+
+
+class TooManyCommands(ServiceError):
+    """The run has taken its most steering commands."""
+
+    code = "too_many_commands"
+
+
+class RunNotWaiting(ServiceError):
+    """The run is not waiting for an answer (it never did, was answered already, or ended)."""
+
+    code = "run_not_waiting"
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """What a new run is made of."""
+
+    task: str
+    params: RunParams
+    tenant: str | None
+    thread_id: str | None
 
 
 class RunManager:
@@ -118,54 +149,67 @@ class RunManager:
             self.lives.cancel(run_id)
 
     # -- starting ------------------------------------------------------------------------------
-    async def submit(self, task: str, params: RunParams, tenant: str | None = None) -> RunRecord:
-        """Create a run of `tenant` (an API key's name). A worker process with a free slot
-        takes it on at once; otherwise it is stored for whichever worker frees up first, if
-        fewer than `max_queued_runs` runs already wait in the store (else `QueueFull`)."""
-        record, _ = await self.submit_with_event(task, params, tenant)
+    async def submit(
+        self,
+        task: str,
+        params: RunParams,
+        tenant: str | None = None,
+        *,
+        thread_id: str | None = None,
+    ) -> RunRecord:
+        """Create a run of `tenant` (an API key's name), on `thread_id` when given. A worker
+        process with a free slot takes it on at once; otherwise it is stored for whichever
+        worker frees up first, if fewer than `max_queued_runs` runs already wait in the store
+        (else `QueueFull`)."""
+        record, _ = await self.submit_with_event(task, params, tenant, thread_id=thread_id)
         return record
 
     async def submit_with_event(
-        self, task: str, params: RunParams, tenant: str | None = None
+        self,
+        task: str,
+        params: RunParams,
+        tenant: str | None = None,
+        *,
+        thread_id: str | None = None,
     ) -> tuple[RunRecord, StoredEvent]:
         """`submit`, with the run's first event (`run_started`) as stored: a stream of the new
         run begins with it instead of reading it back."""
+        new = NewRun(task, params, tenant, thread_id)
         if not (self.worker and self.queue.has_room):
             await self.admission.admit()
-            return await self._create(task, params, lease=None, tenant=tenant)
+            return await self._create(new, lease=None)
         self.queue.admit()
         try:
-            record, started = await self._create(task, params, lease=self.lease, tenant=tenant)
+            record, started = await self._create(new, lease=self.lease)
         except BaseException:
             self.queue.withdraw()
             raise
         self._begin(record, [started], resume=False)
         return record, started
 
-    async def _create(
-        self, task: str, params: RunParams, *, lease: Lease | None, tenant: str | None
-    ) -> tuple[RunRecord, StoredEvent]:
+    async def _create(self, new: NewRun, *, lease: Lease | None) -> tuple[RunRecord, StoredEvent]:
         """The run's record and first event, stored held by `lease` or free for any worker."""
         owner = lease.owner if lease is not None else None
         now = datetime.now(UTC)
         record = RunRecord(
             id=uuid.uuid4().hex,
-            task=task,
-            params=params.model_dump(mode="json"),
+            task=new.task,
+            params=new.params.model_dump(mode="json"),
             status="queued",
             created_at=now,
             updated_at=now,
             owner=owner,
-            tenant=tenant,
+            tenant=new.tenant,
+            thread_id=new.thread_id,
         )
-        event = RunStarted(run_id=record.id, task=task, params=record.params)
+        event = RunStarted(run_id=record.id, task=new.task, params=record.params)
         started = StoredEvent(seq=1, type="run_started", data=event.model_dump_json())
         began = time.perf_counter()
         await self.store.create_run(record, started=started.data, lease=lease)
         observers.written(event, record.id, time.perf_counter() - began)
         if owner is None:
             self.signals.announce_queued()
-        logger.info("run=%s queued (owner=%s, caller=%s)", record.id, owner, tenant or "local")
+        logger.info("run=%s queued (owner=%s, caller=%s)", record.id, owner, new.tenant or "local")
         return record, started
 
     def _begin(self, record: RunRecord, history: list[StoredEvent], *, resume: bool) -> None:
@@ -198,6 +242,10 @@ class RunManager:
             )
             await self.driver.end_failed(live, self.driver.writer(live), error)
             return
+        previous = self.lives.get(record.id)
+        if previous is not None and previous.phase is Phase.PAUSED:
+            # Answered as soon as its wait was stored: its task is still on its way out.
+            await previous.wait_closed()
         self.queue.admit(force=True)
         self._begin(record, await self.store.events_after(record.id, 0), resume=True)
 
@@ -234,14 +282,53 @@ class RunManager:
             yield event
 
     async def wait(self, run_id: str) -> RunRecord:
-        """Wait until the run ends; its final record."""
+        """Wait until the run ends, or stops to wait for a caller's answer; its record."""
         live = self.lives.get(run_id)
         if live is not None:
             await live.finished.wait()
-        else:
-            async for _ in self.follower.follow(run_id, 0):
-                pass
+            record = await self.get(run_id)
+            if record.status in FINISHED or record.awaiting is not None:
+                return record
+        async for event in self.follower.follow(run_id, 0):
+            if event is not None and event.type in PAUSE_TYPES:
+                record = await self.get(run_id)
+                if record.awaiting is not None:
+                    return record
         return await self.get(run_id)
+
+    # -- answering a waiting run -------------------------------------------------------------
+    async def answer(self, run_id: str, answer: dict[str, Any]) -> RunRecord:
+        """Give a run waiting for its plan's approval its answer; it is queued for any worker
+        (this one, when it has a free slot), which resumes it from its checkpoint. Raises
+        `RunNotWaiting` when it is not waiting."""
+        if not await self.store.answer_waiting(run_id, answer):
+            raise RunNotWaiting(f"run {run_id} is not waiting for an answer")
+        logger.info("run=%s answered (%s); queued to resume", run_id, answer.get("action"))
+        self.signals.announce_queued()
+        return await self.get(run_id)
+
+    # -- steering -----------------------------------------------------------------------------
+    async def steer(
+        self, run_id: str, command: str, node_id: str, step: str | None, by: str | None
+    ) -> int:
+        """Queue a steering command for the run's next scheduling round; its id. Raises
+        `RunEnded` once the run has ended, `TooManyCommands` past `MAX_COMMANDS_PER_RUN` (two
+        commands sent at the same instant may both pass the count)."""
+        if len(await self.store.commands_after(run_id, 0)) >= MAX_COMMANDS_PER_RUN:
+            raise TooManyCommands(f"run {run_id} has taken {MAX_COMMANDS_PER_RUN} commands")
+        command_id = await self.store.add_command(run_id, command, node_id, step, by)
+        if command_id is None:
+            raise RunEnded(f"run {run_id} has ended; it takes no more commands")
+        logger.info("run=%s command %d: %s %s (by %s)", run_id, command_id, command, node_id, by)
+        return command_id
+
+    # -- threads --------------------------------------------------------------------------------
+    async def create_thread(self, tenant: str | None) -> ThreadRecord:
+        """A new, empty thread of `tenant`."""
+        thread = ThreadRecord(id=uuid.uuid4().hex, tenant=tenant, created_at=datetime.now(UTC))
+        await self.store.create_thread(thread)
+        logger.info("thread=%s created (caller=%s)", thread.id, tenant or "local")
+        return thread
 
     # -- stopping ------------------------------------------------------------------------------
     async def cancel(self, run_id: str) -> RunRecord:

@@ -10,7 +10,14 @@ Implementations: SQLite (embedded default) and Postgres. Both keep the same rule
   the unique (run, seq) key;
 - the terminal event, the status and the result land in **one transaction** (`finish`); a
   store written before that was so is brought up to it when opened (app/store/upgrade.py);
-- a run belongs to a **tenant** (the name of the API key that started it, never the key).
+- a run belongs to a **tenant** (the name of the API key that started it, never the key);
+- a run **waiting** for a caller's answer (its plan's approval) is `interrupted` with
+  `awaiting` set and no lease: no worker claims it until it is answered (`answer_waiting`), and
+  the answer is kept with the run for whichever worker resumes it;
+- a caller's steering **commands** for an open run wait in the store, numbered per run, until
+  the run's search takes them (`commands_after`); a run that has ended takes none;
+- a **thread** holds a sequence of runs of one tenant; deleting it deletes its runs, only when
+  every one of them has ended.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from agents.result import RunResult
+from agents.steering import SteerCommand
 from app.errors import ServiceError
 
 RunStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
@@ -76,11 +84,30 @@ class RunRecord(BaseModel):
     cancel_requested: bool = Field(
         default=False, description="A cancel was asked for; the owner ends the run."
     )
+    thread_id: str | None = Field(
+        default=None, description="The thread the run was asked on, if any."
+    )
+    awaiting: Literal["plan"] | None = Field(
+        default=None, description="What the waiting run needs from a caller (none: not waiting)."
+    )
+    answer: dict[str, Any] | None = Field(
+        default=None, description="The caller's answer the run resumes with, once given."
+    )
     takeovers: int = Field(
         default=0,
         description="How often the run was taken from a worker that stopped holding it "
         "without giving it back (a crash, an out-of-memory kill, a lease left to expire).",
     )
+
+
+class ThreadRecord(BaseModel):
+    """One thread as stored: a sequence of runs on one subject, owned like a run."""
+
+    id: str
+    tenant: str | None = Field(
+        default=None, description="The name of the API key that made the thread; None without keys."
+    )
+    created_at: datetime
 
 
 class StoredEvent(BaseModel):
@@ -112,7 +139,8 @@ class RunStore(Protocol):
         when another worker holds it or it has ended."""
 
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
-        """Take the oldest unfinished run whose lease is free or expired, if any."""
+        """Take the oldest unfinished run whose lease is free or expired, if any (a run
+        waiting for an answer is not taken)."""
 
     async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
         """Extend the leases `owner` holds on `run_ids` (the runs it executes; a lease it
@@ -138,11 +166,29 @@ class RunStore(Protocol):
         """In one transaction: the terminal event (next id), the result with its status, and
         the lease freed. Fenced; the terminal event's id."""
 
+    async def pause(self, run_id: str, owner: str, type_: str, data: str, awaiting: str) -> int:
+        """In one transaction: the event the run stops on (next id), the run `interrupted`
+        and `awaiting` an answer, its lease freed. Fenced; the event's id."""
+
+    async def answer_waiting(self, run_id: str, answer: dict[str, Any]) -> bool:
+        """Give a waiting run its answer and queue it for any worker; False when the run is
+        not waiting (never was, answered already, or ended)."""
+
+    async def add_command(
+        self, run_id: str, command: str, node_id: str, step: str | None, by: str | None
+    ) -> int | None:
+        """Store a steering command for an unfinished run; its id (1, 2, … per run), or None
+        when the run has ended (or does not exist)."""
+
+    async def commands_after(self, run_id: str, after: int) -> list[SteerCommand]:
+        """The run's steering commands with an id greater than `after`, oldest first."""
+
     async def request_cancel(self, run_id: str) -> None:
         """Flag the run for cancellation (its owner, or the next claimer, ends it)."""
 
     async def count_unclaimed(self) -> int:
-        """Unfinished runs whose lease is free or expired: those waiting for a worker."""
+        """Unfinished runs whose lease is free or expired: those waiting for a worker (not
+        those waiting for a caller's answer)."""
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...
 
@@ -168,5 +214,17 @@ class RunStore(Protocol):
     async def delete_ended_before(self, cutoff: datetime, limit: int) -> int:
         """Delete up to `limit` runs that finished before `cutoff`, with their events; how
         many."""
+
+    async def create_thread(self, thread: ThreadRecord) -> None:
+        """Store a new, empty thread."""
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None: ...
+
+    async def thread_runs(self, thread_id: str) -> list[RunRecord]:
+        """The thread's runs, oldest first."""
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        """Delete the thread with its runs and their events, in one transaction; False (and
+        nothing deleted) when one of its runs has not ended."""
 
     async def ping(self) -> None: ...

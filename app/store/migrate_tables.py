@@ -1,6 +1,7 @@
-"""The run tables as `lats migrate` reads and writes them: run ids in key order, a run and its
-events written whole (one transaction, lease cleared), whole-table counts, and the ledger that
-says which runs of the target a migration wrote and from which source.
+"""The run tables as `lats migrate` reads and writes them: run and thread ids in key order, a
+thread, a run and its events written whole (one transaction, lease cleared), whole-table
+counts, and the ledger that says which units of the target a migration wrote and from which
+source.
 
 Reading a run's content goes through the stores themselves (`RunStore.get_run`,
 `events_after`); only what the `RunStore` interface has no call for lives here.
@@ -17,14 +18,14 @@ import aiosqlite
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
-from app.store.base import RunRecord, StoredEvent
+from app.store.base import RunRecord, StoredEvent, ThreadRecord
 from app.store.postgres import PostgresRunStore
 from app.store.sqlite import BUSY_TIMEOUT_MS, SqliteRunStore
 
 CONNECT_TIMEOUT_S = 10
 _RUN_COLUMNS = (
     "id, task, params, status, created_at, updated_at, result, owner, lease_until,"
-    " cancel_requested, tenant, takeovers"
+    " cancel_requested, tenant, takeovers, thread_id, awaiting, answer"
 )
 
 
@@ -38,8 +39,14 @@ class RunTables(Protocol):
         """Replace the run `record.id` (row and events) by these, in one transaction; the
         lease is left free (no owner)."""
 
+    async def thread_ids(self, after: str, limit: int) -> list[str]:
+        """Up to `limit` thread ids greater than `after`, in order."""
+
+    async def write_thread(self, thread: ThreadRecord) -> None:
+        """Replace the thread `thread.id` by this one."""
+
     async def counts(self) -> dict[str, int]:
-        """Rows per table: `runs`, `events`."""
+        """Rows per table: `runs`, `events`, `threads`."""
 
     async def ledger(self, kind: str, keys: list[str]) -> dict[str, str]:
         """Of `keys`, those a migration wrote here, with the source it named."""
@@ -98,6 +105,9 @@ class SqliteTables:
             int(record.cancel_requested),
             record.tenant,
             record.takeovers,
+            record.thread_id,
+            record.awaiting,
+            json.dumps(record.answer) if record.answer is not None else None,
         )
         await self._conn.execute("BEGIN IMMEDIATE")
         try:
@@ -105,7 +115,7 @@ class SqliteTables:
             await self._conn.execute(f"DELETE FROM {_LITE.runs} WHERE id = ?", (record.id,))
             await self._conn.execute(
                 f"INSERT INTO {_LITE.runs} ({_RUN_COLUMNS})"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, ?, ?, ?, ?, ?)",
                 row,
             )
             await self._conn.executemany(
@@ -117,9 +127,24 @@ class SqliteTables:
             await self._conn.execute("ROLLBACK")
             raise
 
+    async def thread_ids(self, after: str, limit: int) -> list[str]:
+        rows = await self._conn.execute_fetchall(
+            f"SELECT id FROM {_LITE.threads} WHERE id > ? ORDER BY id LIMIT ?", (after, limit)
+        )
+        return [row[0] for row in rows]
+
+    async def write_thread(self, thread: ThreadRecord) -> None:
+        await self._conn.execute(
+            f"INSERT INTO {_LITE.threads} (id, tenant, created_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant,"
+            " created_at = excluded.created_at",
+            (thread.id, thread.tenant, thread.created_at.astimezone(UTC).isoformat()),
+        )
+
     async def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for name, table in (("runs", _LITE.runs), ("events", _LITE.events)):
+        tables = (("runs", _LITE.runs), ("events", _LITE.events), ("threads", _LITE.threads))
+        for name, table in tables:
             rows = list(await self._conn.execute_fetchall(f"SELECT count(*) FROM {table}"))
             out[name] = int(rows[0][0])
         return out
@@ -186,7 +211,7 @@ class PostgresTables:
             await self._conn.execute(f"DELETE FROM {_PG.runs} WHERE id = %s", (record.id,))
             await self._conn.execute(
                 f"INSERT INTO {_PG.runs} ({_RUN_COLUMNS})"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, NULL, 'epoch', %s, %s, %s)",
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, NULL, 'epoch', %s, %s, %s, %s, %s, %s)",
                 (
                     record.id,
                     record.task,
@@ -198,6 +223,9 @@ class PostgresTables:
                     record.cancel_requested,
                     record.tenant,
                     record.takeovers,
+                    record.thread_id,
+                    record.awaiting,
+                    Jsonb(record.answer) if record.answer is not None else None,
                 ),
             )
             async with self._conn.cursor() as cur:
@@ -206,9 +234,25 @@ class PostgresTables:
                     [(record.id, e.seq, e.type, e.data) for e in events],
                 )
 
+    async def thread_ids(self, after: str, limit: int) -> list[str]:
+        cur = await self._conn.execute(
+            f'SELECT id FROM {_PG.threads} WHERE id > %s COLLATE "C"'
+            ' ORDER BY id COLLATE "C" LIMIT %s',
+            (after, limit),
+        )
+        return [row[0] for row in await cur.fetchall()]
+
+    async def write_thread(self, thread: ThreadRecord) -> None:
+        await self._conn.execute(
+            f"INSERT INTO {_PG.threads} (id, tenant, created_at) VALUES (%s, %s, %s)"
+            " ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant,"
+            " created_at = excluded.created_at",
+            (thread.id, thread.tenant, thread.created_at),
+        )
+
     async def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for name, table in (("runs", _PG.runs), ("events", _PG.events)):
+        for name, table in (("runs", _PG.runs), ("events", _PG.events), ("threads", _PG.threads)):
             cur = await self._conn.execute(f"SELECT count(*) FROM {table}")
             row = await cur.fetchone()
             out[name] = int(row[0]) if row else 0

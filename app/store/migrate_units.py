@@ -3,8 +3,8 @@ whole from one side, digested, and written whole to the other.
 
 A run's unit is its record, its events in order and its LangGraph checkpoints (thread id = run
 id) with their pending writes. Checkpoints go through the savers' own API (`alist`, `aput`,
-`aput_writes`), so each store keeps them in its own format. A new table (threads, say) is one
-more `Collection` in `COLLECTIONS`.
+`aput_writes`), so each store keeps them in its own format. A thread's unit is its record. A
+run's steering commands are not copied: those it took are in its events.
 """
 
 from __future__ import annotations
@@ -183,7 +183,28 @@ async def _put(saver: BaseCheckpointSaver[str], thread_id: str, t: CheckpointTup
         await saver.aput_writes(stored, writes, task_id)
 
 
-COLLECTIONS: tuple[Collection, ...] = (Runs(),)
+class Threads:
+    """Threads (their runs name them: a run's unit carries its thread id)."""
+
+    kind: str = "thread"
+    tables: tuple[str, ...] = ("threads",)
+
+    async def keys(self, side: Side, after: str, limit: int) -> list[str]:
+        return await side.tables.thread_ids(after, limit)
+
+    async def read(self, side: Side, key: str) -> Unit | None:
+        thread = await side.store.get_thread(key)
+        if thread is None:
+            return None
+        utc = thread.model_copy(update={"created_at": thread.created_at.astimezone(UTC)})
+        fields = utc.model_dump(mode="json")
+        return Unit(key=key, digest=digest(fields), counts={"threads": 1}, content=utc)
+
+    async def write(self, side: Side, unit: Unit) -> None:
+        await side.tables.write_thread(unit.content)
+
+
+COLLECTIONS: tuple[Collection, ...] = (Threads(), Runs())
 
 
 def sum_counts(into: dict[str, int], unit: Unit | None) -> None:

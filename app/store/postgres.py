@@ -26,7 +26,16 @@ from psycopg_pool import AsyncConnectionPool
 
 from agents.result import RunResult
 from app.store import pg_check
-from app.store.base import FINISHED, UNFINISHED, Held, Lease, LeaseLost, RunRecord, RunStatus
+from app.store.base import (
+    FINISHED,
+    UNFINISHED,
+    Held,
+    Lease,
+    LeaseLost,
+    RunRecord,
+    RunStatus,
+    ThreadRecord,
+)
 from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
 from app.store.upgrade import TERMINAL, result_of_terminal
 
@@ -48,6 +57,22 @@ CREATE TABLE IF NOT EXISTS lats_runs (
 {added_columns}CREATE INDEX IF NOT EXISTS lats_runs_tenant ON lats_runs (tenant, created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_created ON lats_runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_status ON lats_runs (status, created_at DESC);
+CREATE TABLE IF NOT EXISTS lats_commands (
+    run_id TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    command TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    step TEXT,
+    sent_by TEXT,
+    created_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
+CREATE TABLE IF NOT EXISTS lats_threads (
+    id TEXT PRIMARY KEY,
+    tenant TEXT,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX IF NOT EXISTS lats_runs_thread ON lats_runs (thread_id, created_at);
 CREATE TABLE IF NOT EXISTS lats_events (
     run_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -56,8 +81,8 @@ CREATE TABLE IF NOT EXISTS lats_events (
     PRIMARY KEY (run_id, seq)
 );
 """
-# Databases made before leases (or tenants, or take-over counts) existed get the columns added in
-# place: a column each, with the ALTER TABLEs it takes, keyed by the column that tells.
+# Databases made before leases (or tenants, take-over counts, threads) existed get the columns
+# added in place: a column each, with the ALTER TABLEs it takes, keyed by the column that tells.
 _ADDED_COLUMNS = {
     "cancel_requested": (
         "owner TEXT",
@@ -66,6 +91,8 @@ _ADDED_COLUMNS = {
     ),
     "tenant": ("tenant TEXT",),
     "takeovers": ("takeovers INTEGER NOT NULL DEFAULT 0",),
+    "thread_id": ("thread_id TEXT",),
+    "awaiting": ("awaiting TEXT", "answer JSONB"),
 }
 # ALTER TABLE locks the table exclusively even when the column exists, and would queue behind
 # every open transaction of the processes already running: only when the column is missing.
@@ -113,22 +140,52 @@ _APPEND = (
 )
 _END = (
     "UPDATE lats_runs SET status = %(status)s, updated_at = now(), result = %(result)s,"
-    " owner = NULL, lease_until = 'epoch'"
+    " owner = NULL, lease_until = 'epoch', awaiting = NULL"
     " WHERE id = %(run)s AND owner = %(owner)s AND status = ANY(%(open)s)"
 )
 # The terminal event and the run's end in one statement: both or neither.
 _FINISH = f"WITH ended AS ({_END} RETURNING id) {_NEXT_EVENT} FROM ended RETURNING seq"
+# The event a run stops on and its wait for an answer, in one statement.
+_PAUSE = (
+    "WITH paused AS (UPDATE lats_runs SET status = 'interrupted', awaiting = %(awaiting)s,"
+    " answer = NULL, updated_at = now(), owner = NULL, lease_until = 'epoch'"
+    " WHERE id = %(run)s AND owner = %(owner)s AND status = ANY(%(open)s) RETURNING id)"
+    f" {_NEXT_EVENT} FROM paused RETURNING seq"
+)
 _CREATE = (
     "INSERT INTO lats_runs (id, task, params, status, created_at, updated_at, owner,"
-    " lease_until, tenant) VALUES (%(run)s, %(task)s, %(params)s, %(status)s, %(created)s,"
-    " %(updated)s, %(owner)s, CASE WHEN %(owner)s::text IS NULL THEN 'epoch'::timestamptz"
-    " ELSE now() + make_interval(secs => %(ttl)s) END, %(tenant)s)"
+    " lease_until, tenant, thread_id) VALUES (%(run)s, %(task)s, %(params)s, %(status)s,"
+    " %(created)s, %(updated)s, %(owner)s, CASE WHEN %(owner)s::text IS NULL THEN"
+    " 'epoch'::timestamptz ELSE now() + make_interval(secs => %(ttl)s) END, %(tenant)s,"
+    " %(thread)s)"
 )
 # Finished runs deleted with their events, among the runs `{pick}` selects.
 _DELETE = (
     "WITH gone AS (DELETE FROM lats_runs WHERE id IN ({pick}) AND status = ANY(%(ended)s)"
-    " RETURNING id), events AS (DELETE FROM lats_events WHERE run_id IN (SELECT id FROM gone))"
+    " RETURNING id), events AS (DELETE FROM lats_events WHERE run_id IN (SELECT id FROM gone)),"
+    " commands AS (DELETE FROM lats_commands WHERE run_id IN (SELECT id FROM gone))"
     " SELECT count(*) FROM gone"
+)
+# A thread with its runs and their events, unless one of its runs is open: whether it was.
+_DELETE_THREAD = (
+    "WITH busy AS (SELECT 1 FROM lats_runs WHERE thread_id = %(thread)s"
+    " AND status = ANY(%(open)s) FOR UPDATE),"
+    " gone AS (DELETE FROM lats_runs WHERE thread_id = %(thread)s"
+    " AND NOT EXISTS (SELECT 1 FROM busy) RETURNING id),"
+    " events AS (DELETE FROM lats_events WHERE run_id IN (SELECT id FROM gone)),"
+    " commands AS (DELETE FROM lats_commands WHERE run_id IN (SELECT id FROM gone)),"
+    " thread AS (DELETE FROM lats_threads WHERE id = %(thread)s"
+    " AND NOT EXISTS (SELECT 1 FROM busy))"
+    " SELECT NOT EXISTS (SELECT 1 FROM busy)"
+)
+# A steering command of an open run, numbered after its others (the run's row lock orders
+# two commands sent at once): its id, or no row.
+_ADD_COMMAND = (
+    "WITH held AS (SELECT id FROM lats_runs WHERE id = %(run)s AND status = ANY(%(open)s)"
+    " FOR UPDATE)"
+    " INSERT INTO lats_commands (run_id, id, command, node_id, step, sent_by, created_at)"
+    " SELECT id, (SELECT COALESCE(MAX(id), 0) + 1 FROM lats_commands WHERE run_id = %(run)s),"
+    " %(command)s, %(node)s, %(step)s, %(by)s, now() FROM held RETURNING id"
 )
 # Unfinished runs whose last event is terminal, with that event.
 _LOGGED_ENDS = (
@@ -158,6 +215,9 @@ def _record(row: Row) -> RunRecord:
         result=RunResult.model_validate(row["result"]) if row["result"] is not None else None,
         owner=row["owner"],
         tenant=row["tenant"],
+        thread_id=row["thread_id"],
+        awaiting=row["awaiting"],
+        answer=row["answer"],
         cancel_requested=row["cancel_requested"],
         takeovers=row["takeovers"],
     )
@@ -181,7 +241,12 @@ class PostgresRunStore(RunReads):
     """`RunStore` on Postgres through a connection pool."""
 
     dialect = Dialect(
-        runs="lats_runs", events="lats_events", same="IS NOT DISTINCT FROM", no_limit=None
+        runs="lats_runs",
+        events="lats_events",
+        threads="lats_threads",
+        commands="lats_commands",
+        same="IS NOT DISTINCT FROM",
+        no_limit=None,
     )
 
     def __init__(self, pool: AsyncConnectionPool, *, notify: bool = True) -> None:
@@ -247,6 +312,7 @@ class PostgresRunStore(RunReads):
             "owner": owner,
             "ttl": lease.ttl_s if lease is not None else 0.0,
             "tenant": record.tenant,
+            "thread": record.thread_id,
             "data": started,
         }
         async with self._pool.connection() as conn, self._notifying(conn):
@@ -265,7 +331,8 @@ class PostgresRunStore(RunReads):
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
         row = await self._one(
             f"{_CLAIM} id = (SELECT id FROM lats_runs WHERE status = ANY(%s)"
-            " AND lease_until < now() ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
+            " AND awaiting IS NULL AND lease_until < now()"
+            " ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
             " RETURNING *",
             (owner, ttl_s, owner, _OPEN),
         )
@@ -317,6 +384,46 @@ class PostgresRunStore(RunReads):
             rows = await cur.fetchall()
         return [r[0] for r in rows]
 
+    async def pause(self, run_id: str, owner: str, type_: str, data: str, awaiting: str) -> int:
+        args = {
+            "run": run_id,
+            "owner": owner,
+            "open": _OPEN,
+            "type": type_,
+            "data": data,
+            "awaiting": awaiting,
+        }
+        return await self._write_event(_PAUSE, args)
+
+    async def answer_waiting(self, run_id: str, answer: dict[str, Any]) -> bool:
+        async with self._pool.connection() as conn, self._notifying(conn):
+            cur = await conn.execute(
+                "UPDATE lats_runs SET awaiting = NULL, answer = %s, status = 'queued',"
+                " updated_at = now() WHERE id = %s AND awaiting IS NOT NULL"
+                " AND status = ANY(%s)",
+                (Jsonb(answer), run_id, _OPEN),
+            )
+            if cur.rowcount != 1:
+                return False
+            await self._notify(conn, QUEUED_CHANNEL, run_id)
+        return True
+
+    async def add_command(
+        self, run_id: str, command: str, node_id: str, step: str | None, by: str | None
+    ) -> int | None:
+        args = {
+            "run": run_id,
+            "open": _OPEN,
+            "command": command,
+            "node": node_id,
+            "step": step,
+            "by": by,
+        }
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(_ADD_COMMAND, args)
+            row = await cur.fetchone()
+        return int(row[0]) if row else None
+
     async def request_cancel(self, run_id: str) -> None:
         async with self._pool.connection() as conn, self._notifying(conn):
             await conn.execute(
@@ -327,7 +434,9 @@ class PostgresRunStore(RunReads):
 
     async def count_unclaimed(self) -> int:
         return await self._count(
-            f"SELECT count(*) AS n FROM lats_runs WHERE {OPEN_SQL} AND lease_until < now()", ()
+            f"SELECT count(*) AS n FROM lats_runs WHERE {OPEN_SQL} AND awaiting IS NULL"
+            " AND lease_until < now()",
+            (),
         )
 
     # -- the event log -------------------------------------------------------------------------
@@ -362,6 +471,20 @@ class PostgresRunStore(RunReads):
 
     async def delete_run(self, run_id: str) -> bool:
         return await self._delete("%(run)s", {"run": run_id}) == 1
+
+    async def create_thread(self, thread: ThreadRecord) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "INSERT INTO lats_threads (id, tenant, created_at) VALUES (%s, %s, %s)",
+                (thread.id, thread.tenant, thread.created_at),
+            )
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        # One statement: nothing is deleted while a run of the thread is open.
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(_DELETE_THREAD, {"thread": thread_id, "open": _OPEN})
+            row = await cur.fetchone()
+        return bool(row and row[0])
 
     async def delete_ended_before(self, cutoff: datetime, limit: int) -> int:
         pick = (

@@ -8,9 +8,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
-from app.store.base import UNFINISHED, RunRecord, RunStatus, StoredEvent
+from agents.steering import SteerCommand
+from app.store.base import UNFINISHED, RunRecord, RunStatus, StoredEvent, ThreadRecord
 
 # Literal, so that neither dialect needs a parameter for it.
 OPEN_SQL = "status IN ({})".format(", ".join(f"'{status}'" for status in UNFINISHED))
@@ -28,6 +30,8 @@ class Dialect:
 
     runs: str  # the runs table
     events: str  # the events table
+    threads: str  # the threads table
+    commands: str  # the steering commands table
     same: str  # null-safe equality ("IS" or "IS NOT DISTINCT FROM")
     no_limit: int | None  # a LIMIT that limits nothing
 
@@ -84,6 +88,45 @@ class RunReads(ABC):
     async def last_seq(self, run_id: str) -> int:
         sql = f"SELECT COALESCE(MAX(seq), 0) AS n FROM {self.dialect.events} WHERE run_id = ?"
         return await self._count(sql, (run_id,))
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        row = await self._one(
+            f"SELECT id, tenant, created_at FROM {self.dialect.threads} WHERE id = ?", (thread_id,)
+        )
+        if row is None:
+            return None
+        created = row["created_at"]
+        return ThreadRecord(
+            id=row["id"],
+            tenant=row["tenant"],
+            created_at=created
+            if isinstance(created, datetime)
+            else datetime.fromisoformat(created),
+        )
+
+    async def thread_runs(self, thread_id: str) -> list[RunRecord]:
+        rows = await self._all(
+            f"SELECT * FROM {self.dialect.runs} WHERE thread_id = ? ORDER BY created_at, id",
+            (thread_id,),
+        )
+        return [self._record(r) for r in rows]
+
+    async def commands_after(self, run_id: str, after: int) -> list[SteerCommand]:
+        rows = await self._all(
+            f"SELECT id, command, node_id, step, sent_by FROM {self.dialect.commands}"
+            " WHERE run_id = ? AND id > ? ORDER BY id",
+            (run_id, after),
+        )
+        return [
+            SteerCommand(
+                id=r["id"],
+                command=r["command"],
+                node_id=r["node_id"],
+                step=r["step"],
+                by=r["sent_by"],
+            )
+            for r in rows
+        ]
 
     async def ping(self) -> None:
         await self._one("SELECT 1 AS n", ())

@@ -15,7 +15,7 @@ from typing import Any
 import aiosqlite
 
 from agents.result import RunResult
-from app.store.base import Held, Lease, LeaseLost, RunRecord, RunStatus
+from app.store.base import Held, Lease, LeaseLost, RunRecord, RunStatus, ThreadRecord
 from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
 from app.store.sqlite_writer import BatchWriter
 from app.store.upgrade import TERMINAL, result_of_terminal
@@ -35,7 +35,10 @@ CREATE TABLE IF NOT EXISTS runs (
     lease_until REAL NOT NULL DEFAULT 0,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     tenant TEXT,
-    takeovers INTEGER NOT NULL DEFAULT 0
+    takeovers INTEGER NOT NULL DEFAULT 0,
+    thread_id TEXT,
+    awaiting TEXT,
+    answer TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status, created_at DESC);
@@ -46,8 +49,23 @@ CREATE TABLE IF NOT EXISTS events (
     data TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS commands (
+    run_id TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    command TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    step TEXT,
+    sent_by TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
+CREATE TABLE IF NOT EXISTS threads (
+    id TEXT PRIMARY KEY,
+    tenant TEXT,
+    created_at TEXT NOT NULL
+);
 """
-# Files written before leases (or tenants, or take-over counts) existed get the columns added
+# Files written before leases (or tenants, take-over counts, threads) existed get the columns added
 # in place.
 _ADDED_COLUMNS = {
     "owner": "TEXT",
@@ -55,10 +73,15 @@ _ADDED_COLUMNS = {
     "cancel_requested": "INTEGER NOT NULL DEFAULT 0",
     "tenant": "TEXT",
     "takeovers": "INTEGER NOT NULL DEFAULT 0",
+    "thread_id": "TEXT",
+    "awaiting": "TEXT",
+    "answer": "TEXT",
 }
 _TENANT_INDEX = "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at DESC)"
+_THREAD_INDEX = "CREATE INDEX IF NOT EXISTS runs_thread ON runs (thread_id, created_at)"
 _OPEN = OPEN_SQL
 _ENDED = "status IN ('done', 'failed', 'cancelled')"  # base.FINISHED
+_CLAIMABLE = f"{_OPEN} AND awaiting IS NULL"  # unfinished, not waiting for a caller
 # In a claim by owner ?: 1 when the run is taken from another owner that still held it (its
 # lease ran out), 0 for a free run (queued, or given back) or one's own.
 _TAKEN = "(CASE WHEN owner IS NOT NULL AND owner <> ? THEN 1 ELSE 0 END)"
@@ -70,6 +93,13 @@ INSERT INTO events (run_id, seq, type, data)
 SELECT ?, COALESCE((SELECT MAX(seq) FROM events WHERE run_id = ?), 0) + 1, ?, ?
 WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND owner = ? AND {_OPEN})
 RETURNING seq
+"""
+# A steering command of an open run, numbered after its others: its id, or no row.
+_ADD_COMMAND = f"""
+INSERT INTO commands (run_id, id, command, node_id, step, sent_by, created_at)
+SELECT ?, COALESCE((SELECT MAX(id) FROM commands WHERE run_id = ?), 0) + 1, ?, ?, ?, ?, ?
+WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND {_OPEN})
+RETURNING id
 """
 # Unfinished runs whose last event is terminal, with that event.
 _LOGGED_ENDS = f"""
@@ -94,6 +124,9 @@ def _record(row: Row) -> RunRecord:
         result=RunResult.model_validate_json(row["result"]) if row["result"] else None,
         owner=row["owner"],
         tenant=row["tenant"],
+        thread_id=row["thread_id"],
+        awaiting=row["awaiting"],
+        answer=json.loads(row["answer"]) if row["answer"] else None,
         cancel_requested=bool(row["cancel_requested"]),
         takeovers=row["takeovers"],
     )
@@ -103,7 +136,14 @@ class SqliteRunStore(RunReads):
     """`RunStore` on SQLite. Writes go through one `BatchWriter` (group commit on its own
     connection); reads through a second connection, which in WAL mode never waits for them."""
 
-    dialect = Dialect(runs="runs", events="events", same="IS", no_limit=-1)
+    dialect = Dialect(
+        runs="runs",
+        events="events",
+        threads="threads",
+        commands="commands",
+        same="IS",
+        no_limit=-1,
+    )
 
     def __init__(self, writer: BatchWriter, reader: aiosqlite.Connection) -> None:
         self._writer = writer
@@ -156,12 +196,14 @@ class SqliteRunStore(RunReads):
             owner,
             until,
             record.tenant,
+            record.thread_id,
         )
 
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO runs (id, task, params, status, created_at, updated_at, result,"
-                " owner, lease_until, tenant) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
+                " owner, lease_until, tenant, thread_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)",
                 run,
             )
             if started is not None:
@@ -191,13 +233,14 @@ class SqliteRunStore(RunReads):
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
         now = time.time()
         # Look before queueing a write: most sweeps find nothing.
-        if await self._one(f"SELECT 1 FROM runs WHERE {_OPEN} AND lease_until < ?", (now,)) is None:
+        claimable = f"SELECT 1 FROM runs WHERE {_CLAIMABLE} AND lease_until < ?"
+        if await self._one(claimable, (now,)) is None:
             return None
 
         def write(conn: sqlite3.Connection) -> sqlite3.Row | None:
             row = _row(
                 conn,
-                f"SELECT id FROM runs WHERE {_OPEN} AND lease_until < ?"
+                f"SELECT id FROM runs WHERE {_CLAIMABLE} AND lease_until < ?"
                 " ORDER BY created_at LIMIT 1",
                 (now,),
             )
@@ -265,6 +308,40 @@ class SqliteRunStore(RunReads):
         )
         return [r["id"] for r in rows]
 
+    async def pause(self, run_id: str, owner: str, type_: str, data: str, awaiting: str) -> int:
+        def write(conn: sqlite3.Connection) -> int:
+            seq = _append(conn, run_id, owner, type_, data)
+            conn.execute(
+                "UPDATE runs SET status = 'interrupted', awaiting = ?, answer = NULL,"
+                " updated_at = ?, owner = NULL, lease_until = 0 WHERE id = ?",
+                (awaiting, _now(), run_id),
+            )
+            return seq
+
+        return await self._writer.write(write)
+
+    async def answer_waiting(self, run_id: str, answer: dict[str, Any]) -> bool:
+        def write(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE runs SET awaiting = NULL, answer = ?, status = 'queued', updated_at = ?"
+                f" WHERE id = ? AND awaiting IS NOT NULL AND {_OPEN}",
+                (json.dumps(answer), _now(), run_id),
+            )
+            return cur.rowcount == 1
+
+        return await self._writer.write(write)
+
+    async def add_command(
+        self, run_id: str, command: str, node_id: str, step: str | None, by: str | None
+    ) -> int | None:
+        def write(conn: sqlite3.Connection) -> int | None:
+            row = _row(
+                conn, _ADD_COMMAND, (run_id, run_id, command, node_id, step, by, _now(), run_id)
+            )
+            return int(row[0]) if row else None
+
+        return await self._writer.write(write)
+
     async def request_cancel(self, run_id: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -292,7 +369,7 @@ class SqliteRunStore(RunReads):
 
     # -- reading -----------------------------------------------------------------------------------
     async def count_unclaimed(self) -> int:
-        sql = f"SELECT count(*) AS n FROM runs WHERE {_OPEN} AND lease_until < ?"
+        sql = f"SELECT count(*) AS n FROM runs WHERE {_CLAIMABLE} AND lease_until < ?"
         return await self._count(sql, (time.time(),))
 
     async def data_version(self) -> int:
@@ -306,6 +383,28 @@ class SqliteRunStore(RunReads):
 
     async def delete_run(self, run_id: str) -> bool:
         return await self._writer.write(lambda conn: _delete(conn, [run_id]) == 1)
+
+    async def create_thread(self, thread: ThreadRecord) -> None:
+        row = (thread.id, thread.tenant, thread.created_at.isoformat())
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO threads (id, tenant, created_at) VALUES (?, ?, ?)", row)
+
+        await self._writer.write(write)
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        def write(conn: sqlite3.Connection) -> bool:
+            if _row(conn, f"SELECT 1 FROM runs WHERE thread_id = ? AND {_OPEN}", (thread_id,)):
+                return False
+            ids = [
+                r["id"]
+                for r in conn.execute("SELECT id FROM runs WHERE thread_id = ?", (thread_id,))
+            ]
+            _delete(conn, ids)
+            conn.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
+            return True
+
+        return await self._writer.write(write)
 
     async def delete_ended_before(self, cutoff: datetime, limit: int) -> int:
         def write(conn: sqlite3.Connection) -> int:
@@ -327,6 +426,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
         if name not in have:
             conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
     conn.execute(_TENANT_INDEX)
+    conn.execute(_THREAD_INDEX)
     _end_logged_runs(conn)
 
 
@@ -350,6 +450,7 @@ def _delete(conn: sqlite3.Connection, run_ids: list[str]) -> int:
     if ended:
         marks = ", ".join("?" for _ in ended)
         conn.execute(f"DELETE FROM events WHERE run_id IN ({marks})", ended)
+        conn.execute(f"DELETE FROM commands WHERE run_id IN ({marks})", ended)
         conn.execute(f"DELETE FROM runs WHERE id IN ({marks})", ended)
     return len(ended)
 
@@ -370,6 +471,6 @@ def _append(conn: sqlite3.Connection, run_id: str, owner: str, type_: str, data:
 def _end(conn: sqlite3.Connection, run_id: str, result: RunResult) -> None:
     conn.execute(
         "UPDATE runs SET status = ?, updated_at = ?, result = ?, owner = NULL,"
-        " lease_until = 0 WHERE id = ?",
+        " lease_until = 0, awaiting = NULL WHERE id = ?",
         (result.status, _now(), result.model_dump_json(), run_id),
     )

@@ -96,6 +96,21 @@ def test_an_ended_run_ignores_a_late_lease_loss_and_cannot_be_cancelled() -> Non
         live.end()
 
 
+def test_a_paused_run_neither_writes_nor_holds_its_lease_and_cannot_end_or_be_cancelled() -> None:
+    live = LiveRuns().detached("r1")
+    live.start()
+
+    live.pause()
+    live.lose()  # a late lease check changes nothing: the run is stored waiting
+
+    assert live.phase is Phase.PAUSED
+    assert not live.may_write
+    assert not live.holds_lease
+    assert not live.cancel()
+    with pytest.raises(IllegalTransition):
+        live.end()
+
+
 def test_a_stop_delivered_while_queued_wins_over_the_slot() -> None:
     live = LiveRuns().detached("r1")
     live.lose()

@@ -80,6 +80,12 @@ async def chat_completions(body: ChatRequest, runs: CallerRuns) -> Response:
         raise RequestValidationError(
             [{"loc": ["body", "messages"], "msg": str(e), "type": "value_error"}]
         ) from e
+    if params.approve_plan:
+        # A completion answers in one exchange; a plan waiting for approval would hold it open.
+        message = "approve_plan needs the run API (POST /runs, then POST /runs/{id}/resume)"
+        raise RequestValidationError(
+            [{"loc": ["body", "approve_plan"], "msg": message, "type": "value_error"}]
+        )
     new = await runs.submit_streamed(task, params) if body.stream else None
     record = new.record if new is not None else await runs.submit(task, params)
     headers = {"X-Plantree-Run-Id": record.id, "Content-Location": f"/runs/{record.id}"}

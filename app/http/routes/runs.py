@@ -13,7 +13,14 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from agents.events import TERMINAL_TYPES
 from app.http.deps import CallerRuns
-from app.http.schemas import ErrorBody, RunAccepted, RunList, RunView, SolveRequest
+from app.http.schemas import (
+    ErrorBody,
+    ResumeRequest,
+    RunAccepted,
+    RunList,
+    RunView,
+    SolveRequest,
+)
 from app.http.sse import (
     HEARTBEAT,
     MAX_EVENT_ID,
@@ -30,7 +37,7 @@ router = APIRouter(tags=["runs"])
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "The body is not JSON, or the Host is not served."},
     401: {"model": ErrorBody, "description": "An API key is required."},
-    404: {"model": ErrorBody, "description": "No such run (or another key's)."},
+    404: {"model": ErrorBody, "description": "No such run or thread (or another key's)."},
     413: {"model": ErrorBody, "description": "The body is too large."},
     422: {"model": ErrorBody, "description": "The body or a parameter is invalid."},
     429: {
@@ -51,6 +58,8 @@ def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunVie
     return RunView(
         run_id=record.id,
         status=record.status,
+        awaiting=record.awaiting,
+        thread_id=record.thread_id,
         task=record.task,
         params=record.params,
         created_at=record.created_at,
@@ -97,13 +106,13 @@ async def solve(
     """Starts a run and streams its events as SSE (the run goes on if the client leaves).
     With `Accept: application/json`, waits and returns the finished run instead."""
     if accept and "application/json" in accept and "text/event-stream" not in accept:
-        record = await runs.submit(body.task, body.params())
+        record = await runs.submit(body.task, body.params(), body.thread_id)
         done = await runs.wait(record.id)
         return JSONResponse(
             view(done, await runs.tree(done)).model_dump(mode="json"),
             headers={"Content-Location": f"/runs/{record.id}"},
         )
-    new = await runs.submit_streamed(body.task, body.params())
+    new = await runs.submit_streamed(body.task, body.params(), body.thread_id)
     events = runs.follow_new(new)
     return _stream(new.slot.hold(_framed(new.record.id, events)), new.record.id)
 
@@ -116,7 +125,7 @@ async def solve(
     responses=ERRORS,
 )
 async def start_run(body: SolveRequest, runs: CallerRuns, response: Response) -> RunAccepted:
-    record = await runs.submit(body.task, body.params())
+    record = await runs.submit(body.task, body.params(), body.thread_id)
     response.headers["Location"] = f"/runs/{record.id}"
     return RunAccepted(run_id=record.id, status=record.status, events=f"/runs/{record.id}/events")
 
@@ -197,6 +206,23 @@ async def cancel_run(run_id: str, runs: CallerRuns) -> RunView:
     record = await runs.cancel(run_id)
     logger.info("run=%s cancel asked by caller=%s", run_id, runs.caller.label)
     return view(record)
+
+
+@router.post(
+    "/runs/{run_id}/resume",
+    response_model=RunView,
+    summary="Answer a run waiting for its plan's approval",
+    responses={
+        **ERRORS,
+        409: {"model": ErrorBody, "description": "The run is not waiting for an answer."},
+    },
+)
+async def resume_run(run_id: str, body: ResumeRequest, runs: CallerRuns) -> RunView:
+    """For a run started with `approve_plan` and stopped at its `interrupt` event: `approve`
+    runs the plan as is, `edit` runs `steps` instead (cut to the run's `max_plan_steps`),
+    `reject` ends the run `cancelled` without a search call. The run is queued and resumes
+    from its checkpoint on any worker; follow it at /runs/{id}/events."""
+    return view(await runs.answer_plan(run_id, body))
 
 
 @router.delete(

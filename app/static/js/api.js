@@ -186,6 +186,9 @@ export function follow(runId, { onEvent, onState, isTerminal }) {
 export const EVENT_TYPES = [
   "run_started",
   "plan",
+  "interrupt",
+  "plan_reviewed",
+  "steered",
   "node_started",
   "tool_call",
   "node_finished",

@@ -3,7 +3,7 @@
 
 import { api, apiKey, ApiError, follow, forgetKey } from "./api.js";
 import { apply, newRun, TERMINAL } from "./model.js";
-import { drawNode, drawPanel, drawVote, resetPanel } from "./panel.js";
+import { drawNode, drawPanel, drawVote, resetPanel, reviewedPlan } from "./panel.js";
 import { TreeView } from "./tree.js";
 
 const $ = (id) => document.getElementById(id);
@@ -206,6 +206,41 @@ async function cancel() {
   // The stream brings the `cancelled` event; nothing else to do here.
 }
 
+// -- controls of an open run: the plan's review, steering a node ----------------------------------
+function showProblem(id, e) {
+  $(id).textContent = e instanceof ApiError ? e.message : "the service is unreachable";
+  $(id).hidden = false;
+}
+
+async function review(reject) {
+  if (!run?.waitingPlan) return;
+  const { steps, edited } = reviewedPlan(run);
+  let body = { action: "approve" };
+  if (reject) body = { action: "reject" };
+  else if (edited) body = { action: "edit", steps };
+  try {
+    await api(`/runs/${encodeURIComponent(run.id)}/resume`, { method: "POST", body });
+    $("run-error").hidden = true;
+  } catch (e) {
+    showProblem("run-error", e);
+  }
+  // The stream brings `plan_reviewed` (or `cancelled`); the panel redraws from it.
+}
+
+async function steer(body) {
+  if (!run || !selected) return;
+  try {
+    await api(`/runs/${encodeURIComponent(run.id)}/commands`, {
+      method: "POST",
+      body: { ...body, node_id: selected },
+    });
+    $("steer-error").hidden = true;
+  } catch (e) {
+    showProblem("steer-error", e);
+  }
+  // Applied at the run's next scheduling round: its `steered` event redraws the tree.
+}
+
 function route() {
   const match = location.hash.match(/^#\/runs\/([\w-]+)$/);
   const runId = match ? match[1] : null;
@@ -220,6 +255,17 @@ $("start-form").addEventListener("submit", start);
 $("refresh-runs").addEventListener("click", () => loadRuns());
 $("older-runs").addEventListener("click", () => loadRuns(nextOffset));
 $("cancel").addEventListener("click", cancel);
+$("plan-approve").addEventListener("click", () => review(false));
+$("plan-reject").addEventListener("click", () => review(true));
+$("steer-prune").addEventListener("click", () => steer({ command: "prune" }));
+$("steer-boost").addEventListener("click", () => steer({ command: "boost" }));
+$("steer-add").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const step = $("steer-step").value.trim();
+  if (!step) return;
+  steer({ command: "add_step", step });
+  $("steer-step").value = "";
+});
 $("node-close").addEventListener("click", () => {
   selected = null;
   view.select(null);

@@ -7,7 +7,8 @@ export function newRun(runId) {
     id: runId,
     task: "",
     params: {},
-    status: "queued", // queued → running → done | failed | cancelled
+    status: "queued", // queued → running (→ interrupted → running) → done | failed | cancelled
+    waitingPlan: null, // the plan's steps while the run waits for their approval
     nodes: new Map(), // id → node, in creation order (siblings in the replanner's order)
     startedAt: null,
     endedAt: null,
@@ -124,6 +125,24 @@ export function apply(run, event) {
       break;
     case "pruned":
       if (node) Object.assign(node, { status: "pruned", prunedReason: event.reason });
+      break;
+    case "interrupt":
+      Object.assign(run, { status: "interrupted", waitingPlan: event.steps });
+      break;
+    case "plan_reviewed": {
+      Object.assign(run, { status: "running", waitingPlan: null });
+      const root = event.root ? run.nodes.get(event.root.node_id) : undefined;
+      if (root) root.step = event.root.step; // an edited plan seeds the root again
+      break;
+    }
+    case "steered":
+      if (!event.applied) break;
+      for (const id of event.pruned ?? []) {
+        const pruned = run.nodes.get(id);
+        if (pruned) Object.assign(pruned, { status: "pruned", prunedReason: `pruned by ${event.by ?? "you"}` });
+      }
+      if (event.node) addNode(run, event.node);
+      if (event.command === "boost" && node) node.prior = 1;
       break;
     case "path_completed":
       run.pathsCompleted += 1;

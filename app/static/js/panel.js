@@ -2,6 +2,8 @@
 // node's details. Every other model text is set as text, never as HTML.
 
 import { countByStatus } from "./model.js";
+// Also the controls of an open run: the plan review of a run waiting for approval and the
+// steering buttons of a node.
 import { MEANING, nodeValue } from "./tree.js";
 import { markdown } from "./untrusted.js";
 
@@ -28,6 +30,36 @@ function facts(container, rows) {
   );
 }
 
+const OPEN = new Set(["queued", "running", "interrupted"]); // a run that takes commands
+let shownPlan = null;
+
+// The plan waiting for approval, as editable lines (filled once per wait: a redraw must not
+// undo the reader's edits).
+function drawPlanReview(run) {
+  $("plan-review").hidden = !run.waitingPlan;
+  if (run.waitingPlan === shownPlan) return;
+  shownPlan = run.waitingPlan;
+  $("plan-steps").value = (run.waitingPlan ?? []).join("\n");
+}
+
+/** The steps of the reviewed plan, and whether they differ from the plan as made. */
+export function reviewedPlan(run) {
+  const steps = $("plan-steps").value.split("\n").map((s) => s.trim()).filter(Boolean);
+  const same = steps.length === run.waitingPlan.length && steps.every((s, i) => s === run.waitingPlan[i]);
+  return { steps, edited: !same };
+}
+
+// What a caller may do to a node of an open run (docs/integrations.md, live steering).
+function drawSteer(run, node) {
+  const open = OPEN.has(run.status);
+  $("node-steer").hidden = !open;
+  if (!open) return;
+  $("steer-prune").disabled = node.status === "pruned" || node.answer !== null;
+  $("steer-boost").disabled = node.status !== "pending";
+  $("steer-add-button").disabled = node.status !== "done";
+  $("steer-step").disabled = node.status !== "done";
+}
+
 export const seconds = (s) => `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
 
 export function drawPanel(run, now) {
@@ -37,7 +69,8 @@ export function drawPanel(run, now) {
   status.textContent = run.status;
   status.dataset.status = run.status;
   $("run-task").textContent = run.task;
-  $("cancel").disabled = !["queued", "running"].includes(run.status);
+  $("cancel").disabled = !OPEN.has(run.status);
+  drawPlanReview(run);
   $("stop-reason").textContent = run.stopReason ?? "—";
   $("run-error").hidden = !run.error;
   $("run-error").textContent = run.error ? `${run.error.message} (${run.error.code})` : "";
@@ -176,6 +209,7 @@ export function drawNode(run, nodeId) {
   $("node-card").hidden = !node;
   if (!node) return;
   $("node-title").textContent = `${node.id} · ${node.status}`;
+  drawSteer(run, node);
   const parts = [el("p", { className: "step", textContent: node.step })];
   const fixed = (x) => (x !== null ? x.toFixed(2) : "—");
   const numbers = [
@@ -228,6 +262,7 @@ export function drawNode(run, nodeId) {
 
 export function resetPanel() {
   shownAnswer = null;
+  shownPlan = null;
   $("side").hidden = true;
   $("run-head").hidden = true;
   $("node-card").hidden = true;

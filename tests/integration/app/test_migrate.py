@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiosqlite
@@ -17,7 +18,7 @@ from agents.result import RunResult
 from app.cli import main
 from app.settings import Settings
 from app.store import open_backend
-from app.store.base import Lease, RunRecord, RunStatus, RunStore, StoredEvent
+from app.store.base import Lease, RunRecord, RunStatus, RunStore, StoredEvent, ThreadRecord
 from app.store.migrate import Location, MigrationError, locations, migrate, open_side
 from app.store.migrate_tables import SqliteTables
 from app.store.migrate_units import Runs, Side
@@ -27,6 +28,7 @@ from tests.support.runs import run_record
 
 TREE = Scenario(plan=["A"], replans={"A": ["B"]})
 RUNS = 200
+THREADS = 3  # every fourth run is asked on one of them
 STATUSES: tuple[RunStatus, ...] = (
     "done",
     "failed",
@@ -62,8 +64,9 @@ async def _run(store: RunStore, i: int, done: RunResult) -> None:
     """Run `r<i>` with `i % 5` events after its start, in status `STATUSES[i % 6]`."""
     run_id = f"r{i:03d}"
     status = STATUSES[i % len(STATUSES)]
+    thread_id = f"th{i % THREADS}" if i % 4 == 0 else None
     record = run_record(run_id, "queued").model_copy(
-        update={"tenant": f"k{i % 3}", "task": f"t{i}"}
+        update={"tenant": f"k{i % 3}", "task": f"t{i}", "thread_id": thread_id}
     )
     started = json.dumps({"type": "run_started", "run_id": run_id})
     await store.create_run(record, started=started, lease=Lease(WORKER, 600))
@@ -80,6 +83,10 @@ async def _run(store: RunStore, i: int, done: RunResult) -> None:
         await store.finish(
             run_id, WORKER, "error", "{}", failed.model_copy(update={"status": status})
         )
+    elif status == "interrupted" and i % 12 == 5:  # waiting for its plan; every other answered
+        await store.pause(run_id, WORKER, "interrupt", json.dumps({"steps": ["a"]}), "plan")
+        if i % 24 == 5:
+            await store.answer_waiting(run_id, {"action": "edit", "steps": ["b"], "by": "k0"})
     elif status in ("queued", "interrupted"):
         await store.release(run_id, WORKER, status)
     # "running": left held by the source's worker, as a killed worker leaves it.
@@ -94,6 +101,10 @@ async def _build(data_dir: Path, settings: Settings, make_engine: EngineMaker) -
             await engine.run("t", RunParams(max_paths=1), run_id=run_id, announce=False)
             for run_id in ENGINE_RUNS
         ]
+        for t in range(THREADS):
+            await store.create_thread(
+                ThreadRecord(id=f"th{t}", tenant="k0", created_at=datetime.now(UTC))
+            )
         for i in range(RUNS):
             await _run(store, i, results[0])
         latest = await saver.aget_tuple({"configurable": {"thread_id": ENGINE_RUNS[-1]}})
@@ -123,6 +134,8 @@ async def test_runs_go_to_postgres_and_back_with_equal_digests(
         async with side(postgres_url, settings, source=False) as pg:
             there = await migrate(source, pg, batch=64)
             running = await pg.store.get_run("r004")
+            waiting, answered = await pg.store.get_run("r017"), await pg.store.get_run("r005")
+            on_thread = [r.id for r in await pg.store.thread_runs("th1")]
             on_postgres = await _digests(pg)
     async with sides(postgres_url, back_dir, settings) as (pg, back):
         home = await migrate(pg, back, batch=64)
@@ -131,7 +144,15 @@ async def test_runs_go_to_postgres_and_back_with_equal_digests(
 
     assert there.verified, there.mismatches
     assert home.verified, home.mismatches
-    assert there.copied == {"run": RUNS} == home.copied
+    assert there.copied == {"thread": THREADS, "run": RUNS} == home.copied
+    assert waiting is not None
+    assert (waiting.status, waiting.awaiting) == ("interrupted", "plan")
+    assert answered is not None
+    assert (answered.awaiting, answered.answer) == (
+        None,
+        {"action": "edit", "steps": ["b"], "by": "k0"},
+    )
+    assert on_thread == [f"r{i:03d}" for i in range(RUNS) if i % 4 == 0 and i % THREADS == 1]
     assert len(expected) == RUNS
     assert on_postgres == expected == returned
     assert there.source_rows == there.target_rows == home.target_rows
@@ -171,8 +192,8 @@ async def test_an_interrupted_migration_run_again_redoes_only_what_is_missing(
     assert half
     assert stopped["runs"] == 11  # r000 … r010
     assert resumed.verified, resumed.mismatches
-    assert resumed.skipped == {"run": 10}
-    assert resumed.copied == {"run": RUNS - 10}  # r000 again, r011 redone, the rest
+    assert resumed.skipped == {"thread": THREADS, "run": 10}
+    assert resumed.copied == {"thread": 0, "run": RUNS - 10}  # r000 again, r011 redone, the rest
     assert copied == expected
 
 
@@ -276,7 +297,10 @@ async def test_a_copy_changed_since_is_redone_on_the_next_migration(
         again = await migrate(source, target)
 
     assert again.verified, again.mismatches
-    assert again.copied == {"run": 1}  # the target's ledger says this migration wrote it
+    assert again.copied == {
+        "thread": 0,
+        "run": 1,
+    }  # the target's ledger says this migration wrote it
 
 
 def test_a_copy_that_differs_from_its_source_fails_verification(
@@ -293,8 +317,9 @@ def test_a_copy_that_differs_from_its_source_fails_verification(
     monkeypatch.setattr(SqliteTables, "write_run", lossy)
     assert main(["migrate", "--from", str(source_dir), "--to", str(tmp_path / "t")]) == 1
     err = capsys.readouterr().err
-    assert "179 runs differ: r000, r001, r002, r003, r004 and 174 more" in err  # 21 have 1 event
-    assert "table events: 701 rows in the source, 200 in the target" in err
+    # 17 have 1 event; the 17 waiting runs hold their `interrupt` event besides.
+    assert "183 runs differ: r000, r001, r002, r003, r004 and 178 more" in err
+    assert "table events: 718 rows in the source, 200 in the target" in err
 
 
 async def test_a_target_lost_mid_copy_stops_with_a_message_and_a_second_run_completes(
@@ -321,4 +346,4 @@ async def test_a_target_lost_mid_copy_stops_with_a_message_and_a_second_run_comp
             again = await migrate(source, pg)
 
     assert again.verified, again.mismatches
-    assert again.skipped == {"run": 20}
+    assert again.skipped == {"thread": THREADS, "run": 20}

@@ -1,0 +1,129 @@
+"""Threads on the real SQLite file and the real Postgres: a thread's runs listed oldest first,
+deleted with it only once every one has ended, and the thread column added in place to a
+runs table written before threads existed."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+
+from agents.result import RunResult
+from app.store.base import Lease, RunRecord, ThreadRecord
+from app.store.postgres import PostgresRunStore
+from app.store.sqlite import SqliteRunStore
+from tests.support.makers import Opener
+
+# A runs table as it was before threads (tenants and take-over counts already there).
+OLD_SQLITE = """CREATE TABLE runs (id TEXT PRIMARY KEY, task TEXT NOT NULL, params TEXT NOT NULL,
+    status TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, result TEXT,
+    owner TEXT, lease_until REAL NOT NULL DEFAULT 0,
+    cancel_requested INTEGER NOT NULL DEFAULT 0, tenant TEXT,
+    takeovers INTEGER NOT NULL DEFAULT 0)"""
+OLD_POSTGRES = """CREATE TABLE lats_runs (id TEXT PRIMARY KEY, task TEXT NOT NULL,
+    params JSONB NOT NULL, status TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL, result JSONB, owner TEXT,
+    lease_until TIMESTAMPTZ NOT NULL DEFAULT 'epoch',
+    cancel_requested BOOLEAN NOT NULL DEFAULT false, tenant TEXT,
+    takeovers INTEGER NOT NULL DEFAULT 0)"""
+
+
+def _run(thread_id: str, task: str, at: datetime) -> RunRecord:
+    return RunRecord(
+        id=uuid.uuid4().hex,
+        task=task,
+        params={},
+        status="queued",
+        created_at=at,
+        updated_at=at,
+        tenant="alice",
+        thread_id=thread_id,
+    )
+
+
+async def test_a_thread_lists_its_runs_oldest_first_and_deletes_them_once_ended(
+    open_store: Opener,
+) -> None:
+    store = await open_store()
+    now = datetime.now(UTC)
+    thread = ThreadRecord(id=uuid.uuid4().hex, tenant="alice", created_at=now)
+    await store.create_thread(thread)
+    other = ThreadRecord(id=uuid.uuid4().hex, tenant="alice", created_at=now)
+    await store.create_thread(other)
+    first, second = _run(thread.id, "first", now), _run(thread.id, "second", now + timedelta(1))
+    elsewhere = _run(other.id, "elsewhere", now)
+    lease = Lease("w", 60)
+    for record in (second, first, elsewhere):
+        await store.create_run(record, started="{}", lease=lease)
+    await store.finish(first.id, "w", "done", "{}", RunResult(run_id=first.id, status="done"))
+
+    listed = [r.task for r in await store.thread_runs(thread.id)]
+    refused = await store.delete_thread(thread.id)  # `second` is still open
+    kept = await store.get_thread(thread.id)
+    await store.finish(second.id, "w", "done", "{}", RunResult(run_id=second.id, status="done"))
+    deleted = await store.delete_thread(thread.id)
+
+    assert listed == ["first", "second"]
+    assert (await store.get_run(first.id)) is None
+    assert (await store.get_run(second.id)) is None
+    assert await store.events_after(first.id, 0) == []
+    assert refused is False
+    assert kept == thread
+    assert deleted is True
+    assert await store.get_thread(thread.id) is None
+    assert [r.id for r in await store.thread_runs(other.id)] == [elsewhere.id]
+
+
+async def test_a_runs_table_from_before_threads_gets_the_thread_column_sqlite(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    now = datetime.now(UTC).isoformat()
+    with sqlite3.connect(path) as db:
+        db.execute(OLD_SQLITE)
+        db.execute(
+            "INSERT INTO runs (id, task, params, status, created_at, updated_at)"
+            " VALUES ('old', 't', '{}', 'done', ?, ?)",
+            (now, now),
+        )
+    db.close()
+    store = await SqliteRunStore.open(path)
+    try:
+        old = await store.get_run("old")
+        await store.create_thread(ThreadRecord(id="t1", created_at=datetime.now(UTC)))
+        record = _run("t1", "new", datetime.now(UTC))
+        await store.create_run(record)
+        on_thread = await store.thread_runs("t1")
+    finally:
+        await store.close()
+
+    assert old is not None
+    assert old.thread_id is None
+    assert [r.id for r in on_thread] == [record.id]
+
+
+async def test_a_runs_table_from_before_threads_gets_the_thread_column_postgres(
+    postgres_url: str,
+) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(OLD_POSTGRES)
+        conn.execute(
+            "INSERT INTO lats_runs (id, task, params, status, created_at, updated_at)"
+            " VALUES ('old', 't', '{}', 'done', now(), now())"
+        )
+    store = await PostgresRunStore.open(postgres_url)
+    try:
+        old = await store.get_run("old")
+        await store.create_thread(ThreadRecord(id="t1", created_at=datetime.now(UTC)))
+        record = _run("t1", "new", datetime.now(UTC))
+        await store.create_run(record)
+        on_thread = await store.thread_runs("t1")
+    finally:
+        await store.close()
+
+    assert old is not None
+    assert old.thread_id is None
+    assert [r.id for r in on_thread] == [record.id]
