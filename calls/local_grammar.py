@@ -12,6 +12,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolCall, ToolMessage
 
 FINAL_ANSWER = "final_answer"
+_UNQUOTABLE = re.compile(r'["\\]')
 PARTIAL_ANSWER = re.compile(r'"action_input"\s*:\s*"(.*)', re.DOTALL)
 
 # Grammar bounds keep a constrained reply inside `max_tokens`: a JSON object cut short by the
@@ -39,6 +40,15 @@ def bounded(schema: Any, string_chars: int) -> Any:
         k: bounded(v, MAX_ITEM_CHARS if k == "items" else string_chars) for k, v in schema.items()
     }
     kind = out.get("type")
+    if isinstance(out.get("enum"), list):
+        # llama.cpp's schema converter escapes a double quote or a backslash in a literal
+        # twice, and the grammar then fails to parse (the process aborts): such values go.
+        out["enum"] = [v for v in out["enum"] if not (isinstance(v, str) and _UNQUOTABLE.search(v))]
+        if not out["enum"]:
+            out = {"type": "string", "maxLength": string_chars}
+            kind = "string"
+    if isinstance(out.get("const"), str) and _UNQUOTABLE.search(out["const"]):
+        raise ValueError(f"a grammar cannot hold the constant {out['const']!r}")
     if kind == "array" and "maxItems" not in out:
         out["maxItems"] = _MAX_ITEMS
     if kind == "array" and "minItems" not in out:

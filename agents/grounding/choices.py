@@ -12,6 +12,7 @@ possible, not a claim true.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,10 +38,17 @@ def _sentences(shown: Evidence, whole: str) -> list[str]:
     return [piece for piece in pieces if piece and piece in whole]
 
 
+# A grammar's string literals cannot hold these as llama.cpp's schema converter writes them.
+_UNQUOTABLE = re.compile(r'["\\]')
+
+
 def _bounded(sentence: str) -> str:
-    if len(sentence) <= MAX_CHOICE_CHARS:
-        return sentence
-    cut = sentence[:MAX_CHOICE_CHARS]
+    """The sentence, or its longest piece without a double quote or a backslash (a title in
+    quotes splits it), cut at a word boundary to `MAX_CHOICE_CHARS`: still verbatim."""
+    piece = max((p.strip(" ,;:") for p in _UNQUOTABLE.split(sentence)), key=len)
+    if len(piece) <= MAX_CHOICE_CHARS:
+        return piece
+    cut = piece[:MAX_CHOICE_CHARS]
     return cut[: cut.rfind(" ")] if " " in cut else cut
 
 

@@ -124,3 +124,23 @@ def test_quote_choices_are_on_by_default_exactly_when_the_responder_is_local(
     values: dict[str, object], expected: bool
 ) -> None:
     assert Settings(_env_file=None, **values).quote_choices is expected  # type: ignore[arg-type]
+
+
+def test_a_sentence_with_a_title_in_double_quotes_offers_its_longest_piece_without_one() -> (
+    None
+):
+    text = 'He wrote the novel "The Riddle of the Sands", and a Fenian smuggled guns in "Asgard".'
+    _, ledger = add_evidence({}, [NewEvidence("n1", "wikipedia", "Childers", text)])
+
+    choices = quote_choices(ledger, ledger)
+
+    assert choices == {"E1": ["and a Fenian smuggled guns in"]}
+    assert all(c in text for c in choices["E1"])
+
+
+def test_the_grammar_bounds_drop_enum_values_a_grammar_literal_cannot_hold() -> None:
+    schema = {"type": "object", "properties": {"q": {"enum": ['say "hi"', "plain", "a\\b"]}}}
+    only_bad = {"type": "object", "properties": {"q": {"enum": ['say "hi"']}}}
+
+    assert bounded(schema, 100)["properties"]["q"] == {"enum": ["plain"]}
+    assert bounded(only_bad, 100)["properties"]["q"] == {"type": "string", "maxLength": 100}
