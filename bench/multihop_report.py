@@ -38,6 +38,36 @@ def headline(multihop: dict[str, Any]) -> str:
     )
 
 
+def head_to_head(rows: list[dict[str, Any]], a: str, b: str, key: str) -> tuple[int, int, int]:
+    """Over the questions both configurations answered: (a better, b better, tied) on `key`."""
+    by_question: dict[str, dict[str, float]] = {}
+    for row in rows:
+        by_question.setdefault(row["id"], {})[row["config"]] = float(row[key])
+    pairs = [(q[a], q[b]) for q in by_question.values() if a in q and b in q]
+    return (
+        sum(1 for x, y in pairs if x > y),
+        sum(1 for x, y in pairs if x < y),
+        sum(1 for x, y in pairs if x == y),
+    )
+
+
+def _head_to_head_lines(multihop: dict[str, Any]) -> list[str]:
+    totals = multihop["totals"]
+    if "chain" not in totals or "mcts" not in totals:
+        return []
+    rows = multihop["rows"]
+    parts = []
+    for key, label in (("f1", "answer F1"), ("sp_f1", "supporting-fact F1")):
+        won, lost, tied = head_to_head(rows, "mcts", "chain", key)
+        parts.append(f"{label}: better on {won}, worse on {lost}, tied on {tied}")
+    return [
+        "",
+        "Question by question, the default search against the single chain — "
+        + "; ".join(parts)
+        + ".",
+    ]
+
+
 def section(multihop: dict[str, Any]) -> list[str]:
     """The table, the command that made it, and how the published numbers differ."""
     config = multihop["config"]
@@ -78,6 +108,7 @@ def section(multihop: dict[str, Any]) -> list[str]:
             f"{t['llm_calls']:.1f} | {t['tokens']:.0f} | {_f(t['gold_seen'])} | "
             f"{t['wall_s']:.0f} s |"
         )
+    lines += _head_to_head_lines(multihop)
     reference = ", ".join(f"{name} {em:.2f}" for name, em in REFERENCE)
     lines += [
         "",
