@@ -60,11 +60,21 @@ def _head_to_head_lines(multihop: dict[str, Any]) -> list[str]:
     for key, label in (("f1", "answer F1"), ("sp_f1", "supporting-fact F1")):
         won, lost, tied = head_to_head(rows, "mcts", "chain", key)
         parts.append(f"{label}: better on {won}, worse on {lost}, tied on {tied}")
+    mine = [row for row in rows if row["config"] == "mcts"]
+    alone = sum(1 for row in mine if row["paths"] <= 1)
+    exhausted = sum(
+        1 for row in mine if row["paths"] <= 1 and row["stop_reason"] == "frontier_exhausted"
+    )
+    budget = sum(1 for row in mine if str(row["stop_reason"]).startswith("budget"))
     return [
         "",
         "Question by question, the default search against the single chain — "
         + "; ".join(parts)
-        + ".",
+        + f". From the runs' ends: in {alone} of {len(mine)} questions the default search "
+        f"completed one path only ({exhausted} of them `frontier_exhausted`: the replanner "
+        "called the first path complete and every check it proposed beside that was pruned or "
+        "repeated a step, so nothing was left to search), where it searched no wider than the "
+        f"chain; {budget} ended on the call budget.",
     ]
 
 

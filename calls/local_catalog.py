@@ -55,7 +55,9 @@ class LocalModelSpec:
     # the usual ones). A call's timeout counts its wait for the one llama.cpp instance.
     model_timeout_s: float | None = None
     step_timeout_s: float | None = None
-    instructions_last: bool = False  # LocalChatModel.instructions_last
+    # LocalChatModel.instructions_last: off for every model until a benchmark shows that it
+    # keeps plan quality (docs/models.md).
+    instructions_last: bool = False
     file_name: str | None = None  # None: shipped in a wheel (found at run time)
     size: int = 0
     sha256: str = ""
@@ -73,7 +75,6 @@ CATALOG: dict[LocalModelName, LocalModelSpec] = {
             n_ctx=8192,
             model_timeout_s=180.0,
             step_timeout_s=600.0,
-            instructions_last=True,
             file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
@@ -86,7 +87,6 @@ CATALOG: dict[LocalModelName, LocalModelSpec] = {
             n_ctx=8192,
             model_timeout_s=300.0,
             step_timeout_s=900.0,
-            instructions_last=True,
             file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",

@@ -78,10 +78,9 @@ def _text(message: BaseMessage) -> str:
     return message.text if isinstance(message.text, str) else str(message.content)
 
 
-SHARED_SYSTEM = (
-    "You are a careful research assistant working inside a tree search over research plans. "
-    "Each request ends with its instructions: read the material first, then follow them."
-)
+SHARED_SYSTEM = "You are a careful research assistant."
+"""Plain on purpose: a 0.5B planner given a system message with instructions in it ("read
+the material first") took them for the plan's steps."""
 
 
 def chat_messages(
