@@ -163,6 +163,8 @@ class ToolRuntime:
     """Settings that change the answer (region, language, ...): part of the cache key."""
     casefold_keys: bool = True
     threads: ThreadPoolExecutor = field(default_factory=tool_threads)
+    flights: dict[tuple[int, str], asyncio.Future[ToolResult]] = field(default_factory=dict)
+    """The calls in flight by event loop and cache key (`run`: single flight)."""
 
     def query_tool(
         self,
@@ -185,6 +187,9 @@ class ToolRuntime:
         self, query: str, fetch: Callable[[str], ToolResult], classify: Classifier
     ) -> ToolResult:
         """Answer `query` with `fetch` (blocking, run in a thread), from the cache when possible.
+        Identical calls at the same time (same cache key, on one event loop) make one call:
+        the first goes to the source, the others share its result (a failure too); if the first
+        is cancelled, the next one goes to the source itself.
 
         `timeout_s` bounds the whole call: rate-limit waits, every attempt and every backoff,
         but not the time an attempt waits for a free thread of the pool. Only retryable
@@ -201,7 +206,29 @@ class ToolRuntime:
         if cached is not None:
             logger.debug("tool %s: cache hit for %r", self.name, clean)
             return copy.deepcopy(cached)
-        result = await self._call(clean, fetch, classify)
+        flight = (id(asyncio.get_running_loop()), key)
+        leader = self.flights.get(flight)
+        if leader is not None:
+            # Single flight: an identical call in flight (another branch's) answers this one.
+            try:
+                shared = await asyncio.shield(leader)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # this call was cancelled, not the one it waited for
+                return await self.run(query, fetch, classify)  # the leader was: go alone
+            logger.debug("tool %s: shared an identical call in flight for %r", self.name, clean)
+            return copy.deepcopy(shared)
+        future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+        self.flights[flight] = future
+        try:
+            result = await self._call(clean, fetch, classify)
+        except BaseException:
+            future.cancel()
+            raise
+        finally:
+            self.flights.pop(flight, None)
+        future.set_result(copy.deepcopy(result))
         if result[1]["ok"]:
             self.cache.put(key, copy.deepcopy(result), self.cache_ttl_s)
         return result

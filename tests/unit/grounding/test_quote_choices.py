@@ -126,9 +126,7 @@ def test_quote_choices_are_on_by_default_exactly_when_the_responder_is_local(
     assert Settings(_env_file=None, **values).quote_choices is expected  # type: ignore[arg-type]
 
 
-def test_a_sentence_with_a_title_in_double_quotes_offers_its_longest_piece_without_one() -> (
-    None
-):
+def test_a_sentence_with_a_title_in_double_quotes_offers_its_longest_piece_without_one() -> None:
     text = 'He wrote the novel "The Riddle of the Sands", and a Fenian smuggled guns in "Asgard".'
     _, ledger = add_evidence({}, [NewEvidence("n1", "wikipedia", "Childers", text)])
 

@@ -332,3 +332,61 @@ async def test_the_timeout_runs_from_when_a_thread_starts_the_call(clock: Any) -
 
     assert first_artifact["error_kind"] == "timeout"
     assert second_artifact["ok"] is True
+
+
+# -- single flight ----------------------------------------------------------------------------
+
+
+class GatedFetch(ScriptedFetch):
+    """A fetch that blocks until `gate` is set, so that a call stays in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def __call__(self, query: str) -> ToolResult:
+        self.entered.set()
+        self.gate.wait(timeout=10)
+        return super().__call__(query)
+
+
+async def _until(event: threading.Event) -> None:
+    assert await asyncio.to_thread(event.wait, 10)
+
+
+async def test_identical_calls_in_flight_make_one_call_and_share_its_result(clock: Any) -> None:
+    runtime = _runtime(clock)
+    fetch = GatedFetch()
+
+    first = asyncio.create_task(runtime.run("Tree of thoughts", fetch, _classify))
+    await _until(fetch.entered)
+    second = asyncio.create_task(runtime.run("tree of thoughts", fetch, _classify))
+    await asyncio.sleep(0)
+    fetch.gate.set()
+    a, b = await asyncio.gather(first, second)
+
+    assert fetch.queries == ["Tree of thoughts"]
+    assert a == b
+    assert a is not b  # each caller gets its own copy
+    assert runtime.flights == {}
+
+
+async def test_when_the_call_in_flight_is_cancelled_the_waiting_one_goes_to_the_source(
+    clock: Any,
+) -> None:
+    runtime = _runtime(clock)
+    fetch = GatedFetch()
+
+    first = asyncio.create_task(runtime.run("bees", fetch, _classify))
+    await _until(fetch.entered)
+    second = asyncio.create_task(runtime.run("bees", fetch, _classify))
+    await asyncio.sleep(0)
+    first.cancel()
+    fetch.gate.set()
+    result = await second
+
+    assert first.cancelled()
+    assert result[1]["ok"]
+    assert len(fetch.queries) >= 1
+    assert runtime.flights == {}
