@@ -199,6 +199,7 @@ async def test_another_key_gets_404_and_bad_requests_get_422(
         with pytest.raises(NotFoundError):
             await other.threads.get_state(thread["thread_id"])
         assert thread["thread_id"] not in [t["thread_id"] for t in await other.threads.search()]
+        assert await other.threads.search(ids=[thread["thread_id"]]) == []
     finally:
         await other.aclose()
     with pytest.raises(NotFoundError):
