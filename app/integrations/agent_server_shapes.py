@@ -118,6 +118,13 @@ def values(runs: Sequence[RunRecord]) -> dict[str, Any]:
     return {"messages": messages(runs), **state}
 
 
+def joined(runs: Sequence[RunRecord], waiting: dict[str, Any] | None) -> dict[str, Any]:
+    """The values a wait for a run answers: the thread's, with `__interrupt__` when its last
+    run waits for its plan's answer."""
+    shown = values(runs)
+    return {**shown, "__interrupt__": [waiting]} if waiting is not None else shown
+
+
 def thread_status(runs: Sequence[RunRecord]) -> ThreadStatus:
     return THREAD_STATUS[runs[-1].status] if runs else "idle"
 

@@ -17,7 +17,7 @@ import logging
 from importlib.metadata import version
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
@@ -141,6 +141,13 @@ async def search_threads(body: ThreadSearch, runs: CallerRuns) -> list[dict[str,
 @router.get("/threads/{thread_id}", summary="A thread", responses=ERRORS)
 async def getthread_of(thread_id: Id, runs: CallerRuns) -> dict[str, Any]:
     return shapes.thread(*await thread_of(runs, thread_id))
+
+
+@router.delete("/threads/{thread_id}", status_code=204, summary="Delete a thread", responses=ERRORS)
+async def delete_thread(thread_id: Id, runs: CallerRuns) -> Response:
+    """The thread with its runs, once every one has ended (409 while one has not)."""
+    await runs.delete_thread(thread_id)
+    return Response(status_code=204)
 
 
 @router.get("/threads/{thread_id}/state", summary="A thread's state", responses=ERRORS)

@@ -154,6 +154,47 @@ async def create_run(
     return shapes.run(record)
 
 
+@router.post(
+    "/threads/{thread_id}/runs/wait", summary="Start a run and wait for it", responses=ERRORS
+)
+async def wait_run(
+    thread_id: Id, body: RunCreate, runs: CallerRuns, response: Response
+) -> dict[str, Any]:
+    """Like POST …/runs, answered once the run ends or waits for its plan's answer: the
+    thread's values then."""
+    await runs.thread(thread_id)
+    record, _ = await _start(runs, thread_id, body)
+    response.headers["Content-Location"] = _location(thread_id, record.id)
+    await runs.wait(record.id)
+    _, thread_runs, waiting = await thread_of(runs, thread_id)
+    return shapes.joined(thread_runs, waiting)
+
+
+@router.get("/threads/{thread_id}/runs", summary="A thread's runs, newest first", responses=ERRORS)
+async def list_runs(
+    thread_id: Id,
+    runs: CallerRuns,
+    limit: Annotated[int, Query(ge=1, le=100)] = 10,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    status: Annotated[shapes.AgentRunStatus | None, Query()] = None,
+) -> list[dict[str, Any]]:
+    shown = [shapes.run(r) for r in reversed(await runs.thread_runs(thread_id))]
+    return [r for r in shown if status in (None, r["status"])][offset : offset + limit]
+
+
+@router.delete(
+    "/threads/{thread_id}/runs/{run_id}",
+    status_code=204,
+    summary="Delete a run that has ended",
+    responses=ERRORS,
+)
+async def delete_run(thread_id: Id, run_id: Id, runs: CallerRuns) -> Response:
+    """A run that has ended, with its events; one that has not is refused (409)."""
+    await run_of(runs, thread_id, run_id)
+    await runs.delete(run_id)
+    return Response(status_code=204)
+
+
 @router.get("/threads/{thread_id}/runs/{run_id}", summary="A run", responses=ERRORS)
 async def get_run(thread_id: Id, run_id: Id, runs: CallerRuns) -> dict[str, Any]:
     return shapes.run(await run_of(runs, thread_id, run_id))
@@ -197,8 +238,7 @@ async def join_run(thread_id: Id, run_id: Id, runs: CallerRuns) -> dict[str, Any
     await run_of(runs, thread_id, run_id)
     await runs.wait(run_id)
     _, thread_runs, waiting = await thread_of(runs, thread_id)
-    values = shapes.values(thread_runs)
-    return {**values, "__interrupt__": [waiting]} if waiting is not None else values
+    return shapes.joined(thread_runs, waiting)
 
 
 @router.post(

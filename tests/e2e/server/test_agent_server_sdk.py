@@ -208,3 +208,19 @@ async def test_another_key_gets_404_and_bad_requests_get_422(
         await client.runs.create(thread["thread_id"], "plantree", input=ASK, context={"x": 1})
     with pytest.raises(UnprocessableEntityError):
         await client.runs.create(thread["thread_id"], "plantree", input={"messages": []})
+
+
+async def test_wait_list_and_delete(client: LangGraphClient) -> None:
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    answered = await client.runs.wait(tid, "plantree-fast", input=ASK, config=ONE_PATH)
+    listed = await client.runs.list(tid)
+    assert answered["status"] == "done"
+    assert [r["run_id"] for r in listed] == [answered["run_id"]]
+    assert await client.runs.list(tid, status="error") == []
+
+    await client.runs.delete(tid, answered["run_id"])
+    assert await client.runs.list(tid) == []
+    await client.threads.delete(tid)
+    with pytest.raises(NotFoundError):
+        await client.threads.get(tid)
