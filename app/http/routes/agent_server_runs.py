@@ -104,7 +104,7 @@ async def _parts(
                     for frame in [*frames, stream.END]:
                         yield frame
                     return
-                answer = shapes.answer_message(await runs.wait(record.id))
+                answer = shapes.answer_message(now)  # ended with its terminal event
                 for frame in stream.ended(modes, event.seq, event.type, data, values, answer):
                     yield frame
                 return

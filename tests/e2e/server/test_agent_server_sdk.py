@@ -224,3 +224,16 @@ async def test_wait_list_and_delete(client: LangGraphClient) -> None:
     await client.threads.delete(tid)
     with pytest.raises(NotFoundError):
         await client.threads.get(tid)
+
+
+async def test_info_and_the_presets_as_assistants(client: LangGraphClient) -> None:
+    info = await client.http.get("/info")
+    found = await client.assistants.search()
+    fast = await client.assistants.get("plantree-fast")
+
+    assert info["flags"]["assistants"] is True
+    assert [a["assistant_id"] for a in found] == ["plantree", "plantree-fast"]
+    assert fast["graph_id"] == "plantree"
+    assert fast["context"]["max_paths"] == 2
+    with pytest.raises(NotFoundError):
+        await client.assistants.get("gpt")
