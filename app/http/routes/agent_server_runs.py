@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.exceptions import RequestValidationError
@@ -32,7 +32,7 @@ from app.integrations.agent_server import (
     run_params,
 )
 from app.runs.manager import RunNotWaiting
-from app.store.base import UNFINISHED, RunRecord, StoredEvent
+from app.store.base import UNFINISHED, RunRecord
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/lg", tags=["langgraph-agent-server"])
@@ -75,18 +75,22 @@ async def _start(runs: Runs, thread_id: str, body: RunCreate) -> tuple[RunRecord
 async def _parts(
     runs: Runs,
     record: RunRecord,
-    events: AsyncIterator[StoredEvent | None],
+    after: int,
     modes: Sequence[StreamModeName],
     opening: bool,
 ) -> AsyncIterator[bytes]:
-    """The run's events as stream parts, from `metadata` to `end` or `error`; `opening`
-    sends the thread's values first. A run waiting for its plan's answer ends the stream."""
+    """The run's events after `after` as stream parts, from `metadata` to `end` or `error`;
+    `opening` sends the thread's values first. A run waiting for its plan's answer ends the
+    stream (at once when the client has seen its interrupt)."""
     thread_id = record.thread_id or ""
     yield stream.metadata(record.id)
     try:
         if opening and "values" in modes:
             yield stream.part("values", shapes.values(await runs.thread_runs(thread_id)))
-        async for event in events:
+        if record.awaiting is not None and after >= await runs.last_event_id(record.id):
+            yield stream.END
+            return
+        async for event in runs.follow(record.id, after):
             if event is None:
                 yield HEARTBEAT
                 if (await runs.get(record.id)).awaiting is not None:
@@ -140,7 +144,7 @@ async def stream_run(thread_id: Id, body: RunCreate, runs: CallerRuns) -> Stream
         slot.release()
         raise
     opening = body.command is None  # a resumed run's stream goes on from its interrupt
-    parts = _parts(runs, record, runs.follow(record.id, after), body.modes(), opening)
+    parts = _parts(runs, record, after, body.modes(), opening)
     return _streaming(slot.hold(parts), record)
 
 
@@ -210,7 +214,10 @@ async def join_stream(
     thread_id: Id,
     run_id: Id,
     runs: CallerRuns,
-    stream_mode: Annotated[list[StreamModeName] | None, Query()] = None,
+    stream_mode: Annotated[
+        list[StreamModeName | Literal[""]] | None,
+        Query(description="Modes to stream; none (or empty, as the SDK sends none): the default."),
+    ] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """The run's parts after `Last-Event-ID` (from its start without one), then live until it
@@ -227,8 +234,9 @@ async def join_stream(
                 }
             ]
         )
-    modes = tuple(dict.fromkeys(stream_mode)) if stream_mode else JOIN_MODES
-    parts = _parts(runs, record, runs.follow(run_id, start), modes, start == 0)
+    named = [mode for mode in stream_mode or [] if mode]
+    modes = tuple(dict.fromkeys(named)) if named else JOIN_MODES
+    parts = _parts(runs, record, start, modes, start == 0)
     return _streaming(runs.stream_slot().hold(parts), record)
 
 

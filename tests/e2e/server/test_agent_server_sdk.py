@@ -141,6 +141,9 @@ async def test_a_plan_is_approved_through_interrupt_and_command_resume(
     )
     waiting = await client.threads.get_state(tid)
     busy = await client.threads.get(tid)
+    seen = await _parts(
+        client.runs.join_stream(tid, first[0].data["run_id"], last_event_id=first[-1].id)
+    )
     resumed = await _parts(
         client.runs.stream(
             tid, "plantree", command={"resume": {"action": "approve"}}, stream_mode="values"
@@ -154,6 +157,7 @@ async def test_a_plan_is_approved_through_interrupt_and_command_resume(
     assert waiting["next"] == ["approve"]
     assert waiting["interrupts"] == [interrupt]
     assert busy["status"] == "interrupted"
+    assert [p.event for p in seen] == ["metadata", "end"]
     assert resumed[0].data["run_id"] == first[0].data["run_id"]
     assert _of(resumed, "values")[-1]["status"] == "done"
     assert resumed[-1].event == "end"
