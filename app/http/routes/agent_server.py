@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
 from agents.errors import RunNotFound
+from agents.events import PAUSE_TYPES
 from app.access.run_access import Runs, ThreadNotFound
 from app.http.auth import Authorized
 from app.http.deps import CallerRuns
@@ -59,7 +60,7 @@ async def _waiting(runs: Runs, record: RunRecord) -> dict[str, Any] | None:
         return None
     steps: list[str] = []
     async for event in runs.stored_events(record.id):
-        if event.type == "interrupt":
+        if event.type in PAUSE_TYPES:
             steps = json.loads(event.data)["steps"]
     return shapes.interrupt_of(record, steps)
 

@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
-from agents.events import TERMINAL_TYPES
+from agents.events import PAUSE_TYPES, TERMINAL_TYPES
 from app.access.run_access import Runs, ThreadNotFinished
 from app.http.deps import CallerRuns
 from app.http.routes.agent_server import Id, fields_error, invalid, run_of, thread_of
@@ -47,6 +47,10 @@ async def _start(runs: Runs, thread_id: str, body: RunCreate) -> tuple[RunRecord
     the run and the id of its last event before this request."""
     thread_runs = await runs.thread_runs(thread_id)
     if body.command is not None:
+        if body.input is not None:
+            raise invalid(
+                "input", "an answer to a plan (`command`) goes on with its run's question"
+            )
         try:
             decision = plan_decision(body.command.resume)
         except BadInput as e:
@@ -98,11 +102,11 @@ async def _parts(
                     return
                 continue
             data = json.loads(event.data)
-            if event.type in TERMINAL_TYPES or event.type == "interrupt":
+            if event.type in TERMINAL_TYPES | PAUSE_TYPES:
                 thread_runs = await runs.thread_runs(thread_id)
                 now = next(r for r in thread_runs if r.id == record.id)
                 values = shapes.values(thread_runs)
-                if event.type == "interrupt":
+                if event.type in PAUSE_TYPES:
                     interrupt = shapes.interrupt_of(now, data["steps"])
                     frames = stream.paused(modes, event.seq, data, values, interrupt)
                     for frame in [*frames, stream.END]:

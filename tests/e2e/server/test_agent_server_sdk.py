@@ -212,6 +212,12 @@ async def test_another_key_gets_404_and_bad_requests_get_422(
         await client.runs.create(thread["thread_id"], "plantree", input=ASK, context={"x": 1})
     with pytest.raises(UnprocessableEntityError):
         await client.runs.create(thread["thread_id"], "plantree", input={"messages": []})
+    with pytest.raises(ConflictError):  # nothing waits for an answer
+        await client.runs.create(thread["thread_id"], "plantree", command={"resume": "approve"})
+    with pytest.raises(UnprocessableEntityError):
+        await client.runs.create(
+            thread["thread_id"], "plantree", input=ASK, command={"resume": "approve"}
+        )
 
 
 async def test_wait_list_and_delete(client: LangGraphClient) -> None:
