@@ -14,7 +14,16 @@ from app import startup
 from app.access.limits import KeyLimits
 from app.http import errors, openapi, security_headers
 from app.http.hosts import HostCheck, allowed_hosts
-from app.http.routes import chat, commands, health, runs, threads, ui
+from app.http.routes import (
+    agent_server,
+    agent_server_runs,
+    chat,
+    commands,
+    health,
+    runs,
+    threads,
+    ui,
+)
 from app.integrations import mcp_server, metrics, telemetry
 from app.service import run_service
 from app.settings import Settings, get_settings
@@ -58,6 +67,8 @@ def create_app(
     app.include_router(threads.router)
     app.include_router(commands.router)
     app.include_router(chat.router)  # OpenAI-compatible: /v1/chat/completions, /v1/models
+    app.include_router(agent_server.router)  # the LangGraph Agent Server's API, under /lg
+    app.include_router(agent_server_runs.router)
     app.state.mcp_sessions = mcp_server.mount(app)  # MCP at /mcp
     _add_middleware(app, settings, allowed_hosts(settings.allowed_hosts, keys.enabled, host))
     telemetry.install()  # OpenTelemetry traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set

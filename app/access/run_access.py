@@ -213,6 +213,11 @@ class Runs:
             raise ThreadNotFound(f"no thread {thread_id}")
         return thread
 
+    async def threads(self, *, limit: int, offset: int) -> builtins.list[ThreadRecord]:
+        """A page of the caller's threads (every thread for the admin), newest first."""
+        tenant = None if self.caller.sees_all else self.caller.tenant
+        return await self.manager.store.list_threads(limit=limit, offset=offset, tenant=tenant)
+
     async def thread_runs(self, thread_id: str) -> builtins.list[RunRecord]:
         """The runs of one of the caller's threads, oldest first."""
         await self.thread(thread_id)

@@ -19,6 +19,7 @@ from app.access.limits import RateLimited
 from app.access.run_access import ThreadNotFinished, ThreadNotFound
 from app.errors import ServiceError
 from app.http.asgi import HttpMiddleware
+from app.integrations.agent_server import UnknownAssistant
 from app.runs.manager import RunEnded, RunNotWaiting, TooManyCommands
 from app.runs.queue import QueueFull
 from calls.errors import LatsError
@@ -142,7 +143,7 @@ def add_handlers(app: FastAPI) -> None:
             return JSONResponse(
                 _body(exc.code, str(exc)), 429, headers={"Retry-After": str(exc.retry_after_s)}
             )
-        if isinstance(exc, ThreadNotFound):
+        if isinstance(exc, ThreadNotFound | UnknownAssistant):
             return JSONResponse(_body(exc.code, str(exc)), 404)
         if isinstance(exc, TooManyCommands):
             return JSONResponse(_body(exc.code, str(exc)), 429)

@@ -220,6 +220,11 @@ class RunStore(Protocol):
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None: ...
 
+    async def list_threads(
+        self, *, limit: int, offset: int, tenant: str | None = None
+    ) -> list[ThreadRecord]:
+        """A page of the threads (of `tenant` when given), newest first."""
+
     async def thread_runs(self, thread_id: str) -> list[RunRecord]:
         """The thread's runs, oldest first."""
 

@@ -93,16 +93,18 @@ class RunReads(ABC):
         row = await self._one(
             f"SELECT id, tenant, created_at FROM {self.dialect.threads} WHERE id = ?", (thread_id,)
         )
-        if row is None:
-            return None
-        created = row["created_at"]
-        return ThreadRecord(
-            id=row["id"],
-            tenant=row["tenant"],
-            created_at=created
-            if isinstance(created, datetime)
-            else datetime.fromisoformat(created),
-        )
+        return None if row is None else _thread(row)
+
+    async def list_threads(
+        self, *, limit: int, offset: int, tenant: str | None = None
+    ) -> list[ThreadRecord]:
+        sql = f"SELECT id, tenant, created_at FROM {self.dialect.threads}"
+        args: tuple[Any, ...] = (limit, offset)
+        if tenant is not None:
+            sql += " WHERE tenant = ?"
+            args = (tenant, *args)
+        sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+        return [_thread(r) for r in await self._all(sql, args)]
 
     async def thread_runs(self, thread_id: str) -> list[RunRecord]:
         rows = await self._all(
@@ -130,3 +132,12 @@ class RunReads(ABC):
 
     async def ping(self) -> None:
         await self._one("SELECT 1 AS n", ())
+
+
+def _thread(row: Row) -> ThreadRecord:
+    created = row["created_at"]
+    return ThreadRecord(
+        id=row["id"],
+        tenant=row["tenant"],
+        created_at=created if isinstance(created, datetime) else datetime.fromisoformat(created),
+    )

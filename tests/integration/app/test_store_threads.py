@@ -1,6 +1,6 @@
 """Threads on the real SQLite file and the real Postgres: a thread's runs listed oldest first,
-deleted with it only once every one has ended, and the thread column added in place to a
-runs table written before threads existed."""
+deleted with it only once every one has ended, threads listed newest first per tenant, and the
+thread column added in place to a runs table written before threads existed."""
 
 from __future__ import annotations
 
@@ -75,6 +75,28 @@ async def test_a_thread_lists_its_runs_oldest_first_and_deletes_them_once_ended(
     assert deleted is True
     assert await store.get_thread(thread.id) is None
     assert [r.id for r in await store.thread_runs(other.id)] == [elsewhere.id]
+
+
+async def test_threads_are_listed_newest_first_per_tenant_a_page_at_a_time(
+    open_store: Opener,
+) -> None:
+    store = await open_store()
+    now = datetime.now(UTC)
+    made = [
+        ThreadRecord(id=f"t{i}", tenant=tenant, created_at=now + timedelta(seconds=i))
+        for i, tenant in enumerate(["alice", "bob", "alice", "alice"])
+    ]
+    for thread in made:
+        await store.create_thread(thread)
+
+    alices = await store.list_threads(limit=10, offset=0, tenant="alice")
+    page = await store.list_threads(limit=1, offset=1, tenant="alice")
+    every = await store.list_threads(limit=10, offset=0)
+
+    assert [t.id for t in alices] == ["t3", "t2", "t0"]
+    assert [t.id for t in page] == ["t2"]
+    assert [t.id for t in every] == ["t3", "t2", "t1", "t0"]
+    assert alices[0] == made[3]
 
 
 async def test_a_runs_table_from_before_threads_gets_the_thread_column_sqlite(

@@ -1,0 +1,165 @@
+"""The LangGraph Agent Server's API under `/lg` (info, assistants, threads; its runs are in
+app/http/routes/agent_server_runs.py), so its SDKs drive plantree: point
+`get_client(url="http://host:8000/lg")` (Python) or `new Client({apiUrl: ".../lg"})` (JS) at it.
+
+The same runs, threads, keys, tenancy and limits as plantree's own API (through
+`app/access/run_access.py`): a thread made here is a plantree thread, a run a plantree run.
+The shapes are in `app/integrations/agent_server*.py`; docs/integrations.md lists what exists.
+Paths in `Location` and `Content-Location` are relative to the API's root, as the SDKs read
+them (they resolve them against the URL they were given).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+from importlib.metadata import version
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+
+from agents.errors import RunNotFound
+from agents.events import PAUSE_TYPES
+from app.access.run_access import Runs, ThreadNotFound
+from app.http.auth import Authorized
+from app.http.deps import CallerRuns
+from app.http.routes.runs import ERRORS
+from app.http.schemas import ID_PATTERN
+from app.integrations import agent_server_shapes as shapes
+from app.integrations.agent_server import (
+    GRAPH_ID,
+    HistoryRequest,
+    ThreadCreate,
+    ThreadSearch,
+    assistant,
+)
+from app.integrations.openai_compat import PRESETS, invalid_fields
+from app.store.base import RunRecord, ThreadRecord
+
+logger = logging.getLogger(__name__)
+router = APIRouter(prefix="/lg", tags=["langgraph-agent-server"])
+Id = Annotated[str, Path(min_length=1, max_length=64, pattern=ID_PATTERN)]
+
+
+def invalid(field: str, message: str) -> RequestValidationError:
+    return RequestValidationError([{"loc": ["body", field], "msg": message, "type": "value_error"}])
+
+
+def fields_error(error: ValidationError, field: str) -> RequestValidationError:
+    return RequestValidationError(
+        [{**f, "loc": ["body", field, *f["loc"]]} for f in invalid_fields(error)]
+    )
+
+
+async def _waiting(runs: Runs, record: RunRecord) -> dict[str, Any] | None:
+    """The interrupt of a run waiting for its plan's answer (its last `interrupt` event)."""
+    if record.awaiting is None:
+        return None
+    steps: list[str] = []
+    async for event in runs.stored_events(record.id):
+        if event.type in PAUSE_TYPES:
+            steps = json.loads(event.data)["steps"]
+    return shapes.interrupt_of(record, steps)
+
+
+async def thread_of(
+    runs: Runs, thread_id: str
+) -> tuple[ThreadRecord, builtins.list[RunRecord], dict[str, Any] | None]:
+    record = await runs.thread(thread_id)
+    thread_runs = await runs.thread_runs(thread_id)
+    waiting = await _waiting(runs, thread_runs[-1]) if thread_runs else None
+    return record, thread_runs, waiting
+
+
+async def run_of(runs: Runs, thread_id: str, run_id: str) -> RunRecord:
+    await runs.thread(thread_id)
+    record = await runs.get(run_id)
+    if record.thread_id != thread_id:
+        raise RunNotFound(f"no run {run_id} on thread {thread_id}")
+    return record
+
+
+# -- info and assistants -----------------------------------------------------------------------
+@router.get("/info", summary="What this server is")
+async def info(_: Authorized) -> dict[str, Any]:
+    return {
+        "version": version("plantree"),
+        "langgraph_py_version": version("langgraph"),
+        "flags": {"assistants": True, "crons": False, "langsmith": False},
+        "metadata": {"graphs": [GRAPH_ID]},
+    }
+
+
+@router.post("/assistants/search", summary="The assistants (search presets)")
+async def search_assistants(_: Authorized) -> list[dict[str, Any]]:
+    return [assistant(name) for name in PRESETS]
+
+
+@router.get("/assistants/{assistant_id}", summary="One assistant", responses=ERRORS)
+async def get_assistant(assistant_id: str, _: Authorized) -> dict[str, Any]:
+    return assistant(assistant_id)
+
+
+# -- threads ---------------------------------------------------------------------------------
+@router.post("/threads", summary="Create a thread", responses=ERRORS)
+async def createthread_of(runs: CallerRuns, body: ThreadCreate | None = None) -> dict[str, Any]:
+    """A new, empty thread of the caller (plantree names it; a `thread_id` is refused)."""
+    return shapes.thread(await runs.create_thread(), [])
+
+
+@router.post("/threads/search", summary="The caller's threads, newest first", responses=ERRORS)
+async def search_threads(body: ThreadSearch, runs: CallerRuns) -> list[dict[str, Any]]:
+    if body.ids is not None:
+        found = []
+        for thread_id in body.ids[body.offset : body.offset + body.limit]:
+            try:
+                found.append(shapes.thread(*await thread_of(runs, thread_id)))
+            except ThreadNotFound:
+                continue  # another key's, or gone: not among the caller's threads
+        return [t for t in found if body.status in (None, t["status"])]
+    found, offset, skip = [], 0, body.offset
+    while len(found) < body.limit:
+        page = await runs.threads(limit=100, offset=offset)
+        for record in page:
+            shown = shapes.thread(*await thread_of(runs, record.id))
+            if body.status not in (None, shown["status"]):
+                continue
+            if skip:
+                skip -= 1
+                continue
+            found.append(shown)
+            if len(found) == body.limit:
+                break
+        if len(page) < 100:
+            break
+        offset += 100
+    return found
+
+
+@router.get("/threads/{thread_id}", summary="A thread", responses=ERRORS)
+async def getthread_of(thread_id: Id, runs: CallerRuns) -> dict[str, Any]:
+    return shapes.thread(*await thread_of(runs, thread_id))
+
+
+@router.delete("/threads/{thread_id}", status_code=204, summary="Delete a thread", responses=ERRORS)
+async def delete_thread(thread_id: Id, runs: CallerRuns) -> Response:
+    """The thread with its runs, once every one has ended (409 while one has not)."""
+    await runs.delete_thread(thread_id)
+    return Response(status_code=204)
+
+
+@router.get("/threads/{thread_id}/state", summary="A thread's state", responses=ERRORS)
+async def get_state(thread_id: Id, runs: CallerRuns) -> dict[str, Any]:
+    _, thread_runs, waiting = await thread_of(runs, thread_id)
+    return shapes.state(thread_id, thread_runs, waiting)
+
+
+@router.post("/threads/{thread_id}/history", summary="A thread's states", responses=ERRORS)
+async def get_history(
+    thread_id: Id, body: HistoryRequest, runs: CallerRuns
+) -> list[dict[str, Any]]:
+    _, thread_runs, waiting = await thread_of(runs, thread_id)
+    return shapes.history(thread_id, thread_runs, waiting, body.limit, body.before_id())

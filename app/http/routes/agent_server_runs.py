@@ -1,0 +1,276 @@
+"""The Agent Server API's runs under `/lg` (app/http/routes/agent_server.py has its threads):
+start one on a thread (streamed or in the background), answer its plan with `command.resume`,
+look it up, re-join its stream, wait for it, cancel it."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import ValidationError
+
+from agents.events import PAUSE_TYPES, TERMINAL_TYPES
+from app.access.run_access import Runs, ThreadNotFinished
+from app.http.deps import CallerRuns
+from app.http.routes.agent_server import Id, fields_error, invalid, run_of, thread_of
+from app.http.routes.runs import ERRORS
+from app.http.sse import HEARTBEAT, MAX_EVENT_ID, SSE_HEADERS, parse_last_event_id
+from app.integrations import agent_server_shapes as shapes
+from app.integrations import agent_server_stream as stream
+from app.integrations.agent_server import (
+    JOIN_MODES,
+    BadInput,
+    RunCreate,
+    StreamModeName,
+    plan_decision,
+    question,
+    run_params,
+)
+from app.runs.manager import RunNotWaiting
+from app.store.base import UNFINISHED, RunRecord
+
+logger = logging.getLogger(__name__)
+router = APIRouter(prefix="/lg", tags=["langgraph-agent-server"])
+
+
+def _location(thread_id: str, run_id: str) -> str:
+    return f"/threads/{thread_id}/runs/{run_id}"
+
+
+async def _start(runs: Runs, thread_id: str, body: RunCreate) -> tuple[RunRecord, int]:
+    """Start a run on the thread, or answer the plan its last run waits for (`command`);
+    the run and the id of its last event before this request."""
+    thread_runs = await runs.thread_runs(thread_id)
+    if body.command is not None:
+        if body.input is not None:
+            raise invalid(
+                "input", "an answer to a plan (`command`) goes on with its run's question"
+            )
+        try:
+            decision = plan_decision(body.command.resume)
+        except BadInput as e:
+            raise invalid("command", str(e)) from e
+        except ValidationError as e:
+            raise fields_error(e, "command") from e
+        last = thread_runs[-1] if thread_runs else None
+        if last is None or last.awaiting is None:
+            raise RunNotWaiting(f"no run of thread {thread_id} waits for an answer")
+        after = await runs.last_event_id(last.id)
+        return await runs.answer_plan(last.id, decision), after
+    if any(r.status in UNFINISHED for r in thread_runs):
+        raise ThreadNotFinished(f"a run of thread {thread_id} has not ended (one at a time)")
+    try:
+        params = run_params(body)
+        task = question(body.input)
+    except BadInput as e:
+        raise invalid(e.field, str(e)) from e
+    except ValidationError as e:
+        raise fields_error(e, "context") from e
+    record = await runs.submit(task, params, thread_id)
+    logger.info("run=%s started on thread=%s (agent server API)", record.id, thread_id)
+    return record, 0
+
+
+async def _parts(
+    runs: Runs,
+    record: RunRecord,
+    after: int,
+    modes: Sequence[StreamModeName],
+    opening: bool,
+) -> AsyncIterator[bytes]:
+    """The run's events after `after` as stream parts, from `metadata` to `end` or `error`;
+    `opening` sends the thread's values first. A run waiting for its plan's answer ends the
+    stream (at once when the client has seen its interrupt)."""
+    thread_id = record.thread_id or ""
+    yield stream.metadata(record.id)
+    try:
+        if opening and "values" in modes:
+            yield stream.part("values", shapes.values(await runs.thread_runs(thread_id)))
+        if record.awaiting is not None and after >= await runs.last_event_id(record.id):
+            yield stream.END
+            return
+        async for event in runs.follow(record.id, after):
+            if event is None:
+                yield HEARTBEAT
+                if (await runs.get(record.id)).awaiting is not None:
+                    yield stream.END
+                    return
+                continue
+            data = json.loads(event.data)
+            if event.type in TERMINAL_TYPES | PAUSE_TYPES:
+                thread_runs = await runs.thread_runs(thread_id)
+                now = next(r for r in thread_runs if r.id == record.id)
+                values = shapes.values(thread_runs)
+                if event.type in PAUSE_TYPES:
+                    interrupt = shapes.interrupt_of(now, data["steps"])
+                    frames = stream.paused(modes, event.seq, data, values, interrupt)
+                    for frame in [*frames, stream.END]:
+                        yield frame
+                    return
+                answer = shapes.answer_message(now)  # ended with its terminal event
+                for frame in stream.ended(modes, event.seq, event.type, data, values, answer):
+                    yield frame
+                return
+            for frame in stream.step(modes, event.seq, event.type, data):
+                yield frame
+    except Exception:
+        logger.exception("run=%s agent server stream failed", record.id)
+        yield stream.error("stream_failed", "the run's events could not be read")
+        return
+    yield stream.error("run_deleted", "the run was deleted while it was followed")
+
+
+def _streaming(parts: AsyncIterator[bytes], record: RunRecord) -> StreamingResponse:
+    where = _location(record.thread_id or "", record.id)
+    headers = {**SSE_HEADERS, "Content-Location": where, "Location": f"{where}/stream"}
+    return StreamingResponse(parts, media_type="text/event-stream", headers=headers)
+
+
+@router.post(
+    "/threads/{thread_id}/runs/stream",
+    summary="Start a run (or answer its plan) and stream it",
+    responses=ERRORS,
+    response_model=None,
+)
+async def stream_run(thread_id: Id, body: RunCreate, runs: CallerRuns) -> StreamingResponse:
+    """A new run on the thread, or with `command.resume` the answer to the plan its last run
+    waits for; the run's parts in the modes asked for until it ends or waits."""
+    await runs.thread(thread_id)
+    slot = runs.stream_slot()
+    try:
+        record, after = await _start(runs, thread_id, body)
+    except BaseException:
+        slot.release()
+        raise
+    opening = body.command is None  # a resumed run's stream goes on from its interrupt
+    parts = _parts(runs, record, after, body.modes(), opening)
+    return _streaming(slot.hold(parts), record)
+
+
+@router.post("/threads/{thread_id}/runs", summary="Start a run in the background", responses=ERRORS)
+async def create_run(
+    thread_id: Id, body: RunCreate, runs: CallerRuns, response: Response
+) -> dict[str, Any]:
+    await runs.thread(thread_id)
+    record, _ = await _start(runs, thread_id, body)
+    response.headers["Content-Location"] = _location(thread_id, record.id)
+    return shapes.run(record)
+
+
+@router.post(
+    "/threads/{thread_id}/runs/wait", summary="Start a run and wait for it", responses=ERRORS
+)
+async def wait_run(
+    thread_id: Id, body: RunCreate, runs: CallerRuns, response: Response
+) -> dict[str, Any]:
+    """Like POST …/runs, answered once the run ends or waits for its plan's answer: the
+    thread's values then."""
+    await runs.thread(thread_id)
+    record, _ = await _start(runs, thread_id, body)
+    response.headers["Content-Location"] = _location(thread_id, record.id)
+    await runs.wait(record.id)
+    _, thread_runs, waiting = await thread_of(runs, thread_id)
+    return shapes.joined(thread_runs, waiting)
+
+
+@router.get("/threads/{thread_id}/runs", summary="A thread's runs, newest first", responses=ERRORS)
+async def list_runs(
+    thread_id: Id,
+    runs: CallerRuns,
+    limit: Annotated[int, Query(ge=1, le=100)] = 10,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    status: Annotated[shapes.AgentRunStatus | None, Query()] = None,
+) -> list[dict[str, Any]]:
+    shown = [shapes.run(r) for r in reversed(await runs.thread_runs(thread_id))]
+    return [r for r in shown if status in (None, r["status"])][offset : offset + limit]
+
+
+@router.delete(
+    "/threads/{thread_id}/runs/{run_id}",
+    status_code=204,
+    summary="Delete a run that has ended",
+    responses=ERRORS,
+)
+async def delete_run(thread_id: Id, run_id: Id, runs: CallerRuns) -> Response:
+    """A run that has ended, with its events; one that has not is refused (409)."""
+    await run_of(runs, thread_id, run_id)
+    await runs.delete(run_id)
+    return Response(status_code=204)
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}", summary="A run", responses=ERRORS)
+async def get_run(thread_id: Id, run_id: Id, runs: CallerRuns) -> dict[str, Any]:
+    return shapes.run(await run_of(runs, thread_id, run_id))
+
+
+@router.get(
+    "/threads/{thread_id}/runs/{run_id}/stream",
+    summary="Re-join a run's stream",
+    responses=ERRORS,
+    response_model=None,
+)
+async def join_stream(
+    thread_id: Id,
+    run_id: Id,
+    runs: CallerRuns,
+    stream_mode: Annotated[
+        list[StreamModeName | Literal[""]] | None,
+        Query(description="Modes to stream; none (or empty, as the SDK sends none): the default."),
+    ] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """The run's parts after `Last-Event-ID` (from its start without one), then live until it
+    ends or waits for its plan's answer."""
+    record = await run_of(runs, thread_id, run_id)
+    start = parse_last_event_id(last_event_id) or 0
+    if start > MAX_EVENT_ID or start > await runs.last_event_id(run_id):
+        raise RequestValidationError(
+            [
+                {
+                    "loc": ["header", "last-event-id"],
+                    "msg": "beyond the run's last event id",
+                    "type": "value_error",
+                }
+            ]
+        )
+    named = [mode for mode in stream_mode or [] if mode]
+    modes = tuple(dict.fromkeys(named)) if named else JOIN_MODES
+    parts = _parts(runs, record, start, modes, start == 0)
+    return _streaming(runs.stream_slot().hold(parts), record)
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/join", summary="Wait for a run", responses=ERRORS)
+async def join_run(thread_id: Id, run_id: Id, runs: CallerRuns) -> dict[str, Any]:
+    """Waits until the run ends or waits for its plan's answer; the thread's values then."""
+    await run_of(runs, thread_id, run_id)
+    await runs.wait(run_id)
+    _, thread_runs, waiting = await thread_of(runs, thread_id)
+    return shapes.joined(thread_runs, waiting)
+
+
+@router.post(
+    "/threads/{thread_id}/runs/{run_id}/cancel",
+    summary="Cancel a run",
+    responses=ERRORS,
+    response_model=None,
+)
+async def cancel_run(
+    thread_id: Id,
+    run_id: Id,
+    runs: CallerRuns,
+    wait: Annotated[bool, Query()] = False,
+    action: Annotated[str, Query(pattern="^interrupt$")] = "interrupt",
+) -> JSONResponse:
+    """`action=interrupt` only (a cancelled run keeps what it found); with `wait`, answers
+    once the run has ended."""
+    await run_of(runs, thread_id, run_id)
+    record = await runs.cancel(run_id)
+    if wait:
+        record = await runs.wait(run_id)
+    logger.info("run=%s cancel asked by caller=%s (agent server API)", run_id, runs.caller.label)
+    return JSONResponse(shapes.run(record), status_code=200 if wait else 202)
