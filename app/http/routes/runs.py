@@ -60,6 +60,8 @@ def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunVie
         status=record.status,
         awaiting=record.awaiting,
         thread_id=record.thread_id,
+        webhook=record.webhook,
+        delivery=record.delivery,
         task=record.task,
         params=record.params,
         created_at=record.created_at,
@@ -106,13 +108,13 @@ async def solve(
     """Starts a run and streams its events as SSE (the run goes on if the client leaves).
     With `Accept: application/json`, waits and returns the finished run instead."""
     if accept and "application/json" in accept and "text/event-stream" not in accept:
-        record = await runs.submit(body.task, body.params(), body.thread_id)
+        record = await runs.submit(body.task, body.params(), body.thread_id, body.webhook)
         done = await runs.wait(record.id)
         return JSONResponse(
             view(done, await runs.tree(done)).model_dump(mode="json"),
             headers={"Content-Location": f"/runs/{record.id}"},
         )
-    new = await runs.submit_streamed(body.task, body.params(), body.thread_id)
+    new = await runs.submit_streamed(body.task, body.params(), body.thread_id, body.webhook)
     events = runs.follow_new(new)
     return _stream(new.slot.hold(_framed(new.record.id, events)), new.record.id)
 
@@ -125,7 +127,7 @@ async def solve(
     responses=ERRORS,
 )
 async def start_run(body: SolveRequest, runs: CallerRuns, response: Response) -> RunAccepted:
-    record = await runs.submit(body.task, body.params(), body.thread_id)
+    record = await runs.submit(body.task, body.params(), body.thread_id, body.webhook)
     response.headers["Location"] = f"/runs/{record.id}"
     return RunAccepted(run_id=record.id, status=record.status, events=f"/runs/{record.id}/events")
 
