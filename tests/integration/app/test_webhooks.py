@@ -18,6 +18,12 @@ import pytest
 import uvicorn
 from pydantic import SecretStr
 
+from agents.params import RunParams
+from app.runs.manager import RunManager
+from app.service import run_service
+from app.settings import Settings
+from app.store.base import RunRecord
+from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
 
@@ -91,6 +97,16 @@ async def _delivered(svc: Any, run_id: str) -> dict[str, Any]:
             if delivery is not None and delivery["state"] != "delivering":
                 return run
             await asyncio.sleep(0.02)
+
+
+async def _settled(manager: RunManager, run_id: str) -> RunRecord:
+    """The run's record once its delivery has ended, as a process's manager reads it."""
+    async with asyncio.timeout(15):
+        while True:
+            run = await manager.get(run_id)
+            if run.delivery is not None and run.delivery.state != "delivering":
+                return run
+            await asyncio.sleep(0.05)
 
 
 async def _start(svc: Any, webhook: str) -> Any:
@@ -201,3 +217,28 @@ async def test_a_webhook_without_a_server_secret_is_refused(service_for: Service
 
     assert response.status_code == 422
     assert "LATS_WEBHOOK_SECRET" in response.json()["message"]
+
+
+async def test_the_worker_process_that_ends_a_run_delivers_its_webhook(
+    settings: Settings,
+) -> None:
+    """An API-only process stores the run; a worker process (its own store connections on the
+    same SQLite file) claims it, ends it and delivers the webhook."""
+    configured = settings.model_copy(
+        update={"webhook_secret": SECRET, "webhook_allow_private": True}
+    )
+    async with (
+        receiving() as receiver,
+        run_service(configured, models=FakeModels(TREE), tools=[], worker=False) as api,
+        run_service(configured, models=FakeModels(TREE), tools=[], worker=True),
+    ):
+        record = await api.submit("What is A?", RunParams(), webhook=receiver.url)
+        run = await _settled(api, record.id)
+
+    assert record.owner is None  # the API process never held it
+    assert run.status == "done"
+    assert run.delivery is not None
+    assert run.delivery.state == "delivered"
+    [(headers, body)] = receiver.received
+    assert _verifies(headers, body)
+    assert json.loads(body)["data"]["run_id"] == record.id
