@@ -17,7 +17,9 @@ ModelString = Annotated[
     str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:/@+-]+$")
 ]
 """A model string as the factory takes it (`provider:model`, or `local`)."""
-ToolName = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[\w.-]+$")]
+ToolName = Annotated[
+    str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+]
 Domain = Annotated[
     str,
     StringConstraints(

@@ -16,6 +16,7 @@ from agents.settings import EngineSettings
 from app.access.tenancy import KeyRing
 from app.webhooks.signing import secret_key
 from calls.local_catalog import CATALOG
+from calls.models import LOCAL_MODEL
 from calls.settings import ModelSettings
 from tools.settings import ToolSettings
 
@@ -177,6 +178,18 @@ class Settings(ModelSettings, EngineSettings, ToolSettings):
         if "quote_choices" not in self.model_fields_set:
             self.quote_choices = self.model_for("responder") == "local"
         return self
+
+    @field_validator("allowed_models")
+    @classmethod
+    def _model_strings(cls, value: list[str]) -> list[str]:
+        for spec in value:
+            provider, sep, name = spec.partition(":")
+            if spec != LOCAL_MODEL and not (sep and provider and name):
+                raise ValueError(
+                    f"allowed model {spec!r} must be 'provider:model' or 'local', "
+                    "e.g. 'google_genai:gemini-2.5-pro'"
+                )
+        return value
 
     @field_validator("webhook_secret")
     @classmethod

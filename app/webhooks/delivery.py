@@ -67,6 +67,12 @@ class WebhookSender:
         """POST `body` to `url` until a 2xx answers, a failure is not worth retrying, or the
         attempts are spent; `report` gets the delivery's state after every attempt."""
         attempts = 0
+        reported: list[WebhookDelivery] = []
+
+        async def told(delivery: WebhookDelivery) -> WebhookDelivery:
+            reported.append(delivery)
+            await report(delivery)
+            return delivery
 
         async def attempt() -> WebhookDelivery:
             nonlocal attempts
@@ -74,13 +80,12 @@ class WebhookSender:
             try:
                 status = await self._post(url, webhook_id, body)
             except _AttemptFailed as failed:
-                last = attempts >= self.policy.max_attempts or not failed.retry
-                state = "failed" if last else "delivering"
-                await report(self._state(webhook_id, attempts, failed.status, failed.error, state))
+                final = attempts >= self.policy.max_attempts or not failed.retry
+                state = "failed" if final else "delivering"
+                await told(self._state(webhook_id, attempts, failed.status, failed.error, state))
                 logger.warning("run=%s webhook attempt %d failed: %s", run_id, attempts, failed)
                 raise
-            delivered = self._state(webhook_id, attempts, status, None, "delivered")
-            await report(delivered)
+            delivered = await told(self._state(webhook_id, attempts, status, None, "delivered"))
             logger.info("run=%s webhook delivered (HTTP %d, attempt %d)", run_id, status, attempts)
             return delivered
 
@@ -97,8 +102,8 @@ class WebhookSender:
                 backoff=self.backoff,
                 sleep=self.sleep,
             )
-        except _AttemptFailed as failed:
-            return self._state(webhook_id, attempts, failed.status, failed.error, "failed")
+        except _AttemptFailed:
+            return reported[-1]  # the last attempt's state, told as "failed"
 
     async def _post(self, url: str, webhook_id: str, body: bytes) -> int:
         """One attempt; its status when 2xx, else `_AttemptFailed`."""
@@ -111,6 +116,8 @@ class WebhookSender:
             response = await self.client.post(
                 url, content=body, headers=headers, timeout=self.policy.timeout_s
             )
+        except httpx.InvalidURL as e:
+            raise _AttemptFailed(None, "invalid URL", retry=False, hint_s=None) from e
         except httpx.TimeoutException as e:
             raise _AttemptFailed(None, "timeout", retry=True, hint_s=None) from e
         except httpx.HTTPError as e:

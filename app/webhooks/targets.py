@@ -15,6 +15,8 @@ import socket
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
+import httpx
+
 from app.errors import ServiceError
 
 RESOLVE_TIMEOUT_S = 5.0
@@ -52,9 +54,10 @@ def _parts(url: str) -> tuple[str, int]:
     if len(url) > MAX_URL_CHARS:
         raise WebhookRefused(f"the webhook URL is longer than {MAX_URL_CHARS} characters")
     try:
+        httpx.URL(url)  # what the delivery will send to must parse there too
         parts = urlsplit(url)
         port = parts.port
-    except ValueError as e:
+    except (ValueError, httpx.InvalidURL) as e:
         raise WebhookRefused("the webhook URL is not a valid URL") from e
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise WebhookRefused("the webhook URL must be http:// or https:// with a host")
@@ -73,7 +76,7 @@ async def check_target(url: str, *, allow_private: bool, resolve: Resolver) -> N
     except ValueError:
         try:
             found = await resolve(host, port)
-        except (OSError, TimeoutError) as e:
+        except (OSError, TimeoutError, UnicodeError) as e:
             raise WebhookRefused(f"the webhook host {host!r} does not resolve") from e
         addresses = [ipaddress.ip_address(text.split("%", 1)[0]) for text in found]
     if not addresses:

@@ -39,7 +39,11 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "An API key is required."},
     404: {"model": ErrorBody, "description": "No such run or thread (or another key's)."},
     413: {"model": ErrorBody, "description": "The body is too large."},
-    422: {"model": ErrorBody, "description": "The body or a parameter is invalid."},
+    422: {
+        "model": ErrorBody,
+        "description": "The body or a parameter is invalid, or the server does not accept a "
+        "choice (`option_refused`: a model, tool or webhook).",
+    },
     429: {
         "model": ErrorBody,
         "description": "The run queue is full, or a limit of the key is reached; see Retry-After.",

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 from pydantic import SecretStr
@@ -22,7 +23,8 @@ from agents.params import RunParams
 from app.runs.manager import RunManager
 from app.service import run_service
 from app.settings import Settings
-from app.store.base import RunRecord
+from app.store.base import RunRecord, WebhookDelivery
+from app.webhooks.delivery import DeliveryPolicy, WebhookSender
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
@@ -242,3 +244,45 @@ async def test_the_worker_process_that_ends_a_run_delivers_its_webhook(
     [(headers, body)] = receiver.received
     assert _verifies(headers, body)
     assert json.loads(body)["data"]["run_id"] == record.id
+
+
+def _sender(client: httpx.AsyncClient, attempts: int = 3) -> WebhookSender:
+    policy = DeliveryPolicy(
+        timeout_s=5, max_attempts=attempts, retry_base_s=0.01, allow_private=True
+    )
+    return WebhookSender(key=SECRET_BYTES, policy=policy, client=client)
+
+
+async def test_a_rejection_other_than_408_or_429_is_final() -> None:
+    reports: list[WebhookDelivery] = []
+
+    async def report(delivery: WebhookDelivery) -> None:
+        reports.append(delivery)
+
+    async with receiving(400) as receiver, httpx.AsyncClient() as client:
+        delivery = await _sender(client).deliver(receiver.url, "msg_x", b"{}", report, run_id="x")
+
+    assert len(receiver.received) == 1
+    assert (delivery.state, delivery.attempts, delivery.last_status) == ("failed", 1, 400)
+    assert reports == [delivery]
+
+
+async def test_a_receiver_that_is_not_listening_is_retried_then_given_up() -> None:
+    reports: list[WebhookDelivery] = []
+
+    async def report(delivery: WebhookDelivery) -> None:
+        reports.append(delivery)
+
+    async with receiving() as receiver:
+        url = receiver.url  # a port that was just free, closed again below
+    async with httpx.AsyncClient() as client:
+        delivery = await _sender(client, attempts=2).deliver(
+            url, "msg_y", b"{}", report, run_id="y"
+        )
+
+    assert [r.state for r in reports] == ["delivering", "failed"]
+    assert (delivery.attempts, delivery.last_status, delivery.last_error) == (
+        2,
+        None,
+        "ConnectError",
+    )

@@ -62,7 +62,9 @@ async def test_a_name_that_does_not_resolve_is_refused() -> None:
         await check_target("https://nowhere.invalid/", allow_private=False, resolve=_unresolvable)
 
 
-@pytest.mark.parametrize("url", ["ftp://example.com/x", "http:///nohost", "http://a:99999/"])
+@pytest.mark.parametrize(
+    "url", ["ftp://example.com/x", "http:///nohost", "http://a:99999/", "http://exa\x00mple.com/"]
+)
 async def test_only_http_urls_with_a_host_are_accepted(url: str) -> None:
     with pytest.raises(WebhookRefused):
         await check_target(url, allow_private=True, resolve=_unresolvable)
@@ -70,3 +72,13 @@ async def test_only_http_urls_with_a_host_are_accepted(url: str) -> None:
 
 async def test_private_addresses_are_accepted_when_the_operator_allows_them() -> None:
     await check_target("http://127.0.0.1:9/x", allow_private=True, resolve=_unresolvable)
+
+
+async def test_a_host_the_resolver_cannot_encode_is_refused_not_an_error() -> None:
+    async def cannot_encode(host: str, port: int) -> list[str]:
+        raise UnicodeError("label too long")
+
+    with pytest.raises(WebhookRefused, match="does not resolve"):
+        await check_target(
+            "https://" + "a" * 70 + ".example/", allow_private=False, resolve=cannot_encode
+        )
