@@ -80,7 +80,10 @@ class WebhookNotifier:
 
     def run_ended(self, run_id: str) -> None:
         """The run's end was stored here: deliver it, if it asked for a webhook, in the
-        background."""
+        background. Without a secret nothing is read: no run of this deployment has one (every
+        process of a deployment that ends runs needs the same `LATS_WEBHOOK_SECRET`)."""
+        if self._sender is None:
+            return
         task = asyncio.get_running_loop().create_task(self._deliver(run_id))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -88,10 +91,7 @@ class WebhookNotifier:
     async def _deliver(self, run_id: str) -> None:
         try:
             record = await self._store.get_run(run_id)
-            if record is None or record.webhook is None:
-                return
-            if self._sender is None:
-                logger.warning("run=%s has a webhook but this process has no secret", run_id)
+            if record is None or record.webhook is None or self._sender is None:
                 return
             if record.delivery is not None and record.delivery.state != "delivering":
                 return  # its end was delivered (or given up) already

@@ -92,7 +92,7 @@ def _verifies(headers: dict[str, str], body: bytes) -> bool:
 
 
 async def _delivered(svc: Any, run_id: str) -> dict[str, Any]:
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(30):  # generous: the machine may be busy
         while True:
             run: dict[str, Any] = (await svc.client.get(f"/runs/{run_id}")).json()
             delivery = run.get("delivery")
@@ -103,7 +103,7 @@ async def _delivered(svc: Any, run_id: str) -> dict[str, Any]:
 
 async def _settled(manager: RunManager, run_id: str) -> RunRecord:
     """The run's record once its delivery has ended, as a process's manager reads it."""
-    async with asyncio.timeout(15):
+    async with asyncio.timeout(30):  # generous: the machine may be busy
         while True:
             run = await manager.get(run_id)
             if run.delivery is not None and run.delivery.state != "delivering":
