@@ -37,8 +37,8 @@ from agents.state import ErrorInfo, Recollection, RunState, StopReason
 from agents.steering import CommandSource
 from agents.tree import by_id
 from calls.cache import CacheStore, MemoryStore, SqliteStore
-from calls.errors import BudgetExhausted, LatsError
-from calls.models import ModelFactory
+from calls.errors import BudgetExhausted, ConfigError, LatsError
+from calls.models import ModelChooser, ModelFactory, RunModels
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +88,23 @@ class Engine:
             recursion_limit=4 * params.max_nodes + 50,
         )
 
+    def _models_for(self, params: RunParams) -> ModelFactory:
+        """The run's models: the engine's, with the roles the run chose a model for built
+        from their model strings (the service checked them against its allow-list)."""
+        overrides = params.model_overrides()
+        if not overrides:
+            return self.models
+        if not isinstance(self.models, ModelChooser):
+            raise ConfigError("this engine's model factory cannot build a run's chosen models")
+        return RunModels(self.models, overrides)
+
+    def _tools_for(self, params: RunParams) -> list[BaseTool]:
+        """The engine's tools the run chose (all of them unless it named some), in order."""
+        if params.tools is None:
+            return self.tools
+        chosen = set(params.tools)
+        return [tool for tool in self.tools if tool.name in chosen]
+
     def _context(
         self, run_id: str, task: str, params: RunParams, sink: EventSink, state: RunState
     ) -> RunContext:
@@ -96,8 +113,8 @@ class Engine:
             task=task,
             params=params,
             settings=self.settings,
-            models=self.models,
-            tools=self.tools,
+            models=self._models_for(params),
+            tools=self._tools_for(params),
             sink=sink,
             accountant=Accountant(params, state.get("metrics")),
             cache=self.cache,

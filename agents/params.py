@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from calls.settings import ROLES, Role
 
 Strategy = Literal["mcts", "beam", "dfs"]
 InFlightRule = Literal["unobserved", "virtual_loss"]
+
+MAX_DOMAINS = 50
+MAX_TOOLS = 16
+ModelString = Annotated[
+    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:/@+-]+$")
+]
+"""A model string as the factory takes it (`provider:model`, or `local`)."""
+ToolName = Annotated[
+    str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+]
+Domain = Annotated[
+    str,
+    StringConstraints(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$",
+    ),
+]
+"""A host name; it covers its subdomains."""
 
 
 class RunParams(BaseModel):
@@ -108,3 +129,40 @@ class RunParams(BaseModel):
         "(the run waits as `interrupted`, an `interrupt` event carrying the plan; POST "
         "/runs/{id}/resume answers it).",
     )
+    model: ModelString | None = Field(
+        default=None,
+        description="The model of every role for this run (an init_chat_model string such as "
+        "`google_genai:gemini-2.5-pro`, or `local`); one of the operator's LATS_ALLOWED_MODELS. "
+        "Null: the server's models.",
+    )
+    models: dict[Role, ModelString] | None = Field(
+        default=None,
+        description='Per-role models for this run, e.g. {"executor": "…"}; each one of '
+        "LATS_ALLOWED_MODELS. A role named here wins over `model`.",
+    )
+    tools: list[ToolName] | None = Field(
+        default=None,
+        max_length=MAX_TOOLS,
+        description="The research tools this run may use: a subset of the server's enabled "
+        "tools (LATS_TOOLS and the MCP servers' tools); [] for none. Null: every enabled tool.",
+    )
+    include_domains: list[Domain] | None = Field(
+        default=None,
+        max_length=MAX_DOMAINS,
+        description="Web search shows the model only results whose host is one of these "
+        "domains or their subdomains.",
+    )
+    exclude_domains: list[Domain] | None = Field(
+        default=None,
+        max_length=MAX_DOMAINS,
+        description="Web search never shows the model a result whose host is one of these "
+        "domains or their subdomains (wins over include_domains).",
+    )
+
+    def model_overrides(self) -> dict[Role, str]:
+        """The roles whose model this run chooses, and their model strings."""
+        chosen: dict[Role, str] = {}
+        if self.model is not None:
+            chosen = dict.fromkeys(ROLES, self.model)
+        chosen.update(self.models or {})
+        return chosen

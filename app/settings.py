@@ -14,7 +14,9 @@ from pydantic_settings import NoDecode
 
 from agents.settings import EngineSettings
 from app.access.tenancy import KeyRing
+from app.webhooks.signing import secret_key
 from calls.local_catalog import CATALOG
+from calls.models import LOCAL_MODEL
 from calls.settings import ModelSettings
 from tools.settings import ToolSettings
 
@@ -100,7 +102,34 @@ class Settings(ModelSettings, EngineSettings, ToolSettings):
         default=8, ge=1, le=10_000, description="Event streams one key may hold open at once."
     )
 
-    @field_validator("api_keys", "allowed_hosts", mode="before")
+    # Run options ------------------------------------------------------------------------------
+    allowed_models: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Model strings a run may choose (`model`, `models`), comma separated; "
+        "empty: runs use the server's models and may not choose.",
+    )
+    webhook_secret: SecretStr | None = Field(
+        default=None,
+        description="Signs webhook deliveries (Standard Webhooks: `whsec_` + base64, or any "
+        "text used as is); unset: runs may not ask for a webhook.",
+    )
+    webhook_allow_private: bool = Field(
+        default=False,
+        description="Accept webhook URLs whose host resolves to a loopback, link-local or "
+        "private address (refused by default).",
+    )
+    webhook_timeout_s: float = Field(default=10.0, gt=0, le=120, description="Per attempt.")
+    webhook_max_attempts: int = Field(
+        default=4, ge=1, le=10, description="POSTs of one delivery before it is given up."
+    )
+    webhook_retry_base_s: float = Field(
+        default=1.0,
+        ge=0,
+        le=60,
+        description="Wait before the second attempt; doubled for each one after.",
+    )
+
+    @field_validator("api_keys", "allowed_hosts", "allowed_models", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         return _split(value)
@@ -125,7 +154,7 @@ class Settings(ModelSettings, EngineSettings, ToolSettings):
             raise ValueError("database_url must be a postgresql:// URL (unset: embedded SQLite)")
         return value or None
 
-    @field_validator("admin_key")
+    @field_validator("admin_key", "webhook_secret")
     @classmethod
     def _non_empty(cls, value: SecretStr | None) -> SecretStr | None:
         return value if value is not None and value.get_secret_value().strip() else None
@@ -149,6 +178,25 @@ class Settings(ModelSettings, EngineSettings, ToolSettings):
         if "quote_choices" not in self.model_fields_set:
             self.quote_choices = self.model_for("responder") == "local"
         return self
+
+    @field_validator("allowed_models")
+    @classmethod
+    def _model_strings(cls, value: list[str]) -> list[str]:
+        for spec in value:
+            provider, sep, name = spec.partition(":")
+            if spec != LOCAL_MODEL and not (sep and provider and name):
+                raise ValueError(
+                    f"allowed model {spec!r} must be 'provider:model' or 'local', "
+                    "e.g. 'google_genai:gemini-2.5-pro'"
+                )
+        return value
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _webhook_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            secret_key(value.get_secret_value())  # a whsec_ secret is base64
+        return value
 
     def key_ring(self) -> KeyRing:
         """The accepted keys by name, the admin key included; ValueError if they clash."""

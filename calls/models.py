@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
@@ -26,8 +26,10 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "LOCAL_MODEL",
+    "ModelChooser",
     "ModelFactory",
     "ResilientChatModel",
+    "RunModels",
     "SettingsModelFactory",
     "describe_failure",
     "with_policy",
@@ -60,6 +62,28 @@ class ModelFactory(Protocol):
     """Gives the chat model for a role."""
 
     def for_role(self, role: Role) -> BaseChatModel: ...
+
+
+@runtime_checkable
+class ModelChooser(ModelFactory, Protocol):
+    """A factory that also builds a role's model from a model string a run chose."""
+
+    def for_model(self, role: Role, spec: str) -> BaseChatModel: ...
+
+
+class RunModels:
+    """One run's models: the roles in `overrides` from their model strings (built by the
+    chooser, which caches them per model string), the others the chooser's own."""
+
+    def __init__(self, chooser: ModelChooser, overrides: dict[Role, str]) -> None:
+        self._chooser = chooser
+        self._overrides = dict(overrides)
+
+    def for_role(self, role: Role) -> BaseChatModel:
+        spec = self._overrides.get(role)
+        if spec is None:
+            return self._chooser.for_role(role)
+        return self._chooser.for_model(role, spec)
 
 
 # The provider's own HTTP timeout is a backstop a little past ours, so our timeout (a clean,
@@ -113,14 +137,20 @@ class SettingsModelFactory:
     def __init__(self, settings: ModelSettings, *, limiters: LimiterSource = model_limiter) -> None:
         self._settings = settings
         self._limiters = limiters
-        self._cache: dict[Role, BaseChatModel] = {}
+        self._cache: dict[tuple[Role, str], BaseChatModel] = {}
         self._said_local = False
 
     def for_role(self, role: Role) -> BaseChatModel:
         """The model for `role`, built on first use and reused after."""
-        if role not in self._cache:
-            self._cache[role] = self._build(role)
-        return self._cache[role]
+        return self.for_model(role, self.model_string(role))
+
+    def for_model(self, role: Role, spec: str) -> BaseChatModel:
+        """`role`'s model from the model string `spec` (a run's choice, or the settings'),
+        built on first use and reused after: one per role and model string."""
+        key = (role, spec)
+        if key not in self._cache:
+            self._cache[key] = self._build(role, spec)
+        return self._cache[key]
 
     def check(self) -> None:
         """Build every role's model now, so misconfiguration fails at start-up."""
@@ -148,8 +178,7 @@ class SettingsModelFactory:
             )
         return LOCAL_MODEL
 
-    def _build(self, role: Role) -> BaseChatModel:
-        spec = self.model_string(role)
+    def _build(self, role: Role, spec: str) -> BaseChatModel:
         settings = self._settings
         inner = self._local(role) if spec == LOCAL_MODEL else self._provider(role, spec)
         logger.info("model for role=%s: %s", role, spec)

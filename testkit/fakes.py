@@ -31,6 +31,8 @@ class FakeCall:
     messages: list[BaseMessage]
     tools: list[str]
     schema: dict[str, Any] | None
+    spec: str = "scripted"
+    """The model string of the model that was called (`FakeModels.for_model`)."""
 
     @property
     def prompt(self) -> str:
@@ -71,6 +73,7 @@ class ScriptedChatModel(BaseChatModel):
     recorder: Any = Field(repr=False)
     tool_names: list[str] = Field(default_factory=list)
     json_schema_sent: dict[str, Any] | None = None
+    spec: str = "scripted"
 
     @property
     def _llm_type(self) -> str:
@@ -119,7 +122,9 @@ class ScriptedChatModel(BaseChatModel):
     async def _agenerate(
         self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> ChatResult:
-        call = FakeCall(self.role, list(messages), list(self.tool_names), self.json_schema_sent)
+        call = FakeCall(
+            self.role, list(messages), list(self.tool_names), self.json_schema_sent, self.spec
+        )
         rec: Recorder = self.recorder
         rec.calls.append(call)
         rec.in_flight += 1
@@ -155,6 +160,10 @@ class FakeModels:
 
     def for_role(self, role: Role) -> BaseChatModel:
         return ScriptedChatModel(role=role, script=self.script, recorder=self.recorder)
+
+    def for_model(self, role: Role, spec: str) -> BaseChatModel:
+        """`role`'s model as a run chose it: the same script, its calls recorded with `spec`."""
+        return ScriptedChatModel(role=role, script=self.script, recorder=self.recorder, spec=spec)
 
 
 def tool_call(name: str, args: dict[str, Any], call_id: str = "call-1") -> AIMessage:

@@ -115,6 +115,7 @@ class _Parts:
         scope: str,
         min_interval_s: float | None = None,
         max_retries: int | None = None,
+        filters_sources: bool = False,
     ) -> ToolRuntime:
         """The runtime of tool `name`; spacing and retries default to the settings'."""
         settings = self.settings
@@ -135,6 +136,7 @@ class _Parts:
             # arXiv's boolean operators are upper case: "AND" and "and" are different queries.
             casefold_keys=name != arxiv_search.NAME,
             threads=tool_threads(settings.tool_max_workers),
+            filters_sources=filters_sources,
         )
 
     def session(self) -> requests.Session:
@@ -152,7 +154,7 @@ def _web_search(parts: _Parts) -> BaseTool:
             str(settings.web_search_max_results),
         ]
     )
-    rt = parts.runtime(web_search.NAME, scope=scope)
+    rt = parts.runtime(web_search.NAME, scope=scope, filters_sources=True)
     return web_search.build_web_search(settings, rt, parts.overrides.web_search_fn)
 
 

@@ -31,6 +31,7 @@ from calls.cache import USE_RESULT_CACHE
 from calls.errors import ToolError
 from calls.ratelimit import TokenBucket
 from calls.retry import Backoff, Verdict, retrying
+from calls.sources import SOURCE_FILTER
 from tools.result_cache import TtlCache as TtlCache  # re-exported: tools and tests use it here
 from tools.result_cache import cache_key as cache_key
 from tools.results import FailureKind, ToolResult, failure, squash
@@ -165,6 +166,9 @@ class ToolRuntime:
     threads: ThreadPoolExecutor = field(default_factory=tool_threads)
     flights: dict[tuple[int, str], asyncio.Future[ToolResult]] = field(default_factory=dict)
     """The calls in flight by event loop and cache key (`run`: single flight)."""
+    filters_sources: bool = False
+    """The tool applies the run's source filter (`calls.sources`): its results are cached
+    apart per filter."""
 
     def query_tool(
         self,
@@ -201,7 +205,11 @@ class ToolRuntime:
         if len(clean) > QUERY_MAX_CHARS:
             detail = f"the query is longer than {QUERY_MAX_CHARS} characters"
             return failure(self.name, "invalid_input", detail)
-        key = cache_key(self.name, self.scope, clean, casefold=self.casefold_keys)
+        scope = self.scope
+        sources = SOURCE_FILTER.get() if self.filters_sources else None
+        if sources is not None:
+            scope = f"{scope}|{sources.key()}"
+        key = cache_key(self.name, scope, clean, casefold=self.casefold_keys)
         cached = self.cache.get(key) if USE_RESULT_CACHE.get() else None
         if cached is not None:
             logger.debug("tool %s: cache hit for %r", self.name, clean)

@@ -12,6 +12,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from calls.errors import ConfigError
+from calls.sources import SOURCE_FILTER
 from tools.results import Hit, ToolResult, no_results, render_hits
 from tools.runtime import ToolCallError, ToolRuntime
 from tools.settings import ToolSettings
@@ -143,8 +144,11 @@ def build_web_search(
             ):
                 return no_results(NAME, query)
             raise
-        hits = parse_results(raw)[:max_results]
-        return render_hits(NAME, query, hits, runtime.max_chars)
+        hits = parse_results(raw)
+        sources = SOURCE_FILTER.get()
+        if sources is not None:
+            hits = [hit for hit in hits if sources.allows(hit.url)]
+        return render_hits(NAME, query, hits[:max_results], runtime.max_chars)
 
     return runtime.query_tool(
         (

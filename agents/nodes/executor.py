@@ -27,6 +27,7 @@ from agents.tree import path_to, trim
 from calls.cache import USE_RESULT_CACHE
 from calls.errors import BudgetExhausted
 from calls.memo import IdentityMemo
+from calls.sources import SOURCE_FILTER, SourceFilter
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +123,9 @@ async def execute(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str
     config["recursion_limit"] = 4 * (ctx.params.max_tool_calls_per_step + 2)
     started = time.monotonic()
     USE_RESULT_CACHE.set(ctx.params.use_cache)  # this job's task and the tool calls it starts
+    SOURCE_FILTER.set(
+        SourceFilter.of(ctx.params.include_domains or (), ctx.params.exclude_domains or ())
+    )
 
     def outcome(ok: bool, result: str | None, error: str | None) -> ExecOutcome:
         return ExecOutcome(

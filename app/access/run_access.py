@@ -72,22 +72,29 @@ class Runs:
     caller: Caller = SINGLE_USER
     limits: KeyLimits | None = None
 
-    async def submit(self, task: str, params: RunParams, thread_id: str | None = None) -> RunRecord:
-        """Queue a run of the caller, on one of its threads when `thread_id` is given; raises
-        `ThreadNotFound`, `QueueFull` like the run API, or `RateLimited` when the caller's key
-        has its most runs."""
-        record, _ = await self._start(task, params, thread_id)
+    async def submit(
+        self,
+        task: str,
+        params: RunParams,
+        thread_id: str | None = None,
+        webhook: str | None = None,
+    ) -> RunRecord:
+        """Queue a run of the caller, on one of its threads when `thread_id` is given, its end
+        POSTed to `webhook` when given; raises `ThreadNotFound`, `QueueFull` like the run API,
+        `RunOptionRefused` for a model, tool or webhook the server does not accept, or
+        `RateLimited` when the caller's key has its most runs."""
+        record, _ = await self._start(task, params, thread_id, webhook)
         return record
 
     async def _start(
-        self, task: str, params: RunParams, thread_id: str | None
+        self, task: str, params: RunParams, thread_id: str | None, webhook: str | None
     ) -> tuple[RunRecord, StoredEvent]:
         if thread_id is not None:
             await self.thread(thread_id)
         if self.limits is not None:
             await self.limits.run(self.caller, self.manager.store)
         return await self.manager.submit_with_event(
-            task, params, tenant=self.caller.tenant, thread_id=thread_id
+            task, params, tenant=self.caller.tenant, thread_id=thread_id, webhook=webhook
         )
 
     def stream_slot(self) -> StreamSlot:
@@ -95,13 +102,17 @@ class Runs:
         return self.limits.stream_slot(self.caller) if self.limits else StreamSlot(None)
 
     async def submit_streamed(
-        self, task: str, params: RunParams, thread_id: str | None = None
+        self,
+        task: str,
+        params: RunParams,
+        thread_id: str | None = None,
+        webhook: str | None = None,
     ) -> NewStream:
         """Queue a run whose events the caller will stream: a stream slot is taken first, so
         no run starts when none is free."""
         slot = self.stream_slot()
         try:
-            record, first = await self._start(task, params, thread_id)
+            record, first = await self._start(task, params, thread_id, webhook)
         except BaseException:
             slot.release()
             raise

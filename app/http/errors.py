@@ -21,6 +21,7 @@ from app.errors import ServiceError
 from app.http.asgi import HttpMiddleware
 from app.integrations.agent_server import UnknownAssistant
 from app.runs.manager import RunEnded, RunNotWaiting, TooManyCommands
+from app.runs.options import RunOptionRefused
 from app.runs.queue import QueueFull
 from calls.errors import LatsError
 
@@ -135,6 +136,9 @@ def add_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        if isinstance(exc, RunOptionRefused):
+            field = {"loc": ["body", *exc.field.split(".")], "msg": str(exc), "type": exc.code}
+            return JSONResponse(_body(exc.code, str(exc), fields=[field]), 422)
         if isinstance(exc, QueueFull):
             return JSONResponse(
                 _body(exc.code, str(exc)), 429, headers={"Retry-After": str(RETRY_AFTER_S)}

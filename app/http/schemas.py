@@ -10,12 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from agents.nodes.approval import PlanDecision
 from agents.params import RunParams
 from agents.result import RunAnswer
-from app.store.base import RunStatus
+from app.store.base import RunStatus, WebhookDelivery
 
 MAX_TASK_CHARS = 4000
 ID_PATTERN = r"^[A-Za-z0-9_-]+$"
 NODE_ID_PATTERN = r"^n[0-9]+(\.[0-9]+)*$"
 MAX_COMMAND_STEP_CHARS = 500
+MAX_WEBHOOK_CHARS = 2048
 
 
 class SolveRequest(RunParams):
@@ -48,8 +49,18 @@ class SolveRequest(RunParams):
         "task) and searches only for what is new.",
     )
 
+    webhook: str | None = Field(
+        default=None,
+        min_length=8,
+        max_length=MAX_WEBHOOK_CHARS,
+        pattern=r"^https?://",
+        description="POST the run's end here, signed per Standard Webhooks (docs/security.md); "
+        "a host that is or resolves to a loopback, link-local or private address is refused "
+        "unless the server allows it. Needs LATS_WEBHOOK_SECRET on the server.",
+    )
+
     def params(self) -> RunParams:
-        return RunParams.model_validate(self.model_dump(exclude={"task", "thread_id"}))
+        return RunParams.model_validate(self.model_dump(exclude={"task", "thread_id", "webhook"}))
 
 
 class RunAccepted(BaseModel):
@@ -69,6 +80,10 @@ class RunView(RunAnswer):
         "approval (POST /runs/{id}/resume); null when it waits for nothing.",
     )
     thread_id: str | None = Field(default=None, description="The thread it was asked on.")
+    webhook: str | None = Field(default=None, description="Where the run's end is POSTed.")
+    delivery: WebhookDelivery | None = Field(
+        default=None, description="How the webhook delivery of the run's end stands."
+    )
     task: str
     params: dict[str, Any]
     created_at: datetime

@@ -44,6 +44,10 @@ T = TypeVar("T")
 NODES_READ_S = 5.0
 
 
+def _nobody(run_id: str) -> None:
+    """No one to tell that a run ended."""
+
+
 async def shielded(work: Awaitable[T]) -> T:
     """Run `work` to completion even if the caller is cancelled meanwhile; then re-raise the
     cancellation. A write that must not be half-done goes through here."""
@@ -66,12 +70,14 @@ async def shielded(work: Awaitable[T]) -> T:
 @dataclass(frozen=True, slots=True, eq=False)
 class RunWriter:
     """The single writer of one run's history while this worker (`owner`) holds it; `wake`
-    tells the run's followers that an event was written."""
+    tells the run's followers that an event was written, `ended` that the run's end was
+    stored (its webhook is delivered from there)."""
 
     store: RunStore
     owner: str
     live: LiveRun
     wake: Callable[[str], None]
+    ended: Callable[[str], None] = _nobody
 
     async def emit(self, event: Event) -> None:
         """The engine's sink. The terminal event is held for `finish`."""
@@ -141,6 +147,7 @@ class RunWriter:
         if not from_engine:
             observers.written(terminal, live.run_id, time.perf_counter() - started)
         self.wake(live.run_id)
+        self.ended(live.run_id)
         return True
 
 
@@ -154,9 +161,10 @@ class RunDriver:
     queue: RunQueue
     checkpointer: BaseCheckpointSaver[str] | None
     wake: Callable[[str], None]
+    ended: Callable[[str], None] = _nobody
 
     def writer(self, live: LiveRun) -> RunWriter:
-        return RunWriter(self.store, self.owner, live, self.wake)
+        return RunWriter(self.store, self.owner, live, self.wake, self.ended)
 
     async def execute(self, live: LiveRun, record: RunRecord, *, resume: bool) -> None:
         """The body of a run's task (its slot in the queue is taken here)."""

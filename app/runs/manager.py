@@ -35,11 +35,13 @@ from app.runs.execution import RunDriver
 from app.runs.following import Follower
 from app.runs.lease import LeaseKeeper, worker_id
 from app.runs.live import LiveRun, LiveRuns, Phase
+from app.runs.options import RunOptions
 from app.runs.queue import LocalRunQueue, RunQueue, SharedAdmission
 from app.runs.retention import Retention
 from app.runs.signals import LocalSignals
 from app.settings import Settings
 from app.store.base import FINISHED, Lease, RunRecord, RunStore, StoredEvent, ThreadRecord
+from app.webhooks.notifier import WebhookNotifier
 
 logger = logging.getLogger(__name__)
 CANCEL_WAIT_S = 10.0
@@ -72,6 +74,7 @@ class NewRun:
     params: RunParams
     tenant: str | None
     thread_id: str | None
+    webhook: str | None = None
 
 
 class RunManager:
@@ -98,6 +101,8 @@ class RunManager:
         self.signals = signals or LocalSignals()
         self.admission = SharedAdmission(store, settings.max_queued_runs)
         self.lives = LiveRuns()
+        self.options = RunOptions.from_settings(settings, [tool.name for tool in engine.tools])
+        self.notifier = WebhookNotifier.from_settings(store, settings)
         self.driver = RunDriver(
             engine=engine,
             store=store,
@@ -105,6 +110,7 @@ class RunManager:
             queue=self.queue,
             checkpointer=checkpointer,
             wake=self.signals.event_written,
+            ended=self.notifier.run_ended,
         )
         self.follower = Follower(store, self.signals, self.lives, settings.sse_heartbeat_s)
         self.canceller = Canceller(
@@ -140,6 +146,7 @@ class RunManager:
         if self.retention is not None:
             await self.retention.stop()
         await self.drain()
+        await self.notifier.aclose(self.settings.shutdown_grace_s)
         await self.leases.stop()
         await self.signals.close()
 
@@ -156,12 +163,16 @@ class RunManager:
         tenant: str | None = None,
         *,
         thread_id: str | None = None,
+        webhook: str | None = None,
     ) -> RunRecord:
-        """Create a run of `tenant` (an API key's name), on `thread_id` when given. A worker
-        process with a free slot takes it on at once; otherwise it is stored for whichever
-        worker frees up first, if fewer than `max_queued_runs` runs already wait in the store
-        (else `QueueFull`)."""
-        record, _ = await self.submit_with_event(task, params, tenant, thread_id=thread_id)
+        """Create a run of `tenant` (an API key's name), on `thread_id` when given, its end
+        POSTed to `webhook` when given. A worker process with a free slot takes it on at once;
+        otherwise it is stored for whichever worker frees up first, if fewer than
+        `max_queued_runs` runs already wait in the store (else `QueueFull`). A model, tool or
+        webhook the server does not accept raises `RunOptionRefused`."""
+        record, _ = await self.submit_with_event(
+            task, params, tenant, thread_id=thread_id, webhook=webhook
+        )
         return record
 
     async def submit_with_event(
@@ -171,10 +182,13 @@ class RunManager:
         tenant: str | None = None,
         *,
         thread_id: str | None = None,
+        webhook: str | None = None,
     ) -> tuple[RunRecord, StoredEvent]:
         """`submit`, with the run's first event (`run_started`) as stored: a stream of the new
         run begins with it instead of reading it back."""
-        new = NewRun(task, params, tenant, thread_id)
+        self.options.check_params(params)
+        await self.options.check_webhook(webhook)
+        new = NewRun(task, params, tenant, thread_id, webhook)
         if not (self.worker and self.queue.has_room):
             await self.admission.admit()
             return await self._create(new, lease=None)
@@ -201,6 +215,7 @@ class RunManager:
             owner=owner,
             tenant=new.tenant,
             thread_id=new.thread_id,
+            webhook=new.webhook,
         )
         event = RunStarted(run_id=record.id, task=new.task, params=record.params)
         started = StoredEvent(seq=1, type="run_started", data=event.model_dump_json())

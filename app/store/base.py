@@ -93,11 +93,34 @@ class RunRecord(BaseModel):
     answer: dict[str, Any] | None = Field(
         default=None, description="The caller's answer the run resumes with, once given."
     )
+    webhook: str | None = Field(
+        default=None, description="The URL the run's end is POSTed to, if any."
+    )
+    delivery: WebhookDelivery | None = Field(
+        default=None, description="The webhook delivery of the run's end, once begun."
+    )
     takeovers: int = Field(
         default=0,
         description="How often the run was taken from a worker that stopped holding it "
         "without giving it back (a crash, an out-of-memory kill, a lease left to expire).",
     )
+
+
+class WebhookDelivery(BaseModel):
+    """How the run's end was told to its webhook: the attempts so far and the last outcome."""
+
+    webhook_id: str = Field(description="The delivery's `webhook-id` header (one per run end).")
+    attempts: int = Field(description="POSTs made so far.")
+    last_status: int | None = Field(
+        default=None, description="The HTTP status of the last attempt; null when none answered."
+    )
+    last_error: str | None = Field(
+        default=None, description="Why the last attempt failed, when it did without a status."
+    )
+    state: Literal["delivering", "delivered", "failed"] = Field(
+        description="delivering: attempts go on; delivered: a 2xx answered; failed: gave up."
+    )
+    updated_at: datetime
 
 
 class ThreadRecord(BaseModel):
@@ -182,6 +205,10 @@ class RunStore(Protocol):
 
     async def commands_after(self, run_id: str, after: int) -> list[SteerCommand]:
         """The run's steering commands with an id greater than `after`, oldest first."""
+
+    async def record_delivery(self, run_id: str, delivery: WebhookDelivery) -> None:
+        """Store how the run's webhook delivery stands (whichever process delivers it; not
+        fenced: the run has ended and no lease is held)."""
 
     async def request_cancel(self, run_id: str) -> None:
         """Flag the run for cancellation (its owner, or the next claimer, ends it)."""

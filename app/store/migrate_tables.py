@@ -25,7 +25,8 @@ from app.store.sqlite import BUSY_TIMEOUT_MS, SqliteRunStore
 CONNECT_TIMEOUT_S = 10
 _RUN_COLUMNS = (
     "id, task, params, status, created_at, updated_at, result, owner, lease_until,"
-    " cancel_requested, tenant, takeovers, thread_id, awaiting, answer"
+    " cancel_requested, tenant, takeovers, thread_id, awaiting, answer,"
+    " webhook, delivery"
 )
 
 
@@ -108,6 +109,8 @@ class SqliteTables:
             record.thread_id,
             record.awaiting,
             json.dumps(record.answer) if record.answer is not None else None,
+            record.webhook,
+            record.delivery.model_dump_json() if record.delivery is not None else None,
         )
         await self._conn.execute("BEGIN IMMEDIATE")
         try:
@@ -115,7 +118,7 @@ class SqliteTables:
             await self._conn.execute(f"DELETE FROM {_LITE.runs} WHERE id = ?", (record.id,))
             await self._conn.execute(
                 f"INSERT INTO {_LITE.runs} ({_RUN_COLUMNS})"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 0, ?, ?, ?, ?, ?, ?, ?, ?)",
                 row,
             )
             await self._conn.executemany(
@@ -211,7 +214,8 @@ class PostgresTables:
             await self._conn.execute(f"DELETE FROM {_PG.runs} WHERE id = %s", (record.id,))
             await self._conn.execute(
                 f"INSERT INTO {_PG.runs} ({_RUN_COLUMNS})"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, NULL, 'epoch', %s, %s, %s, %s, %s, %s)",
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, NULL, 'epoch',"
+                " %s, %s, %s, %s, %s, %s, %s, %s)",
                 (
                     record.id,
                     record.task,
@@ -226,6 +230,12 @@ class PostgresTables:
                     record.thread_id,
                     record.awaiting,
                     Jsonb(record.answer) if record.answer is not None else None,
+                    record.webhook,
+                    (
+                        Jsonb(record.delivery.model_dump(mode="json"))
+                        if record.delivery is not None
+                        else None
+                    ),
                 ),
             )
             async with self._conn.cursor() as cur:

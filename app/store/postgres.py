@@ -35,6 +35,7 @@ from app.store.base import (
     RunRecord,
     RunStatus,
     ThreadRecord,
+    WebhookDelivery,
 )
 from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
 from app.store.upgrade import TERMINAL, result_of_terminal
@@ -93,6 +94,7 @@ _ADDED_COLUMNS = {
     "takeovers": ("takeovers INTEGER NOT NULL DEFAULT 0",),
     "thread_id": ("thread_id TEXT",),
     "awaiting": ("awaiting TEXT", "answer JSONB"),
+    "webhook": ("webhook TEXT", "delivery JSONB"),
 }
 # ALTER TABLE locks the table exclusively even when the column exists, and would queue behind
 # every open transaction of the processes already running: only when the column is missing.
@@ -154,10 +156,10 @@ _PAUSE = (
 )
 _CREATE = (
     "INSERT INTO lats_runs (id, task, params, status, created_at, updated_at, owner,"
-    " lease_until, tenant, thread_id) VALUES (%(run)s, %(task)s, %(params)s, %(status)s,"
-    " %(created)s, %(updated)s, %(owner)s, CASE WHEN %(owner)s::text IS NULL THEN"
+    " lease_until, tenant, thread_id, webhook) VALUES (%(run)s, %(task)s, %(params)s,"
+    " %(status)s, %(created)s, %(updated)s, %(owner)s, CASE WHEN %(owner)s::text IS NULL THEN"
     " 'epoch'::timestamptz ELSE now() + make_interval(secs => %(ttl)s) END, %(tenant)s,"
-    " %(thread)s)"
+    " %(thread)s, %(webhook)s)"
 )
 # Finished runs deleted with their events, among the runs `{pick}` selects.
 _DELETE = (
@@ -220,6 +222,8 @@ def _record(row: Row) -> RunRecord:
         answer=row["answer"],
         cancel_requested=row["cancel_requested"],
         takeovers=row["takeovers"],
+        webhook=row["webhook"],
+        delivery=WebhookDelivery.model_validate(row["delivery"]) if row["delivery"] else None,
     )
 
 
@@ -313,6 +317,7 @@ class PostgresRunStore(RunReads):
             "ttl": lease.ttl_s if lease is not None else 0.0,
             "tenant": record.tenant,
             "thread": record.thread_id,
+            "webhook": record.webhook,
             "data": started,
         }
         async with self._pool.connection() as conn, self._notifying(conn):
@@ -423,6 +428,13 @@ class PostgresRunStore(RunReads):
             cur = await conn.execute(_ADD_COMMAND, args)
             row = await cur.fetchone()
         return int(row[0]) if row else None
+
+    async def record_delivery(self, run_id: str, delivery: WebhookDelivery) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "UPDATE lats_runs SET delivery = %s WHERE id = %s",
+                (Jsonb(delivery.model_dump(mode="json")), run_id),
+            )
 
     async def request_cancel(self, run_id: str) -> None:
         async with self._pool.connection() as conn, self._notifying(conn):

@@ -15,7 +15,15 @@ from typing import Any
 import aiosqlite
 
 from agents.result import RunResult
-from app.store.base import Held, Lease, LeaseLost, RunRecord, RunStatus, ThreadRecord
+from app.store.base import (
+    Held,
+    Lease,
+    LeaseLost,
+    RunRecord,
+    RunStatus,
+    ThreadRecord,
+    WebhookDelivery,
+)
 from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
 from app.store.sqlite_writer import BatchWriter
 from app.store.upgrade import TERMINAL, result_of_terminal
@@ -38,7 +46,9 @@ CREATE TABLE IF NOT EXISTS runs (
     takeovers INTEGER NOT NULL DEFAULT 0,
     thread_id TEXT,
     awaiting TEXT,
-    answer TEXT
+    answer TEXT,
+    webhook TEXT,
+    delivery TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status, created_at DESC);
@@ -76,6 +86,8 @@ _ADDED_COLUMNS = {
     "thread_id": "TEXT",
     "awaiting": "TEXT",
     "answer": "TEXT",
+    "webhook": "TEXT",
+    "delivery": "TEXT",
 }
 _TENANT_INDEX = "CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at DESC)"
 _THREAD_INDEX = "CREATE INDEX IF NOT EXISTS runs_thread ON runs (thread_id, created_at)"
@@ -129,6 +141,8 @@ def _record(row: Row) -> RunRecord:
         answer=json.loads(row["answer"]) if row["answer"] else None,
         cancel_requested=bool(row["cancel_requested"]),
         takeovers=row["takeovers"],
+        webhook=row["webhook"],
+        delivery=WebhookDelivery.model_validate_json(row["delivery"]) if row["delivery"] else None,
     )
 
 
@@ -197,13 +211,14 @@ class SqliteRunStore(RunReads):
             until,
             record.tenant,
             record.thread_id,
+            record.webhook,
         )
 
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO runs (id, task, params, status, created_at, updated_at, result,"
-                " owner, lease_until, tenant, thread_id)"
-                " VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)",
+                " owner, lease_until, tenant, thread_id, webhook)"
+                " VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)",
                 run,
             )
             if started is not None:
@@ -341,6 +356,14 @@ class SqliteRunStore(RunReads):
             return int(row[0]) if row else None
 
         return await self._writer.write(write)
+
+    async def record_delivery(self, run_id: str, delivery: WebhookDelivery) -> None:
+        data = delivery.model_dump_json()
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("UPDATE runs SET delivery = ? WHERE id = ?", (data, run_id))
+
+        await self._writer.write(write)
 
     async def request_cancel(self, run_id: str) -> None:
         def write(conn: sqlite3.Connection) -> None:

@@ -39,7 +39,11 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "An API key is required."},
     404: {"model": ErrorBody, "description": "No such run or thread (or another key's)."},
     413: {"model": ErrorBody, "description": "The body is too large."},
-    422: {"model": ErrorBody, "description": "The body or a parameter is invalid."},
+    422: {
+        "model": ErrorBody,
+        "description": "The body or a parameter is invalid, or the server does not accept a "
+        "choice (`option_refused`: a model, tool or webhook).",
+    },
     429: {
         "model": ErrorBody,
         "description": "The run queue is full, or a limit of the key is reached; see Retry-After.",
@@ -60,6 +64,8 @@ def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunVie
         status=record.status,
         awaiting=record.awaiting,
         thread_id=record.thread_id,
+        webhook=record.webhook,
+        delivery=record.delivery,
         task=record.task,
         params=record.params,
         created_at=record.created_at,
@@ -106,13 +112,13 @@ async def solve(
     """Starts a run and streams its events as SSE (the run goes on if the client leaves).
     With `Accept: application/json`, waits and returns the finished run instead."""
     if accept and "application/json" in accept and "text/event-stream" not in accept:
-        record = await runs.submit(body.task, body.params(), body.thread_id)
+        record = await runs.submit(body.task, body.params(), body.thread_id, body.webhook)
         done = await runs.wait(record.id)
         return JSONResponse(
             view(done, await runs.tree(done)).model_dump(mode="json"),
             headers={"Content-Location": f"/runs/{record.id}"},
         )
-    new = await runs.submit_streamed(body.task, body.params(), body.thread_id)
+    new = await runs.submit_streamed(body.task, body.params(), body.thread_id, body.webhook)
     events = runs.follow_new(new)
     return _stream(new.slot.hold(_framed(new.record.id, events)), new.record.id)
 
@@ -125,7 +131,7 @@ async def solve(
     responses=ERRORS,
 )
 async def start_run(body: SolveRequest, runs: CallerRuns, response: Response) -> RunAccepted:
-    record = await runs.submit(body.task, body.params(), body.thread_id)
+    record = await runs.submit(body.task, body.params(), body.thread_id, body.webhook)
     response.headers["Location"] = f"/runs/{record.id}"
     return RunAccepted(run_id=record.id, status=record.status, events=f"/runs/{record.id}/events")
 

@@ -18,7 +18,15 @@ from agents.result import RunResult
 from app.cli import main
 from app.settings import Settings
 from app.store import open_backend
-from app.store.base import Lease, RunRecord, RunStatus, RunStore, StoredEvent, ThreadRecord
+from app.store.base import (
+    Lease,
+    RunRecord,
+    RunStatus,
+    RunStore,
+    StoredEvent,
+    ThreadRecord,
+    WebhookDelivery,
+)
 from app.store.migrate import Location, MigrationError, locations, migrate, open_side
 from app.store.migrate_tables import SqliteTables
 from app.store.migrate_units import Runs, Side
@@ -39,6 +47,9 @@ STATUSES: tuple[RunStatus, ...] = (
 )
 ENGINE_RUNS = ("r000", "r004", "r005", "r011")  # genuine checkpoints: two finished, two not
 WORKER = "w-source"
+DELIVERY = WebhookDelivery(
+    webhook_id="msg", attempts=1, last_status=204, state="delivered", updated_at=datetime.now(UTC)
+)
 
 
 @asynccontextmanager
@@ -65,8 +76,9 @@ async def _run(store: RunStore, i: int, done: RunResult) -> None:
     run_id = f"r{i:03d}"
     status = STATUSES[i % len(STATUSES)]
     thread_id = f"th{i % THREADS}" if i % 4 == 0 else None
+    webhook = f"https://hooks.example.com/{i}" if i % 10 == 0 else None
     record = run_record(run_id, "queued").model_copy(
-        update={"tenant": f"k{i % 3}", "task": f"t{i}", "thread_id": thread_id}
+        update={"tenant": f"k{i % 3}", "task": f"t{i}", "thread_id": thread_id, "webhook": webhook}
     )
     started = json.dumps({"type": "run_started", "run_id": run_id})
     await store.create_run(record, started=started, lease=Lease(WORKER, 600))
@@ -78,6 +90,8 @@ async def _run(store: RunStore, i: int, done: RunResult) -> None:
     if status == "done":
         result = done.model_copy(update={"run_id": run_id})
         await store.finish(run_id, WORKER, "done", json.dumps({"run_id": run_id}), result)
+        if webhook is not None:
+            await store.record_delivery(run_id, DELIVERY.model_copy(update={"attempts": i}))
     elif status in ("failed", "cancelled"):
         failed = RunResult.failed(run_id, "plan", "no plan", metrics={"llm_calls": i})
         await store.finish(
@@ -134,6 +148,7 @@ async def test_runs_go_to_postgres_and_back_with_equal_digests(
         async with side(postgres_url, settings, source=False) as pg:
             there = await migrate(source, pg, batch=64)
             running = await pg.store.get_run("r004")
+            hooked = await pg.store.get_run("r030")
             waiting, answered = await pg.store.get_run("r017"), await pg.store.get_run("r005")
             on_thread = [r.id for r in await pg.store.thread_runs("th1")]
             on_postgres = await _digests(pg)
@@ -160,6 +175,9 @@ async def test_runs_go_to_postgres_and_back_with_equal_digests(
     assert there.source_rows["checkpoint_writes"] > 2  # the engine's, and two of the test's
     assert running is not None
     assert (running.status, running.owner) == ("running", None)  # free for a target's worker
+    assert hooked is not None
+    assert hooked.webhook == "https://hooks.example.com/30"
+    assert hooked.delivery == DELIVERY.model_copy(update={"attempts": 30})
     assert any(t.pending_writes for t in checkpoints)
 
 
