@@ -140,3 +140,40 @@ def test_runs_in_flight_wait_out_a_postgres_outage_and_the_api_answers_503_meanw
         assert history.terminal == "done", (events[-1], service.log()[-3000:])
     assert all(f"run={run_id} store back" in service.log() for run_id in run_ids)
     assert "Traceback" not in service.log(), service.log()
+
+
+def test_runs_stopped_by_an_outage_longer_than_their_wait_are_resumed_when_it_ends(
+    env: dict[str, str], procs: list[ServerProcess], postgres_url: str, proxy: TcpProxy
+) -> None:
+    script = HeldSteps()
+    with GeminiSimulator(script) as sim:
+        service = ServerProcess(
+            {
+                **env,
+                "GOOGLE_GEMINI_BASE_URL": sim.base_url,
+                "LATS_DATABASE_URL": through(proxy, postgres_url),
+                "LATS_STORE_OUTAGE_S": "1",
+            }
+        )
+        procs.append(service)
+        service.start(timeout_s=180)
+        run_ids = start_runs(service.url)
+        for _ in run_ids:
+            assert script.held.acquire(timeout=60)
+
+        proxy.cut()
+        script.release.set()
+        wait_for(
+            lambda: all(f"run={run_id} stops here" in service.log() for run_id in run_ids),
+            "the runs to stop on the outage",
+        )
+        proxy.restore()
+        with ThreadPoolExecutor(RUNS) as pool:
+            histories = list(pool.map(lambda run_id: read_events(service.url, run_id), run_ids))
+
+    for run_id, events in zip(run_ids, histories, strict=True):
+        history = check_history(service.url, run_id, events)
+        assert history.whole, (run_id, history.problems)
+        assert history.terminal == "done", (events[-1], service.log()[-3000:])
+        assert f"run={run_id} claimed by owner={service.owner}" in service.log()
+    assert "Traceback" not in service.log(), service.log()
