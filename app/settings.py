@@ -52,6 +52,14 @@ class Settings(ModelSettings, EngineSettings, ToolSettings):
         description="A worker's hold on a run; renewed every third of it. A run whose worker "
         "died is taken over by another worker once this has passed.",
     )
+    store_outage_s: float = Field(
+        default=60.0,
+        ge=0,
+        le=3600,
+        description="How long a run's writes wait for an unreachable store (Postgres down or "
+        "hung) before the run stops on this worker; its lease then lapses and a worker takes "
+        "it up again from its last checkpoint once the store returns.",
+    )
     run_retention_days: float | None = Field(
         default=None,
         gt=0,

@@ -23,6 +23,7 @@ from app.integrations.agent_server import UnknownAssistant
 from app.runs.manager import RunEnded, RunNotWaiting, TooManyCommands
 from app.runs.options import RunOptionRefused
 from app.runs.queue import QueueFull
+from app.store.base import StoreUnavailable
 from calls.errors import LatsError
 
 logger = logging.getLogger(__name__)
@@ -142,6 +143,13 @@ def add_handlers(app: FastAPI) -> None:
         if isinstance(exc, QueueFull):
             return JSONResponse(
                 _body(exc.code, str(exc)), 429, headers={"Retry-After": str(RETRY_AFTER_S)}
+            )
+        if isinstance(exc, StoreUnavailable):
+            logger.warning("request refused: %s (%s)", exc.code, exc.__cause__ or exc)
+            return JSONResponse(
+                _body(exc.code, "the service's store is unreachable; try again shortly"),
+                503,
+                headers={"Retry-After": str(RETRY_AFTER_S)},
             )
         if isinstance(exc, RateLimited):
             return JSONResponse(

@@ -4,7 +4,9 @@ The writer is the only code that writes a run's history. Event ids come from the
 write is fenced by the lease and shielded from cancellation (a cancel that lands mid-write
 waits for the write to finish, so the store and the live buffer never disagree); the engine's
 terminal event is held back and stored by `finish` together with the status and the result,
-in one transaction.
+in one transaction. While the store is unreachable a write waits for it (app/runs/outage.py),
+holding the run back; past that wait the run stops here like a lost one, and its lease lapses
+for a worker to take it up again once the store returns.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from app.runs.live import LiveRun, Phase
 from app.runs.queue import RunQueue
 from app.runs.recollection import recollection_for
 from app.store.base import LeaseLost, RunRecord, RunStore, StoredEvent
+from app.store.outage import NO_WAIT, OutageTooLong, StoreOutage
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -78,6 +81,26 @@ class RunWriter:
     live: LiveRun
     wake: Callable[[str], None]
     ended: Callable[[str], None] = _nobody
+    outage: StoreOutage = NO_WAIT
+
+    async def _store(self, write: Callable[[], Awaitable[int]], type_: str, data: str) -> int:
+        """`write`'s event id, riding out a store outage; an attempt that landed before its
+        reply was lost is found by its payload instead of being written twice."""
+        live = self.live
+
+        async def landed() -> int | None:
+            for stored in await self.store.events_after(live.run_id, live.last_seq):
+                if stored.type == type_ and stored.data == data:
+                    return stored.seq
+            return None
+
+        return await self.outage.ride(live.run_id, write, landed)
+
+    def _given_up(self, e: OutageTooLong) -> None:
+        logger.error(
+            "run=%s stops here: %s; its lease lapses for a later take-over", self.live.run_id, e
+        )
+        self.live.lose()
 
     async def emit(self, event: Event) -> None:
         """The engine's sink. The terminal event is held for `finish`."""
@@ -99,7 +122,14 @@ class RunWriter:
                 return
             data = event.model_dump_json()
             try:
-                seq = await self.store.append_event(live.run_id, self.owner, event.type, data)
+                seq = await self._store(
+                    lambda: self.store.append_event(live.run_id, self.owner, event.type, data),
+                    event.type,
+                    data,
+                )
+            except OutageTooLong as e:
+                self._given_up(e)
+                return
             except LeaseLost:
                 logger.warning("run=%s lease lost; event %s dropped", live.run_id, event.type)
                 live.lose()
@@ -116,7 +146,14 @@ class RunWriter:
                 return False
             data = event.model_dump_json()
             try:
-                seq = await self.store.pause(live.run_id, self.owner, event.type, data, awaiting)
+                seq = await self._store(
+                    lambda: self.store.pause(live.run_id, self.owner, event.type, data, awaiting),
+                    event.type,
+                    data,
+                )
+            except OutageTooLong as e:
+                self._given_up(e)
+                return False
             except LeaseLost:
                 logger.warning("run=%s lease lost before its pause was stored", live.run_id)
                 live.lose()
@@ -137,7 +174,14 @@ class RunWriter:
             data = terminal.model_dump_json()
             started = time.perf_counter()
             try:
-                seq = await self.store.finish(live.run_id, self.owner, terminal.type, data, result)
+                seq = await self._store(
+                    lambda: self.store.finish(live.run_id, self.owner, terminal.type, data, result),
+                    terminal.type,
+                    data,
+                )
+            except OutageTooLong as e:
+                self._given_up(e)
+                return False
             except LeaseLost:
                 logger.warning("run=%s lease lost before its end was stored", live.run_id)
                 live.lose()
@@ -162,9 +206,12 @@ class RunDriver:
     checkpointer: BaseCheckpointSaver[str] | None
     wake: Callable[[str], None]
     ended: Callable[[str], None] = _nobody
+    outage: StoreOutage = NO_WAIT
 
     def writer(self, live: LiveRun) -> RunWriter:
-        return RunWriter(self.store, self.owner, live, self.wake, self.ended)
+        return RunWriter(
+            self.store, self.owner, live, self.wake, ended=self.ended, outage=self.outage
+        )
 
     async def execute(self, live: LiveRun, record: RunRecord, *, resume: bool) -> None:
         """The body of a run's task (its slot in the queue is taken here)."""

@@ -41,6 +41,7 @@ from app.runs.retention import Retention
 from app.runs.signals import LocalSignals
 from app.settings import Settings
 from app.store.base import FINISHED, Lease, RunRecord, RunStore, StoredEvent, ThreadRecord
+from app.store.outage import StoreOutage
 from app.webhooks.notifier import WebhookNotifier
 
 logger = logging.getLogger(__name__)
@@ -111,6 +112,7 @@ class RunManager:
             checkpointer=checkpointer,
             wake=self.signals.event_written,
             ended=self.notifier.run_ended,
+            outage=StoreOutage(settings.store_outage_s),
         )
         self.follower = Follower(store, self.signals, self.lives, settings.sse_heartbeat_s)
         self.canceller = Canceller(
@@ -258,8 +260,14 @@ class RunManager:
             await self.driver.end_failed(live, self.driver.writer(live), error)
             return
         previous = self.lives.get(record.id)
-        if previous is not None and previous.phase is Phase.PAUSED:
-            # Answered as soon as its wait was stored: its task is still on its way out.
+        if previous is not None and previous.holds_lease:
+            # Its lease lapsed here while the store was unreachable and nobody else took it:
+            # the claim renewed it, and the run goes on in the task it has.
+            logger.info("run=%s claimed back by its own worker; it goes on here", record.id)
+            return
+        if previous is not None:
+            # Answered as soon as its wait was stored, or stopped here by a store outage: its
+            # task is still on its way out.
             await previous.wait_closed()
         self.queue.admit(force=True)
         self._begin(record, await self.store.events_after(record.id, 0), resume=True)

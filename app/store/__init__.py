@@ -51,11 +51,12 @@ async def open_backend(
 ) -> AsyncIterator[tuple[RunStore, BaseCheckpointSaver[str]]]:
     """Postgres when `database_url` is set, else SQLite files under `data_dir`."""
     if settings.database_url:
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
 
         from app.store import pg_check
+        from app.store.outage import StoreOutage
+        from app.store.patient_saver import PatientPostgresSaver
         from app.store.postgres import PostgresRunStore
 
         # With Redis carrying the wake-ups nobody listens to the store's NOTIFYs.
@@ -75,7 +76,7 @@ async def open_backend(
         )
         try:
             await pool.open(wait=True, timeout=10)
-            saver = AsyncPostgresSaver(pool)
+            saver = PatientPostgresSaver(pool, StoreOutage(settings.store_outage_s))
             await _setup_once(settings.database_url, saver)
             logger.info("store: postgres")
             yield pg_store, saver

@@ -51,6 +51,13 @@ class LeaseLost(ServiceError):
     code = "lease_lost"
 
 
+class StoreUnavailable(ServiceError):
+    """The store could not be reached (refused, dropped or too slow): nothing is known to
+    have been written; the caller may try again later."""
+
+    code = "store_unavailable"
+
+
 @dataclass(frozen=True, slots=True)
 class Lease:
     """Who this process is to the store (`owner`) and how long a lease it takes (`ttl_s`)."""

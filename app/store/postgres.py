@@ -15,10 +15,13 @@ it is on, makes a write a transaction of two statements.
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager, nullcontext
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
@@ -34,6 +37,7 @@ from app.store.base import (
     LeaseLost,
     RunRecord,
     RunStatus,
+    StoreUnavailable,
     ThreadRecord,
     WebhookDelivery,
 )
@@ -117,6 +121,10 @@ def _add_missing_columns() -> str:
     return "DO $$\nBEGIN{}\nEND\n$$;\n".format("".join(blocks))
 
 
+# A pooled connection is waited for this long (also when the database refuses new ones), and a
+# statement answered within `CALL_TIMEOUT_S` (a hung database answers nothing, ever).
+POOL_TIMEOUT_S = 10.0
+CALL_TIMEOUT_S = 20.0
 _SCHEMA = _SCHEMA_TEMPLATE.format(added_columns=_add_missing_columns())
 _OPEN = list(UNFINISHED)
 _LEASE = "now() + make_interval(secs => %s)"
@@ -267,8 +275,8 @@ class PostgresRunStore(RunReads):
             min_size=1,
             max_size=10,
             open=False,
-            timeout=10,
-            kwargs={"autocommit": True},
+            timeout=POOL_TIMEOUT_S,
+            kwargs={"autocommit": True, "connect_timeout": 5},
             check=pg_check.acheck,
         )
         await pool.open(wait=True, timeout=10)
@@ -280,13 +288,23 @@ class PostgresRunStore(RunReads):
     async def close(self) -> None:
         await self._pool.close()
 
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled connection for one call, bounded in time; an unreachable database (refused,
+        dropped, hung) is `StoreUnavailable`."""
+        try:
+            async with asyncio.timeout(CALL_TIMEOUT_S), self._pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, psycopg.InterfaceError, TimeoutError) as e:
+            raise StoreUnavailable("the database is unreachable") from e
+
     async def _one(self, sql: str, args: tuple[Any, ...]) -> dict[str, Any] | None:
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        async with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(sql.replace("?", "%s"), args)
             return await cur.fetchone()
 
     async def _all(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        async with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(sql.replace("?", "%s"), args)
             return await cur.fetchall()
 
@@ -320,7 +338,7 @@ class PostgresRunStore(RunReads):
             "webhook": record.webhook,
             "data": started,
         }
-        async with self._pool.connection() as conn, self._notifying(conn):
+        async with self._connection() as conn, self._notifying(conn):
             await conn.execute(_CREATE if started is None else _CREATE_STARTED, args)
             if owner is None:
                 await self._notify(conn, QUEUED_CHANNEL, record.id)
@@ -346,7 +364,7 @@ class PostgresRunStore(RunReads):
     async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
         if not run_ids:
             return []
-        async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        async with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(
                 f"UPDATE lats_runs SET lease_until = {_LEASE}"
                 " WHERE owner = %s AND status = ANY(%s) AND id = ANY(%s)"
@@ -357,7 +375,7 @@ class PostgresRunStore(RunReads):
         return [Held(run_id=r["id"], cancel_requested=r["cancel_requested"]) for r in rows]
 
     async def release(self, run_id: str, owner: str, status: RunStatus) -> None:
-        async with self._pool.connection() as conn, self._notifying(conn):
+        async with self._connection() as conn, self._notifying(conn):
             cur = await conn.execute(
                 "UPDATE lats_runs SET status = %s, updated_at = now(), owner = NULL,"
                 " lease_until = 'epoch' WHERE id = %s AND owner = %s AND status = ANY(%s)",
@@ -368,7 +386,7 @@ class PostgresRunStore(RunReads):
             await self._notify(conn, QUEUED_CHANNEL, run_id)
 
     async def mark_running_and_check_cancel(self, run_id: str, owner: str) -> bool:
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute(
                 "UPDATE lats_runs SET status = 'running', updated_at = now()"
                 " WHERE id = %s AND owner = %s AND status = ANY(%s) RETURNING cancel_requested",
@@ -380,7 +398,7 @@ class PostgresRunStore(RunReads):
         return bool(row[0])
 
     async def cancel_requests(self, owner: str) -> list[str]:
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute(
                 "SELECT id FROM lats_runs WHERE owner = %s AND cancel_requested"
                 " AND status = ANY(%s)",
@@ -401,7 +419,7 @@ class PostgresRunStore(RunReads):
         return await self._write_event(_PAUSE, args)
 
     async def answer_waiting(self, run_id: str, answer: dict[str, Any]) -> bool:
-        async with self._pool.connection() as conn, self._notifying(conn):
+        async with self._connection() as conn, self._notifying(conn):
             cur = await conn.execute(
                 "UPDATE lats_runs SET awaiting = NULL, answer = %s, status = 'queued',"
                 " updated_at = now() WHERE id = %s AND awaiting IS NOT NULL"
@@ -424,7 +442,7 @@ class PostgresRunStore(RunReads):
             "step": step,
             "by": by,
         }
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute(_ADD_COMMAND, args)
             row = await cur.fetchone()
         return int(row[0]) if row else None
@@ -437,7 +455,7 @@ class PostgresRunStore(RunReads):
             )
 
     async def request_cancel(self, run_id: str) -> None:
-        async with self._pool.connection() as conn, self._notifying(conn):
+        async with self._connection() as conn, self._notifying(conn):
             await conn.execute(
                 "UPDATE lats_runs SET cancel_requested = true WHERE id = %s AND status = ANY(%s)",
                 (run_id, _OPEN),
@@ -472,7 +490,7 @@ class PostgresRunStore(RunReads):
 
     async def _write_event(self, statement: str, args: dict[str, Any]) -> int:
         """Run an event-writing statement of the owner; the event's id."""
-        async with self._pool.connection() as conn, self._notifying(conn):
+        async with self._connection() as conn, self._notifying(conn):
             cur = await conn.execute(statement, args)
             row = await cur.fetchone()
             if row is None:
@@ -485,7 +503,7 @@ class PostgresRunStore(RunReads):
         return await self._delete("%(run)s", {"run": run_id}) == 1
 
     async def create_thread(self, thread: ThreadRecord) -> None:
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             await conn.execute(
                 "INSERT INTO lats_threads (id, tenant, created_at) VALUES (%s, %s, %s)",
                 (thread.id, thread.tenant, thread.created_at),
@@ -493,7 +511,7 @@ class PostgresRunStore(RunReads):
 
     async def delete_thread(self, thread_id: str) -> bool:
         # One statement: nothing is deleted while a run of the thread is open.
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute(_DELETE_THREAD, {"thread": thread_id, "open": _OPEN})
             row = await cur.fetchone()
         return bool(row and row[0])
@@ -506,7 +524,7 @@ class PostgresRunStore(RunReads):
         return await self._delete(pick, {"cutoff": cutoff, "limit": limit})
 
     async def _delete(self, pick: str, args: dict[str, Any]) -> int:
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute(_DELETE.format(pick=pick), {**args, "ended": list(FINISHED)})
             row = await cur.fetchone()
         return int(row[0]) if row else 0

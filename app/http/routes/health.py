@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from app.http.deps import AppSettings, Manager
 
+logger = logging.getLogger(__name__)
 router = APIRouter(tags=["health"])
+# A readiness probe answers within its own timeout (a hung database answers nothing).
+CHECK_TIMEOUT_S = 3.0
 
 
 @router.get("/healthz", summary="The process is alive")
@@ -20,10 +26,12 @@ async def readyz(manager: Manager, settings: AppSettings) -> JSONResponse:
     checks: dict[str, str] = {}
     waiting: int | None = None
     try:
-        await manager.store.ping()
-        waiting = await manager.store.count_unclaimed()
+        async with asyncio.timeout(CHECK_TIMEOUT_S):
+            await manager.store.ping()
+            waiting = await manager.store.count_unclaimed()
         checks["database"] = "ok"
-    except Exception:
+    except Exception as e:
+        logger.warning("not ready: the store is unreachable (%s)", type(e).__name__)
         checks["database"] = "unreachable"
     checks["model"] = settings.model if settings.model else "missing"
     ready = checks["database"] == "ok" and checks["model"] != "missing"
@@ -37,4 +45,5 @@ async def readyz(manager: Manager, settings: AppSettings) -> JSONResponse:
             "waiting_runs": waiting,
         },
         200 if ready else 503,
+        headers=None if ready else {"Retry-After": "5"},
     )

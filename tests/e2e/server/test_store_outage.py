@@ -1,0 +1,179 @@
+"""Postgres unreachable under a running service: the API answers 503 with `Retry-After`,
+`/readyz` says not ready, runs in flight hold their writes and go on when the database
+returns, with whole histories. The database is cut by a TCP proxy the test owns (the machine's
+Postgres itself is never stopped)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import pytest
+
+from testkit.events import read_events
+from testkit.gemini_roles import research_scenario
+from testkit.gemini_sim import GeminiSimulator, SimRequest
+from testkit.gemini_sim import Reply as SimReply
+from testkit.process import ServerProcess
+from testkit.storm import BODY, check_history
+from tests.support.tcp_proxy import TcpProxy
+
+logger = logging.getLogger(__name__)
+pytestmark = pytest.mark.timeout(300)
+
+RUNS = 2
+HELD_STEP = "Step to execute: Summarise them"
+
+
+@pytest.fixture
+def proxy(postgres_url: str) -> Iterator[TcpProxy]:
+    """A proxy in front of the test's Postgres database."""
+    parts = urlsplit(postgres_url)
+    with TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as proxy:
+        yield proxy
+
+
+def through(proxy: TcpProxy, url: str) -> str:
+    """`url` with the proxy in place of the database's host and port."""
+    parts = urlsplit(url)
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit(parts._replace(netloc=f"{user}127.0.0.1:{proxy.port}"))
+
+
+class HeldSteps:
+    """The research scenario, every run's executor of the held step waiting until `release`."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.held = threading.Semaphore(0)
+        self._inner = research_scenario()
+
+    def __call__(self, request: SimRequest) -> SimReply:
+        if HELD_STEP in request.prompt and not request.function_responses:
+            self.held.release()
+            self.release.wait(120)
+        return self._inner(request)
+
+
+def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = 60) -> None:
+    """Poll `condition` until it holds; fail naming `what` after the deadline."""
+    deadline = time.monotonic() + deadline_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def start_runs(url: str) -> list[str]:
+    with httpx.Client(timeout=30) as client:
+        return [
+            client.post(
+                f"{url}/runs",
+                json={**BODY, "task": f"{BODY['task']} ({uuid.uuid4().hex})", "use_cache": False},
+            ).json()["run_id"]
+            for _ in range(RUNS)
+        ]
+
+
+def test_runs_in_flight_wait_out_a_postgres_outage_and_the_api_answers_503_meanwhile(
+    env: dict[str, str], procs: list[ServerProcess], postgres_url: str, proxy: TcpProxy
+) -> None:
+    script = HeldSteps()
+    with GeminiSimulator(script) as sim:
+        service = ServerProcess(
+            {
+                **env,
+                "GOOGLE_GEMINI_BASE_URL": sim.base_url,
+                "LATS_DATABASE_URL": through(proxy, postgres_url),
+                "LATS_STORE_OUTAGE_S": "60",
+            }
+        )
+        procs.append(service)
+        service.start(timeout_s=180)
+        run_ids = start_runs(service.url)
+        for _ in run_ids:
+            assert script.held.acquire(timeout=60)
+
+        proxy.cut()
+        # The held steps answer now: the runs' next writes meet the outage.
+        script.release.set()
+        with (
+            httpx.Client(base_url=service.url, timeout=60) as client,
+            ThreadPoolExecutor(3) as pool,
+        ):
+            during = list(
+                pool.map(
+                    lambda call: call(),
+                    [
+                        lambda: client.get(f"/runs/{run_ids[0]}"),
+                        lambda: client.post("/runs", json=BODY),
+                        lambda: client.get("/readyz"),
+                    ],
+                )
+            )
+        wait_for(
+            lambda: all(f"run={run_id} store unreachable" in service.log() for run_id in run_ids),
+            "the runs' writes to pause",
+        )
+        proxy.restore()
+        with ThreadPoolExecutor(RUNS) as pool:
+            histories = list(pool.map(lambda run_id: read_events(service.url, run_id), run_ids))
+        ready = httpx.get(f"{service.url}/readyz", timeout=30)
+
+    read, submit, readiness = during
+    for response in (read, submit):
+        assert response.status_code == 503, response.text
+        assert response.headers["Retry-After"].isdigit()
+        assert response.json()["code"] == "store_unavailable"
+    assert readiness.status_code == 503
+    assert readiness.json()["checks"]["database"] == "unreachable"
+    assert ready.status_code == 200, ready.text
+    for run_id, events in zip(run_ids, histories, strict=True):
+        history = check_history(service.url, run_id, events)
+        assert history.whole, (run_id, history.problems)
+        assert history.terminal == "done", (events[-1], service.log()[-3000:])
+    assert all(f"run={run_id} store back" in service.log() for run_id in run_ids)
+    assert "Traceback" not in service.log(), service.log()
+
+
+def test_runs_stopped_by_an_outage_longer_than_their_wait_are_resumed_when_it_ends(
+    env: dict[str, str], procs: list[ServerProcess], postgres_url: str, proxy: TcpProxy
+) -> None:
+    script = HeldSteps()
+    with GeminiSimulator(script) as sim:
+        service = ServerProcess(
+            {
+                **env,
+                "GOOGLE_GEMINI_BASE_URL": sim.base_url,
+                "LATS_DATABASE_URL": through(proxy, postgres_url),
+                "LATS_STORE_OUTAGE_S": "1",
+            }
+        )
+        procs.append(service)
+        service.start(timeout_s=180)
+        run_ids = start_runs(service.url)
+        for _ in run_ids:
+            assert script.held.acquire(timeout=60)
+
+        proxy.cut()
+        script.release.set()
+        wait_for(
+            lambda: all(f"run={run_id} stops here" in service.log() for run_id in run_ids),
+            "the runs to stop on the outage",
+        )
+        proxy.restore()
+        with ThreadPoolExecutor(RUNS) as pool:
+            histories = list(pool.map(lambda run_id: read_events(service.url, run_id), run_ids))
+
+    for run_id, events in zip(run_ids, histories, strict=True):
+        history = check_history(service.url, run_id, events)
+        assert history.whole, (run_id, history.problems)
+        assert history.terminal == "done", (events[-1], service.log()[-3000:])
+        assert f"run={run_id} claimed by owner={service.owner}" in service.log()
+    assert "Traceback" not in service.log(), service.log()
