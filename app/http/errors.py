@@ -137,37 +137,40 @@ def add_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
-        if isinstance(exc, RunOptionRefused):
-            field = {"loc": ["body", *exc.field.split(".")], "msg": str(exc), "type": exc.code}
-            return JSONResponse(_body(exc.code, str(exc), fields=[field]), 422)
-        if isinstance(exc, QueueFull):
-            return JSONResponse(
-                _body(exc.code, str(exc)), 429, headers={"Retry-After": str(RETRY_AFTER_S)}
-            )
-        if isinstance(exc, StoreUnavailable):
-            logger.warning("request refused: %s (%s)", exc.code, exc.__cause__ or exc)
-            return JSONResponse(
-                _body(exc.code, "the service's store is unreachable; try again shortly"),
-                503,
-                headers={"Retry-After": str(RETRY_AFTER_S)},
-            )
-        if isinstance(exc, RateLimited):
-            return JSONResponse(
-                _body(exc.code, str(exc)), 429, headers={"Retry-After": str(exc.retry_after_s)}
-            )
-        if isinstance(exc, ThreadNotFound | UnknownAssistant):
-            return JSONResponse(_body(exc.code, str(exc)), 404)
-        if isinstance(exc, TooManyCommands):
-            return JSONResponse(_body(exc.code, str(exc)), 429)
-        if isinstance(exc, RunEnded | RunNotWaiting):
-            return JSONResponse(_body(exc.code, str(exc)), 409)
-        if isinstance(exc, ThreadNotFinished):
-            return JSONResponse(_body(exc.code, str(exc)), 409)
-        if isinstance(exc, Unauthorized):
-            return JSONResponse(
-                _body(exc.code, str(exc)), 401, headers={"WWW-Authenticate": "Bearer"}
-            )
-        return _unavailable(exc.code, exc)
+        return service_response(exc)
+
+
+def service_response(exc: ServiceError) -> JSONResponse:
+    """The response to a service error: its status, its code and its headers."""
+    if isinstance(exc, RunOptionRefused):
+        field = {"loc": ["body", *exc.field.split(".")], "msg": str(exc), "type": exc.code}
+        return JSONResponse(_body(exc.code, str(exc), fields=[field]), 422)
+    if isinstance(exc, QueueFull):
+        return JSONResponse(
+            _body(exc.code, str(exc)), 429, headers={"Retry-After": str(RETRY_AFTER_S)}
+        )
+    if isinstance(exc, StoreUnavailable):
+        logger.warning("request refused: %s (%s)", exc.code, exc.__cause__ or exc)
+        return JSONResponse(
+            _body(exc.code, "the service's store is unreachable; try again shortly"),
+            503,
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        )
+    if isinstance(exc, RateLimited):
+        return JSONResponse(
+            _body(exc.code, str(exc)), 429, headers={"Retry-After": str(exc.retry_after_s)}
+        )
+    if isinstance(exc, ThreadNotFound | UnknownAssistant):
+        return JSONResponse(_body(exc.code, str(exc)), 404)
+    if isinstance(exc, TooManyCommands):
+        return JSONResponse(_body(exc.code, str(exc)), 429)
+    if isinstance(exc, RunEnded | RunNotWaiting):
+        return JSONResponse(_body(exc.code, str(exc)), 409)
+    if isinstance(exc, ThreadNotFinished):
+        return JSONResponse(_body(exc.code, str(exc)), 409)
+    if isinstance(exc, Unauthorized):
+        return JSONResponse(_body(exc.code, str(exc)), 401, headers={"WWW-Authenticate": "Bearer"})
+    return _unavailable(exc.code, exc)
 
 
 def _unavailable(code: str, exc: Exception) -> JSONResponse:
