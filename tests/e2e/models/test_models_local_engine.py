@@ -18,7 +18,8 @@ from calls.local_model import local_stats
 from calls.models import SettingsModelFactory
 from testkit.event_log import EventLog
 
-pytestmark = pytest.mark.e2e
+# Real llama.cpp runs of a few paths: minutes on a loaded 2-core machine.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 logger = logging.getLogger(__name__)
 
