@@ -152,7 +152,11 @@ async def stream_run(thread_id: Id, body: RunCreate, runs: CallerRuns) -> Stream
     return _streaming(slot.hold(parts), record)
 
 
-@router.post("/threads/{thread_id}/runs", summary="Start a run in the background", responses=ERRORS)
+@router.post(
+    "/threads/{thread_id}/runs",
+    summary="Start a run on a thread in the background",
+    responses=ERRORS,
+)
 async def create_run(
     thread_id: Id, body: RunCreate, runs: CallerRuns, response: Response
 ) -> dict[str, Any]:
