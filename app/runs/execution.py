@@ -137,6 +137,20 @@ class RunWriter:
             await live.push(StoredEvent(seq=seq, type=event.type, data=data))
         self.wake(live.run_id)
 
+    async def _last_write(
+        self, what: str, write: Callable[[], Awaitable[int]], type_: str, data: str
+    ) -> int | None:
+        """The event id of a write that ends this writer's turn (a pause, an end), or None when
+        the lease was lost or the store stayed out too long (the run is then lost here)."""
+        try:
+            return await self._store(write, type_, data)
+        except OutageTooLong as e:
+            self._given_up(e)
+        except LeaseLost:
+            logger.warning("run=%s lease lost before its %s was stored", self.live.run_id, what)
+            self.live.lose()
+        return None
+
     async def pause(self, event: Event, awaiting: str) -> bool:
         """Store the event the run stops on with its wait for an answer, at once; False if the
         lease was gone (nothing written). Callers shield it."""
@@ -145,18 +159,13 @@ class RunWriter:
             if not live.may_write:
                 return False
             data = event.model_dump_json()
-            try:
-                seq = await self._store(
-                    lambda: self.store.pause(live.run_id, self.owner, event.type, data, awaiting),
-                    event.type,
-                    data,
-                )
-            except OutageTooLong as e:
-                self._given_up(e)
-                return False
-            except LeaseLost:
-                logger.warning("run=%s lease lost before its pause was stored", live.run_id)
-                live.lose()
+            seq = await self._last_write(
+                "pause",
+                lambda: self.store.pause(live.run_id, self.owner, event.type, data, awaiting),
+                event.type,
+                data,
+            )
+            if seq is None:
                 return False
             live.pause()
             await live.push(StoredEvent(seq=seq, type=event.type, data=data))
@@ -173,18 +182,13 @@ class RunWriter:
                 return False
             data = terminal.model_dump_json()
             started = time.perf_counter()
-            try:
-                seq = await self._store(
-                    lambda: self.store.finish(live.run_id, self.owner, terminal.type, data, result),
-                    terminal.type,
-                    data,
-                )
-            except OutageTooLong as e:
-                self._given_up(e)
-                return False
-            except LeaseLost:
-                logger.warning("run=%s lease lost before its end was stored", live.run_id)
-                live.lose()
+            seq = await self._last_write(
+                "end",
+                lambda: self.store.finish(live.run_id, self.owner, terminal.type, data, result),
+                terminal.type,
+                data,
+            )
+            if seq is None:
                 return False
             live.end()
             await live.push(StoredEvent(seq=seq, type=terminal.type, data=data))
