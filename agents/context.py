@@ -56,7 +56,7 @@ class RunContext:
     elapsed_before_s: float = 0.0
     known: Recollection | None = None  # what earlier runs on the run's thread found
     commands: CommandSource | None = None  # where steering commands wait for the search
-    pool: JobPool = field(default_factory=JobPool)
+    pool: JobPool = field(init=False)  # in-flight jobs, slotted by `params.max_concurrency`
     started: float = field(default_factory=time.monotonic)
     executor_agent: Any = None  # compiled on first use by the executor
     _models: dict[Role, BaseChatModel] = field(default_factory=dict)
@@ -64,6 +64,7 @@ class RunContext:
     def __post_init__(self) -> None:
         # Metrics and traces see every event of the run through the installed observers.
         self.sink = observers.observed(self.sink, self.run_id)
+        self.pool = JobPool(self.params.max_concurrency)
 
     def model(self, role: Role) -> BaseChatModel:
         """The role's model for this run: with the cache, or with caching switched off."""

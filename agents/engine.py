@@ -32,6 +32,7 @@ from agents.events import (
 from agents.graph import build_graph
 from agents.params import RunParams
 from agents.result import RunResult
+from agents.reuse import keep, reusable, reuse_key
 from agents.settings import EngineSettings
 from agents.state import ErrorInfo, Recollection, RunState, StopReason
 from agents.steering import CommandSource
@@ -156,7 +157,25 @@ class Engine:
         ctx = self._context(run_id, task, params, sink, initial)
         if announce:
             await sink(RunStarted(run_id=run_id, task=task, params=params.model_dump()))
-        return await self._drive(ctx, initial)
+        key = reuse_key(ctx)
+        if key is not None and (kept := await reusable(ctx, self.cache, key)) is not None:
+            return await self._reuse(ctx, kept)
+        return await self._drive(ctx, initial, key)
+
+    async def _reuse(self, ctx: RunContext, kept: RunResult) -> RunResult:
+        """End the run with an identical earlier request's result (agents/reuse.py)."""
+        logger.info("run=%s reuses the result of run=%s", ctx.run_id, kept.run_id)
+        result = kept.model_copy(
+            update={
+                "run_id": ctx.run_id,
+                "metrics": ctx.accountant.snapshot(),
+                "reused_from": kept.reused_from or kept.run_id,
+            }
+        )
+        answer = result.answer_fields()
+        del answer["error"]
+        await ctx.sink(RunDone(run_id=ctx.run_id, **answer))
+        return result
 
     async def resume(
         self, run_id: str, *, sink: EventSink = discard, answer: dict[str, Any] | None = None
@@ -172,18 +191,28 @@ class Engine:
             raise RunNotFound(f"no checkpoint for run {run_id}")
         params = RunParams.model_validate(values["params"])
         ctx = self._context(run_id, values["task"], params, sink, values)
-        if not snapshot.next:
-            # The search ended, but its end may never have reached the caller (the process
+        if not snapshot.next and not snapshot.tasks:
+            # The graph ended, but its end may never have reached the caller (the process
             # stopped between the last checkpoint and the terminal event): say it again.
+            # (A step whose writes were saved without the checkpoint after it has no `next`
+            # either, but still a task: resuming applies those writes and goes on.)
             logger.info("run=%s had ended; its end is emitted again", run_id)
-            return await self._conclude(ctx, values)
-        logger.info("run=%s resuming at %s", run_id, ",".join(snapshot.next))
+            return await self._conclude(ctx, values, reuse_key(ctx))
+        logger.info(
+            "run=%s resuming at %s",
+            run_id,
+            ",".join(snapshot.next)
+            or "the saved writes of " + ",".join(t.name for t in snapshot.tasks),
+        )
         waiting = bool(snapshot.interrupts)
-        return await self._drive(ctx, Command(resume=answer) if waiting and answer else None)
+        graph_input: Command[Any] | None = Command(resume=answer) if waiting and answer else None
+        return await self._drive(ctx, graph_input, reuse_key(ctx))
 
     async def _drive(
-        self, ctx: RunContext, graph_input: RunState | Command[Any] | None
+        self, ctx: RunContext, graph_input: RunState | Command[Any] | None, key: str | None
     ) -> RunResult:
+        """Run the graph from `graph_input` to its end; `key` is the request's reuse key
+        (agents/reuse.py), under which a `done` result is kept."""
         run_id = ctx.run_id
         try:
             # "sync": a round's checkpoint is on disk before the next round starts, so a crash
@@ -214,10 +243,11 @@ class Engine:
             logger.info("run=%s waits for its plan's approval", run_id)
             raise AwaitingApproval(run_id, steps)
         state: RunState = out  # type: ignore[assignment]
-        return await self._conclude(ctx, state)
+        return await self._conclude(ctx, state, key)
 
-    async def _conclude(self, ctx: RunContext, state: RunState) -> RunResult:
-        """The finished search's result, its terminal event emitted."""
+    async def _conclude(self, ctx: RunContext, state: RunState, key: str | None) -> RunResult:
+        """The finished search's result, its terminal event emitted (and a `done` one kept
+        under the reuse `key`, unless the run was steered)."""
         run_id = ctx.run_id
         result = self._result(run_id, state)
         if result.status == "cancelled":
@@ -227,6 +257,8 @@ class Engine:
             answer = result.answer_fields()
             del answer["error"]
             await ctx.sink(RunDone(run_id=run_id, **answer))
+            if key is not None and not state.get("steered_through"):
+                await keep(ctx, self.cache, key, result)
         else:
             error = result.error or {"code": "internal", "message": "the run ended without result"}
             await ctx.sink(

@@ -38,3 +38,10 @@ class RunNotFinished(LatsError):
     """The run has not ended, so it cannot be deleted (cancel it first)."""
 
     code = "run_not_finished"
+
+
+class StorageFull(LatsError):
+    """The run's history or checkpoint could not be written: the store's disk is full. The
+    run ends with this error (its end fits in space the store keeps in reserve)."""
+
+    code = "storage_full"

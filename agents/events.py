@@ -172,6 +172,15 @@ class NodePruned(_Event):
     reason: str
 
 
+class NodeRevived(_Event):
+    """A candidate the search had pruned runs after all: nothing else was left to run, fewer
+    paths than `max_paths` were complete and the budget could still carry it to an answer."""
+
+    type: Literal["revived"] = "revived"
+    node_id: str
+    reason: str
+
+
 class PathCompleted(_Event):
     type: Literal["path_completed"] = "path_completed"
     node_id: str = Field(description="The leaf that ends the path.")
@@ -213,6 +222,11 @@ class RunDone(GroundingFields, _Event):
     sources: list[Source]
     stop_reason: StopReason
     metrics: dict[str, Any]
+    reused_from: str | None = Field(
+        default=None,
+        description="The earlier run whose result answered this identical request, without a "
+        "model call.",
+    )
 
 
 class RunError(_Event):
@@ -242,6 +256,7 @@ Event = Annotated[
     | CandidatesProposed
     | NodeEvaluated
     | NodePruned
+    | NodeRevived
     | PathCompleted
     | VoteCast
     | RunDone

@@ -4,6 +4,9 @@ state records what finished, so a resumed run simply starts again what had not.
 When the search stops, jobs may be left to finish in the background for a bounded grace
 (`JobPool.detach`): the model calls they have in flight complete and land in the cache, while
 their `StopGate` refuses anything new (no further model or tool call, no event).
+
+The pool's `RunSlots` (`agents/slots.py`) count model slots and tool slots apart: a job inside
+a tool call gives its model slot to another job, through its gate's tool callbacks.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from langchain_core.tracers.context import register_configure_hook
 
 from agents.grounding.evidence import NewEvidence
 from agents.grounding.verify import Grounding
+from agents.slots import RunSlots
 from agents.state import Source, ToolCallRecord
 from calls.readings import CallSubscriber, ModelCall, ModelReading
 
@@ -85,6 +89,12 @@ class StopGate(AsyncCallbackHandler, CallSubscriber):
     readings), and refuses the next step of the job: a chain (a model call's parser, the
     agent's next node) or a tool starting, or a tool's end being reported, cancels the job.
 
+    It also moves the job between the run's model and tool slots: to a tool slot when its
+    first running tool call starts, back to a model slot when its last one ends. The slots
+    are the run's asyncio state, which only the run's event loop may touch: a sync tool runs
+    in a thread, where LangChain calls async handlers in an event loop of its own, so its
+    start and end move nothing, and its job keeps its model slot while it runs.
+
     It runs inline, before the run's other handlers, so a refused step is never counted or
     announced by them.
     """
@@ -92,11 +102,17 @@ class StopGate(AsyncCallbackHandler, CallSubscriber):
     run_inline = True
     raise_error = True
 
-    def __init__(self) -> None:
+    def __init__(self, slots: RunSlots | None = None) -> None:
         self.closed = False
         self.calls_after_stop = 0
         self.tokens_after_stop = 0
         self._model_calls: set[UUID] = set()
+        self._slots = slots
+        self._tools_running = 0
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # built outside a loop: every handler runs on the caller's
+            self._loop = None
 
     def _refuse(self) -> None:
         if self.closed:
@@ -107,9 +123,27 @@ class StopGate(AsyncCallbackHandler, CallSubscriber):
 
     async def on_tool_start(self, *args: Any, **kwargs: Any) -> None:
         self._refuse()
+        if self._on_run_loop():
+            self._tools_running += 1
+            if self._slots is not None:
+                await self._slots.to_tool(self)
 
     async def on_tool_end(self, *args: Any, **kwargs: Any) -> None:
         self._refuse()
+        await self._tool_left()
+
+    async def on_tool_error(self, *args: Any, **kwargs: Any) -> None:
+        await self._tool_left()
+
+    def _on_run_loop(self) -> bool:
+        return self._loop is None or asyncio.get_running_loop() is self._loop
+
+    async def _tool_left(self) -> None:
+        if not self._on_run_loop():
+            return
+        self._tools_running = max(0, self._tools_running - 1)
+        if self._slots is not None and self._tools_running == 0:
+            await self._slots.to_model(self)
 
     async def model_started(self, call: ModelCall) -> None:
         self._model_calls.add(call.key)
@@ -163,16 +197,27 @@ class AfterStop:
 
 
 class JobPool:
-    """The asyncio tasks of one run's in-flight jobs, keyed by job."""
+    """The asyncio tasks of one run's in-flight jobs, keyed by job, and their slots: `limit`
+    model slots and as many tool slots (the run's `max_concurrency`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int) -> None:
         self._tasks: dict[Job, asyncio.Task[JobOutcome]] = {}
         self._gates: dict[Job, StopGate] = {}
         self._detached: set[asyncio.Task[JobOutcome]] = set()
         self.after_stop = AfterStop()
+        self.slots = RunSlots(limit)
 
     def __len__(self) -> int:
         return len(self._tasks)
+
+    def free_slots(self) -> int:
+        """How many more jobs may start now: model slots free, no job waiting for one."""
+        return self.slots.free_for_new(len(self._tasks))
+
+    def _forget(self, job: Job) -> None:
+        gate = self._gates.pop(job, None)
+        if gate is not None:
+            self.slots.ended(gate)
 
     def jobs(self) -> list[Job]:
         return list(self._tasks)
@@ -186,27 +231,35 @@ class JobPool:
             raise RuntimeError(f"job {job.key} is already running")
         # A fresh context: the job must not inherit the graph node's runnable config, or the
         # executor agent would run as a checkpointed subgraph of a node that already returned.
-        gate = StopGate()
+        gate = StopGate(self.slots)
         context = contextvars.Context()
         context.run(_GATE.set, gate)
         self._gates[job] = gate
+        self.slots.started(gate)
         self._tasks[job] = asyncio.create_task(work, name=job.key, context=context)
 
     async def wait_any(
         self, within_s: float | None
     ) -> list[tuple[Job, JobOutcome | BaseException]]:
-        """Wait until a job ends (or `within_s` passes); hand back every ended job."""
+        """Wait until a job ends, a slot comes free (`slots.freed`: a job went into a tool
+        call) or `within_s` passes; hand back every ended job."""
         if not self._tasks:
             return []
-        await asyncio.wait(
-            self._tasks.values(), timeout=within_s, return_when=asyncio.FIRST_COMPLETED
-        )
+        freed = asyncio.ensure_future(self.slots.freed.wait())
+        try:
+            await asyncio.wait(
+                [*self._tasks.values(), freed],
+                timeout=within_s,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            freed.cancel()
         finished: list[tuple[Job, JobOutcome | BaseException]] = []
         for job, task in list(self._tasks.items()):
             if not task.done():
                 continue
             del self._tasks[job]
-            self._gates.pop(job, None)
+            self._forget(job)
             if task.cancelled():
                 finished.append((job, asyncio.CancelledError()))
             else:
@@ -226,7 +279,7 @@ class JobPool:
         ]
         tasks = [self._tasks.pop(job) for job in victims]
         for job in victims:
-            self._gates.pop(job, None)
+            self._forget(job)
         if kinds is None and nodes is None:
             tasks += list(self._detached)
             self._detached.clear()
@@ -245,9 +298,10 @@ class JobPool:
             return []
         tasks = [self._tasks.pop(job) for job in jobs]
         for job in jobs:
-            gate = self._gates.pop(job)
+            gate = self._gates[job]
             gate.closed = True
             self.after_stop.gates.append(gate)
+            self._forget(job)
         self.after_stop.jobs += len(jobs)
         self._detached.update(tasks)
         grace = asyncio.create_task(self._expire(tasks, grace_s, run_id), name="after-stop-grace")

@@ -25,6 +25,11 @@ class RunAnswer(GroundingFields):
     stop_reason: StopReason | None = None
     metrics: dict[str, Any] = Field(default_factory=dict)
     error: ErrorInfo | None = None
+    reused_from: str | None = Field(
+        default=None,
+        description="The earlier run whose result answered this identical request, without a "
+        "model call (agents/reuse.py).",
+    )
 
     def answer_fields(self) -> dict[str, Any]:
         """The fields of `RunAnswer` alone (for a view or an event built from a result)."""

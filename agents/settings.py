@@ -31,6 +31,14 @@ class EngineSettings(BaseSettings):
         "under a grammar (the local model, where it is on by default); the verifier checks "
         "every citation either way.",
     )
+    result_reuse_s: float = Field(
+        default=3600.0,
+        ge=0,
+        le=30 * 24 * 3600,
+        description="How long a finished run's result answers an identical request (same task, "
+        "parameters, models, tools and thread context; `use_cache` on) without a model call "
+        "(agents/reuse.py). 0: never. The default is the tools' cache lifetime.",
+    )
     cache_path: Path | None = Field(
         default=None,
         description="SQLite file for the model-call cache. Unset: the service's shared cache "

@@ -12,7 +12,9 @@ from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 
 from app import startup
 from app.access.limits import KeyLimits
+from app.backends.key_limits_redis import redis_key_limits
 from app.http import errors, openapi, security_headers
+from app.http.event_stream import PlantreeApp
 from app.http.hosts import HostCheck, allowed_hosts
 from app.http.routes import (
     agent_server,
@@ -45,7 +47,7 @@ def create_app(
     address the server binds (an allowed Host when no key is configured)."""
     settings = settings or get_settings()
     keys = settings.key_ring()
-    app = FastAPI(
+    app = PlantreeApp(
         title="plantree",
         version="0.1.0",
         summary="Answers research questions by searching a tree of plans.",
@@ -60,6 +62,7 @@ def create_app(
         burst=settings.key_burst,
         max_streams=settings.key_max_streams,
         max_runs=settings.max_runs_per_key,
+        shared=redis_key_limits(settings.redis_url) if settings.redis_url else None,
     )
     errors.add_handlers(app)
     app.include_router(health.router)

@@ -93,8 +93,9 @@ class TreePrinter:
             else:
                 children = ", ".join(f"{n['node_id']} {n['step']!r}" for n in event["nodes"])
                 self._line(parent_depth, f"↳ next: {children}")
-        elif kind == "pruned":
-            self._line(depth, f"✂ {node_id} pruned: {event['reason']}")
+        elif kind in ("pruned", "revived"):
+            mark = "✂" if kind == "pruned" else "↺"
+            self._line(depth, f"{mark} {node_id} {kind}: {event['reason']}")
         elif kind == "interrupt":
             self.out.write(f"the plan waits for approval: lats approve {event['run_id']}\n")
         elif kind == "plan_reviewed":

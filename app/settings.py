@@ -32,6 +32,13 @@ class Settings(ModelSettings, EngineSettings, ToolSettings):
 
     # Storage and queue ----------------------------------------------------------------------
     data_dir: Path = Field(default=Path("data"), description="Where the embedded store lives.")
+    storage_reserve_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        ge=0,
+        le=1024**3,
+        description="Space the embedded store keeps in reserve for the runs' ends when its disk "
+        "fills (0: none).",
+    )
     database_url: str | None = Field(
         default=None,
         description="postgresql://… to keep runs, events and checkpoints in Postgres.",
@@ -78,6 +85,19 @@ class Settings(ModelSettings, EngineSettings, ToolSettings):
 
     # HTTP -------------------------------------------------------------------------------------
     sse_heartbeat_s: float = Field(default=10.0, gt=0, le=15, description="SSE comment interval.")
+    stream_stall_s: float = Field(
+        default=30.0,
+        ge=0.1,
+        le=3600,
+        description="A stream whose client leaves a frame unread this long is cut (the run goes "
+        "on; the client re-joins with Last-Event-ID).",
+    )
+    stream_buffer_bytes: int = Field(
+        default=256 * 1024,
+        ge=8 * 1024,
+        le=16 * 1024 * 1024,
+        description="What a stream's connection may hold unread (socket plus server buffer).",
+    )
     max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=10 * 1024 * 1024)
     shutdown_grace_s: int = Field(
         default=5, ge=0, le=600, description="Seconds open streams get on SIGTERM before the drain."

@@ -11,7 +11,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,12 +19,17 @@ from typing import Any
 from bench import machine, plots, report
 from bench.cpu import CpuConfig, run_cpu
 from bench.engine_runs import Latency
+from bench.faults import FaultsConfig, run_faults
+from bench.faults import summary as faults_summary
+from bench.in_flight import InFlightConfig, run_in_flight
+from bench.in_flight import summary as in_flight_summary
 from bench.load import LoadConfig, run_load
 from bench.local_prefix import LocalPrefixConfig, run_local_prefix
 from bench.local_prefix import summary as local_prefix_summary
 from bench.memory import MemoryConfig, run_memory
 from bench.multihop import (
     CONFIGS,
+    DEFAULT_CONFIGS,
     MultihopConfig,
     engine_settings_for,
     model_label,
@@ -38,8 +43,12 @@ from bench.quality import QUICK, QualityConfig, run_quality
 from bench.quota import QuotaConfig, run_quota
 from bench.quota import summary as quota_summary
 from bench.search import SearchConfig, run_search
+from bench.soak import SoakConfig, run_soak
+from bench.soak import summary as soak_summary
 from bench.storm import run_storm_bench
 from bench.storm import summary as storm_summary
+from bench.tool_spacing import ToolSpacingConfig, run_tool_spacing
+from bench.tool_spacing import summary as tool_spacing_summary
 from bench.workers import WorkersConfig, run_workers
 from bench.workers import summary as workers_summary
 from testkit.storm import StormConfig
@@ -48,8 +57,10 @@ logger = logging.getLogger("bench")
 
 BENCHMARKS = ("search", "load", "memory", "quality", "quota", "cpu", "workers", "storm")
 # Run only when named in `--only`: they run a real model (the multi-hop questions for hours with
-# a local one; the local model's KV prefix reuse for minutes with Qwen).
-OPT_IN = ("multihop", "local_prefix")
+# a local one; the local model's KV prefix reuse for minutes with Qwen), or strike faults for
+# minutes (faults: Postgres, a redis-server binary, root for its tmpfs; the in-flight cap) or
+# soak for half an hour.
+OPT_IN = ("multihop", "local_prefix", "faults", "soak", "in_flight", "tool_spacing")
 # `--smoke` without `--only`: all but the ones that need Postgres and Redis (their smoke tests
 # are tests/e2e/bench/test_bench_workers.py and test_bench_storm.py).
 NEEDS_SERVICES = ("workers", "storm")
@@ -84,6 +95,12 @@ SMOKE: dict[str, Any] = {
     ),
     "storm": StormConfig(runs=6, cancels=3, threads=6),
     "local_prefix": LocalPrefixConfig(max_paths=1, max_llm_calls=4, max_depth=1),
+    "faults": FaultsConfig(faults=("postgres_down", "worker_killed"), runs=3, hold_s=1.0),
+    "in_flight": InFlightConfig(clients=(4,), duration_s=2.0, provider_in_flight=8),
+    "tool_spacing": ToolSpacingConfig(interval_s=0.2, repetitions=1, low_s=0.002, high_s=0.008),
+    "soak": SoakConfig(
+        duration_s=16.0, warmup_s=2.0, window_s=8.0, restart_every_s=8.0, runs_per_s=2.0, clients=8
+    ),
 }
 FULL: dict[str, Any] = {
     "search": SearchConfig(),
@@ -95,6 +112,10 @@ FULL: dict[str, Any] = {
     "workers": WorkersConfig(),
     "storm": StormConfig(),  # the storm test's
     "local_prefix": LocalPrefixConfig(),
+    "faults": FaultsConfig(),
+    "soak": SoakConfig(),
+    "in_flight": InFlightConfig(),
+    "tool_spacing": ToolSpacingConfig(),
 }
 # `--quick`: the speed benchmarks at one repetition and three load levels (a few minutes).
 QUICK_SPEED: dict[str, Any] = {
@@ -159,6 +180,19 @@ async def _run(
         # One entry per model file: the models are measured one at a time.
         kept = _load_json(results / "local_prefix.json") or {}
         out["local_prefix"] = {**kept, measured["model"]: measured}
+    if "faults" in only:
+        logger.info("benchmark 12: faults struck while runs are in flight")
+        out["faults"] = await asyncio.to_thread(run_faults, configs["faults"], work / "faults")
+    if "in_flight" in only:
+        logger.info("benchmark 14: the in-flight cap, fixed and adaptive")
+        out["in_flight"] = await run_in_flight(configs["in_flight"], work / "in_flight")
+    if "tool_spacing" in only:
+        logger.info("benchmark 15: a tool spaced 3 s apart, one call per step")
+        out["tool_spacing"] = await run_tool_spacing(configs["tool_spacing"], work / "tools")
+    if "soak" in only:
+        minutes = configs["soak"].duration_s / 60
+        logger.info("benchmark 13: a soak of %g minutes", minutes)
+        out["soak"] = await asyncio.to_thread(run_soak, configs["soak"], work / "soak")
     return out
 
 
@@ -219,6 +253,10 @@ def _redraw(
     cpu = _load_json(results / "cpu.json")
     storm = _load_json(results / "storm.json")
     multihop_results = _load_json(results / "multihop.json")
+    faults = _load_json(results / "faults.json")
+    soak = _load_json(results / "soak.json")
+    in_flight = _load_json(results / "in_flight.json")
+    tool_spacing = _load_json(results / "tool_spacing.json")
     if search:
         plots.critical_path(search, results / "critical_path.png")
         plots.sequential(search, results / "sequential.png")
@@ -244,6 +282,10 @@ def _redraw(
         cpu=cpu,
         storm=storm,
         multihop=multihop_results,
+        faults=faults,
+        soak=soak,
+        in_flight=in_flight,
+        tool_spacing=tool_spacing,
     )
     return search, load, memory, quality
 
@@ -282,6 +324,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--report", action="store_true", help="run nothing; redraw plots and docs from --results"
     )
+    parser.add_argument(
+        "--soak-minutes",
+        type=float,
+        default=None,
+        help=f"how long the soak runs (default {SoakConfig.duration_s / 60:g})",
+    )
     multihop = parser.add_argument_group("multihop (only with --only multihop)")
     multihop.add_argument(
         "--data", type=Path, default=HOTPOTQA_DEV_100, help="JSON Lines in the shared format"
@@ -293,7 +341,17 @@ def _parser() -> argparse.ArgumentParser:
         help="init_chat_model string, `local` (LATS_LOCAL_MODEL's model) or `scripted` "
         "(testkit's reader); default: LATS_MODEL as the service reads it",
     )
-    multihop.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated")
+    multihop.add_argument(
+        "--configs",
+        default=",".join(DEFAULT_CONFIGS),
+        help=f"comma-separated, of {', '.join(CONFIGS)}",
+    )
+    multihop.add_argument(
+        "--measured",
+        default="",
+        help="comma-separated configurations reported from the rows already measured "
+        "(multihop.progress.jsonl in --results), over the questions they have, never run",
+    )
     multihop.add_argument(
         "--budget", type=int, default=MultihopConfig.max_llm_calls, help="model calls per run"
     )
@@ -335,6 +393,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             configs = {**configs, **QUICK_SPEED, "quality": QUICK}
         if args.cpu_against is not None:
             configs = {**configs, "cpu": replace(configs["cpu"], against=args.cpu_against)}
+        if args.soak_minutes is not None:
+            soak = replace(configs["soak"], duration_s=args.soak_minutes * 60)
+            configs = {**configs, "soak": soak}
         if args.model_path is not None:
             local = replace(configs["local_prefix"], model_path=args.model_path)
             configs = {**configs, "local_prefix": local}
@@ -342,6 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             data=args.data,
             limit=args.limit,
             configs=tuple(c.strip() for c in args.configs.split(",") if c.strip()),
+            measured=tuple(c.strip() for c in args.measured.split(",") if c.strip()),
             max_llm_calls=args.budget,
             shard=_shard(args.shard),
             settings=engine_settings_for(args.model),
@@ -364,16 +426,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     _save(results / "run.json", run_info)
 
     search, load, memory, quality = _redraw(args.docs, results, info, run_info)
-    quota = fresh.get("quota")
-    extra = "".join(f"\n{line}" for line in quota_summary(quota)) if quota else ""
-    shared = fresh.get("workers")
-    extra += "".join(f"\n{line}" for line in workers_summary(shared)) if shared else ""
-    stormed = fresh.get("storm")
-    extra += "".join(f"\n{line}" for line in storm_summary(stormed)) if stormed else ""
-    hops = fresh.get("multihop")
-    extra += "".join(f"\n{line}" for line in multihop_summary(hops)) if hops else ""
-    local = fresh.get("local_prefix")
-    extra += "".join(f"\n{line}" for line in local_prefix_summary(local)) if local else ""
+    summaries: dict[str, Callable[[Any], list[str]]] = {
+        "quota": quota_summary,
+        "workers": workers_summary,
+        "storm": storm_summary,
+        "multihop": multihop_summary,
+        "local_prefix": local_prefix_summary,
+        "faults": faults_summary,
+        "in_flight": in_flight_summary,
+        "tool_spacing": tool_spacing_summary,
+        "soak": soak_summary,
+    }
+    extra = "".join(
+        f"\n{line}"
+        for name, summarise in summaries.items()
+        if fresh.get(name)
+        for line in summarise(fresh[name])
+    )
     summary = _summary(search, load, memory, quality) + extra
     sys.stdout.write(summary + f"\n\ndone in {seconds / 60:.1f} min\n")
     return 0

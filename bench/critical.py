@@ -67,7 +67,8 @@ def critical_path(events: Sequence[Mapping[str, Any]]) -> CriticalPath:
         if kind in ("plan", "node_finished", "candidates", "path_completed", "vote"):
             work += _seconds(event)
     end = next((first[k] for k in TERMINAL_ORDER if k in first), None)
-    if "run_started" not in first or end is None or "plan" not in first:
+    reused = end is not None and bool(end.get("reused_from"))  # no search: no plan, no bound
+    if "run_started" not in first or end is None or ("plan" not in first and not reused):
         raise ValueError("the events lack run_started, plan or a terminal event")
     vote = first.get("vote")
     voted = list(vote["candidates"]) if vote is not None else list(answers)
@@ -82,7 +83,7 @@ def critical_path(events: Sequence[Mapping[str, Any]]) -> CriticalPath:
         length += _seconds(answer)
         if length > best:
             best, best_chain = length, chain
-    bound = _seconds(first["plan"]) + best + _seconds(vote)
+    bound = _seconds(first.get("plan")) + best + _seconds(vote)
     wall = (timestamp(end) - timestamp(first["run_started"])).total_seconds()
     return {
         "wall_s": wall,

@@ -190,7 +190,8 @@ def _reading(load: dict[str, Any]) -> str:
         return (
             "**Reading.** Past the knee the runs wait for the call policy, not for the "
             f"machine: at most {in_flight(load)} model calls are in flight per model (the "
-            "default `LATS_MODEL_MAX_IN_FLIGHT`), so with these latencies one model serves "
+            "fixed cap of this measurement; the cap now adapts, benchmark 14), so with these "
+            "latencies one model serves "
             f"about {policy_bound_per_min(load):.0f} runs of {calls} calls per minute, which is "
             f"what the server completes ({top['throughput_per_min']['median']:.0f}) while "
             f"using {top['cpu_util']['median']:.2f} of a core. More clients then only queue for "
@@ -249,10 +250,12 @@ def closing(load: dict[str, Any]) -> str:
     if policy_bound(load):
         return (
             f"- Load: no target was set. The knee is at ~{load.get('knee_clients')} clients: "
-            f"the call policy's {in_flight(load)} calls in flight per model bound one model's "
-            f"throughput at its defaults (~{policy_bound_per_min(load):.0f} small runs/min "
-            "here), and the server has CPU to spare. What would raise it: (1) "
-            "`LATS_MODEL_MAX_IN_FLIGHT` as high as the provider allows; (2) then, once the "
+            f"the call policy's {in_flight(load)} calls in flight per model (a fixed cap when "
+            "this was measured) bound one model's "
+            f"throughput (~{policy_bound_per_min(load):.0f} small runs/min "
+            "here), and the server has CPU to spare. What raises it: (1) the adaptive "
+            "in-flight cap, which grows while the provider keeps up (benchmark 14, against the "
+            "fixed cap); (2) then, once the "
             "process is CPU-bound, more server processes over Postgres "
             "(`LATS_DATABASE_URL`), one per core."
         )

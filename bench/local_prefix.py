@@ -1,8 +1,10 @@
 """Benchmark 11, KV prefix reuse of the local model: ONE real engine run on the local model
 (`LATS_LOCAL_MODEL`, or `--model-path`) with the `local_docs` tool over a tiny folder, done
-twice in one process: with saved KV states off (llama.cpp then reuses only what the previous
-call left in its context) and on (`LATS_LOCAL_KV_CACHE_MB`). Reports, per run, the prompt tokens
-of every call and those llama.cpp actually evaluated, the model's time and the wall time.
+three times in one process: with saved KV states off (llama.cpp then reuses only what the
+previous call left in its context), on (`LATS_LOCAL_KV_CACHE_MB`), and on with the prompt
+layout that opens every role's prompt on the path (`LATS_LOCAL_INSTRUCTIONS_LAST`). Reports,
+per run, the prompt tokens of every call and those llama.cpp actually evaluated, the model's
+time and the wall time.
 
     .venv/bin/python -m bench --only local_prefix
     LATS_LOCAL_MODEL=qwen2.5-coder-1.5b .venv/bin/python -m bench --only local_prefix
@@ -58,12 +60,15 @@ class LocalPrefixConfig:
     max_depth: int | None = None
 
 
-def _settings(config: LocalPrefixConfig, data_dir: Path, docs: Path, kv_cache_mb: int) -> Settings:
+def _settings(
+    config: LocalPrefixConfig, data_dir: Path, docs: Path, kv_cache_mb: int, shared: bool | None
+) -> Settings:
     values: dict[str, Any] = {
         "model": "local",
         "tools": ["local_docs"],
         "local_docs_dir": docs,
         "local_kv_cache_mb": kv_cache_mb,
+        "local_instructions_last": shared,
         "data_dir": data_dir,
         # The benchmark counts tokens: a call that waits its turn behind slower ones must not
         # time out and be retried (which would count its prompt twice).
@@ -108,7 +113,8 @@ def _row(stats: LocalStats, wall_s: float, result: Any) -> dict[str, Any]:
 
 
 async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, Any]:
-    """The two runs (saved states off, then on) and the share of prompt evaluation saved."""
+    """The three runs (saved states off, on, on with the shared layout) and the share of
+    prompt evaluation each of the last two saved."""
     docs = work / "docs"
     docs.mkdir(parents=True, exist_ok=True)
     for name, text in DOCS.items():
@@ -120,10 +126,17 @@ async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, A
         use_cache=False,
         **depth,
     )
-    modes = {"off": 0, "on": config.kv_cache_mb}
+    # Mode -> (saved states' memory, prompt layout): before (the layout of the model's catalog
+    # entry, llama.cpp reusing only the last call's state), with saved states, and with saved
+    # states and every role's prompt opening on the path (`local_instructions_last`).
+    modes: dict[str, tuple[int, bool | None]] = {
+        "off": (0, None),
+        "on": (config.kv_cache_mb, None),
+        "shared": (config.kv_cache_mb, True),
+    }
     engines: dict[str, tuple[Engine, LocalChatModel]] = {}
-    for mode, mb in modes.items():
-        settings = _settings(config, work / f"data-{mode}", docs, mb)
+    for mode, (mb, shared) in modes.items():
+        settings = _settings(config, work / f"data-{mode}", docs, mb, shared)
         factory = SettingsModelFactory(settings)
         factory.check()
         model = _local_model(factory)
@@ -141,6 +154,7 @@ async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, A
         logger.info("local_prefix %s: %s", mode, runs[mode])
     model = engines["on"][1]
     off, on = runs["off"]["prompt_evaluated"], runs["on"]["prompt_evaluated"]
+    shared = runs["shared"]["prompt_evaluated"]
     return {
         "model": model.model_path.name,
         "n_ctx": model.n_ctx,
@@ -152,6 +166,7 @@ async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, A
         ),
         "runs": runs,
         "prompt_evaluated_saved": round(1 - on / off, 3) if off else None,
+        "prompt_evaluated_saved_shared": round(1 - shared / off, 3) if off else None,
         "same_answer": runs["off"]["answer"] == runs["on"]["answer"],
     }
 
@@ -161,8 +176,10 @@ def summary(by_model: dict[str, Any]) -> list[str]:
     lines = []
     for data in by_model.values():
         lines.append(f"local prefix reuse, {data['model']} (n_ctx {data['n_ctx']}):")
-        for mode in ("off", "on"):
-            r = data["runs"][mode]
+        for mode in ("off", "on", "shared"):
+            r = data["runs"].get(mode)
+            if r is None:
+                continue
             lines.append(
                 f"  saved states {mode:<3}: {r['calls']} calls, prompt tokens "
                 f"{r['prompt_tokens']}, evaluated {r['prompt_evaluated']} (restores "
@@ -172,4 +189,7 @@ def summary(by_model: dict[str, Any]) -> list[str]:
         saved = data["prompt_evaluated_saved"]
         if saved is not None:
             lines.append(f"  prompt tokens evaluated: {saved * 100:.0f}% fewer with saved states")
+        shared = data.get("prompt_evaluated_saved_shared")
+        if shared is not None:
+            lines.append(f"  ... {shared * 100:.0f}% fewer with saved states and the shared layout")
     return lines

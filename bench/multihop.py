@@ -52,14 +52,18 @@ logger = logging.getLogger(__name__)
 # Configuration name -> run-parameter overrides, applied over `FIXED`. `chain` is a plain
 # plan-and-execute agent (one path, never branching); the others are bench/quality.py's
 # strategies of the same names: `breadth` keeps every proposal, scores none and prunes none,
-# shallowest first; `mcts` is the service's default; `beam` keeps the best two per layer.
+# shallowest first; `mcts` is the service's default; `beam` keeps the best two per layer;
+# `reserve` is `mcts` with pruned candidates revived once nothing else is left (`reserve`).
 CONFIGS: dict[str, dict[str, Any]] = {
     "chain": {"max_paths": 1, "max_candidates": 1},
     "breadth": STRATEGIES["breadth"],
     "mcts": STRATEGIES["mcts"],
     "beam": STRATEGIES["beam"],
+    "reserve": {**STRATEGIES["mcts"], "reserve": True},
 }
 DEFAULT = "mcts"
+# What a benchmark run compares unless told otherwise: the issue's four.
+DEFAULT_CONFIGS = ("chain", "breadth", "mcts", "beam")
 # Every run: path and node limits at their bounds, so the call budget is what stops the search
 # (except `chain`, which stops at its one path by definition).
 FIXED: dict[str, Any] = {"max_paths": 50, "max_nodes": 500}
@@ -81,7 +85,7 @@ class MultihopConfig:
 
     data: Path = HOTPOTQA_DEV_100
     limit: int | None = None
-    configs: tuple[str, ...] = tuple(CONFIGS)
+    configs: tuple[str, ...] = DEFAULT_CONFIGS
     max_llm_calls: int = 40
     # Over the 100 vendored questions (each question and gold title as a query, 5 passages),
     # every gold sentence of a gold paragraph shown is shown whole at 5,000 characters; at the
@@ -90,6 +94,9 @@ class MultihopConfig:
     passages: int = 5
     settings: dict[str, Any] = field(default_factory=dict)
     """Further settings for every run (e.g. timeouts for a slow local model)."""
+    measured: tuple[str, ...] = ()
+    """Configurations reported from the rows `progress` already holds, over the questions it
+    has them for, and never run (a configuration measured on fewer questions than the rest)."""
     shard: tuple[int, int] = (0, 1)
     """(i, n): run only the questions whose position is i modulo n, so that n processes share
     one long run (each appends to the same `progress` file; a last run with the default
@@ -325,7 +332,7 @@ async def run_multihop(
     if not 0 <= index < of:
         raise ValueError(f"shard {index}/{of}: want 0 <= i < n")
     questions = questions[index::of]
-    unknown = sorted(set(config.configs) - set(CONFIGS))
+    unknown = sorted(set(config.configs + config.measured) - set(CONFIGS))
     if unknown:
         raise ValueError(f"unknown configuration(s) {', '.join(unknown)}; known: {list(CONFIGS)}")
     settings = bench_settings(
@@ -343,6 +350,7 @@ async def run_multihop(
                     )
                     _append_row(config.progress, kept)
                 rows.append(kept)
+            rows += [done[key] for name in config.measured if (key := (question.id, name)) in done]
             logger.info("multihop: %s/%s questions", number, len(questions))
     out = {
         "config": {
@@ -351,7 +359,8 @@ async def run_multihop(
             "max_llm_calls": config.max_llm_calls,
             "tool_result_max_chars": config.tool_result_max_chars,
             "passages": config.passages,
-            "configs": {name: CONFIGS[name] for name in config.configs},
+            "configs": {name: CONFIGS[name] for name in config.configs + config.measured},
+            "measured": list(config.measured),
             "fixed": FIXED,
             "default": DEFAULT,
             "task": TASK,

@@ -13,7 +13,7 @@ REFERENCE = (
     ("ToT", 0.55),
     ("LATS", 0.71),
 )
-ORDER = ("chain", "breadth", "mcts", "beam")
+ORDER = ("chain", "breadth", "mcts", "beam", "reserve")
 
 
 def _f(value: Any) -> str:
@@ -51,15 +51,21 @@ def head_to_head(rows: list[dict[str, Any]], a: str, b: str, key: str) -> tuple[
     )
 
 
+def _compared(rows: list[dict[str, Any]], a: str, b: str) -> list[str]:
+    """`a` against `b` on answer and supporting-fact F1, as phrases for the page."""
+    parts = []
+    for key, label in (("f1", "answer F1"), ("sp_f1", "supporting-fact F1")):
+        won, lost, tied = head_to_head(rows, a, b, key)
+        parts.append(f"{label}: better on {won}, worse on {lost}, tied on {tied}")
+    return parts
+
+
 def _head_to_head_lines(multihop: dict[str, Any]) -> list[str]:
     totals = multihop["totals"]
     if "chain" not in totals or "mcts" not in totals:
         return []
     rows = multihop["rows"]
-    parts = []
-    for key, label in (("f1", "answer F1"), ("sp_f1", "supporting-fact F1")):
-        won, lost, tied = head_to_head(rows, "mcts", "chain", key)
-        parts.append(f"{label}: better on {won}, worse on {lost}, tied on {tied}")
+    parts = _compared(rows, "mcts", "chain")
     mine = [row for row in rows if row["config"] == "mcts"]
     alone = sum(1 for row in mine if row["paths"] <= 1)
     exhausted = sum(
@@ -74,7 +80,33 @@ def _head_to_head_lines(multihop: dict[str, Any]) -> list[str]:
         f"completed one path only ({exhausted} of them `frontier_exhausted`: the replanner "
         "called the first path complete and every check it proposed beside that was pruned or "
         "repeated a step, so nothing was left to search), where it searched no wider than the "
-        f"chain; {budget} ended on the call budget.",
+        "chain: there the two differ only by what the replanner is asked for (up to three "
+        "judged candidates against one), which changes the one path the model takes, for "
+        f"better or worse about as often; {budget} ended on the call budget.",
+    ]
+
+
+def _reserve_lines(multihop: dict[str, Any]) -> list[str]:
+    """`reserve` (the default search reviving pruned candidates) against the default, over
+    the questions both have."""
+    totals = multihop["totals"]
+    if "reserve" not in totals or "mcts" not in totals:
+        return []
+    rows = multihop["rows"]
+    parts = _compared(rows, "reserve", "mcts")
+    mine = [row for row in rows if row["config"] == "reserve"]
+    more = sum(1 for row in mine if row["paths"] >= 2)
+    return [
+        "",
+        f"`reserve` (the default search with `reserve: true`, on the first {len(mine)} "
+        f"questions): it completed two paths or more on {more} of them, and against the "
+        f"default on the same questions — {'; '.join(parts)}. A run with the reserve is "
+        "the default's run until the frontier empties (the same code and a fixed seed, so the "
+        "same first path); "
+        "what differs is the extra paths, which run candidates the replanner had judged not "
+        "viable, and the vote: where the answer got worse, the vote chose a revived path's "
+        "answer over the first path's. Supporting facts gain (more evidence is read and "
+        "cited), answers lose, so `reserve` is off by default.",
     ]
 
 
@@ -83,6 +115,9 @@ def section(multihop: dict[str, Any]) -> list[str]:
     config = multihop["config"]
     totals = multihop["totals"]
     names = [name for name in ORDER if name in totals]
+    measured = [name for name in names if name in config.get("measured", [])]
+    ran = [name for name in names if name not in measured]
+    also = f" --measured {','.join(measured)}" if measured else ""
     lines = [
         "## 11. Multi-hop questions (HotpotQA, distractor setting)",
         "",
@@ -97,28 +132,29 @@ def section(multihop: dict[str, Any]) -> list[str]:
         "",
         "```sh",
         f".venv/bin/python -m bench --only multihop --limit {config['questions']} "
-        f"--model {multihop.get('model', 'local')} --configs {','.join(names)} "
-        f"--budget {config['max_llm_calls']}",
+        f"--model {multihop.get('model', 'local')} --configs {','.join(ran)} "
+        f"--budget {config['max_llm_calls']}{also}",
         "```",
         "",
         f"Data: `{config['data']}` ({config['questions']} questions). Model: "
         f"{multihop.get('model_detail', multihop.get('model', '?'))}.",
         "",
-        "| configuration | answer EM | answer F1 | SP precision | SP recall | SP F1 | joint F1 "
-        "| groundedness | citations (misverified) | model calls | tokens | gold paragraph seen "
-        "| median wall |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| configuration | questions | answer EM | answer F1 | SP precision | SP recall | SP F1 "
+        "| joint F1 | groundedness | citations (misverified) | model calls | tokens "
+        "| gold paragraph seen | median wall |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in names:
         t = totals[name]
         lines.append(
-            f"| {name} | {_f(t['em'])} | {_f(t['f1'])} | {_f(t['sp_precision'])} | "
+            f"| {name} | {t['n']} | {_f(t['em'])} | {_f(t['f1'])} | {_f(t['sp_precision'])} | "
             f"{_f(t['sp_recall'])} | {_f(t['sp_f1'])} | {_f(t['joint_f1'])} | "
             f"{_f(t['groundedness'])} | {t['citations']} ({t['misverified']}) | "
             f"{t['llm_calls']:.1f} | {t['tokens']:.0f} | {_f(t['gold_seen'])} | "
             f"{t['wall_s']:.0f} s |"
         )
     lines += _head_to_head_lines(multihop)
+    lines += _reserve_lines(multihop)
     reference = ", ".join(f"{name} {em:.2f}" for name, em in REFERENCE)
     lines += [
         "",

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench import (
+    faults_report,
     load_report,
     multihop_report,
     quality_report,
@@ -285,8 +287,9 @@ def _calls(search: dict[str, Any], doc: Path, results: Path) -> list[str]:
         "",
         "**What it measures.** Real model calls per completed path by role (the run's "
         "`metrics.llm_calls_by_role`), `naive_calls` (the same tree with one evaluator call per "
-        "candidate and no cache), and the identical rerun on the same engine, which the model "
-        "cache must answer entirely. Defaults (`"
+        "candidate and no cache), and the identical rerun on the same engine, which must cost "
+        "no model call: it reuses the first run's result (`agents/reuse.py`; before, the model "
+        "cache answered it call by call). Defaults (`"
         f"{c['defaults']['strategy']}`, concurrency {c['defaults']['max_concurrency']}), the "
         "6-path tree.",
         "",
@@ -301,7 +304,12 @@ def _calls(search: dict[str, Any], doc: Path, results: Path) -> list[str]:
         "",
         f"Identical cached rerun: **{fmt(rr['llm_calls'], 0)} model calls** "
         f"({fmt(rr['model_calls'], 0)} reached the scripted models), {fmt(rr['cache_hits'], 0)} "
-        f"cache hits, {fmt(rr['wall_s'])} s wall; "
+        f"cache hits, {fmt(rr['wall_s'])} s wall"
+        + (
+            ", the first run's result reused; "
+            if all(r.get("reused") for r in rr["runs"])
+            else "; "
+        )
         + ("zero calls in every repetition." if rr["all_zero"] else "**NOT zero** — a bug.")
         + " The same tree costs the same calls with every strategy and concurrency (it is "
         "searched to the end); `results/search.json` has them per configuration.",
@@ -470,6 +478,10 @@ def write(
     cpu: dict[str, Any] | None = None,
     storm: dict[str, Any] | None = None,
     multihop: dict[str, Any] | None = None,
+    faults: dict[str, Any] | None = None,
+    soak: dict[str, Any] | None = None,
+    in_flight: dict[str, Any] | None = None,
+    tool_spacing: dict[str, Any] | None = None,
 ) -> None:
     """Render docs/benchmarks.md from whichever results exist."""
     lines = [
@@ -487,6 +499,8 @@ def write(
         "make bench                              # all of them: bench/results/ and this file",
         ".venv/bin/python -m bench --only search # benchmarks 1-3 (also: load, memory, quality,"
         " quota, cpu, workers, storm)",
+        ".venv/bin/python -m bench --only faults,soak  # benchmarks 12-13 (Postgres, Redis, root;"
+        " half an hour)",
         ".venv/bin/python -m bench --only quality --quick  # benchmark 6 in under 3 minutes",
         ".venv/bin/python -m bench --only search,load,quota,cpu --quick \\",
         "    --cpu-against ../older-checkout     # the speed figures at quick sizes",
@@ -525,19 +539,25 @@ def write(
         lines += _memory(memory, doc, results)
     if quality is not None:
         lines += quality_report.section(quality, doc, results)
-    if quota is not None:
-        lines += speed_report.quota_section(quota)
-    if cpu is not None:
-        lines += speed_report.cpu_section(cpu)
-    if workers is not None:
-        lines += workers_report.section(workers)
-    if storm is not None:
-        lines += storm_report.section(storm)
-    if multihop is not None:
-        lines += multihop_report.section(multihop)
+    # The sections of the results that need nothing but themselves, in the file's order.
+    sections: list[tuple[dict[str, Any] | None, Callable[[dict[str, Any]], list[str]]]] = [
+        (quota, speed_report.quota_section),
+        (cpu, speed_report.cpu_section),
+        (workers, workers_report.section),
+        (storm, storm_report.section),
+        (multihop, multihop_report.section),
+        (faults, faults_report.faults_section),
+        (soak, faults_report.soak_section),
+        (in_flight, speed_report.in_flight_section),
+        (tool_spacing, speed_report.tool_spacing_section),
+    ]
+    for data, section in sections:
+        if data is not None:
+            lines += section(data)
     closing = _closing(search, load, memory)
     if quality is not None:
         closing[-1:-1] = quality_report.closing(quality)
+    closing[-1:-1] = faults_report.closing(faults, soak)
     lines += closing
     lines += [
         "## Smoke tests",

@@ -235,6 +235,7 @@ async def run_search(config: SearchConfig, work_dir: Path) -> dict[str, Any]:
                             "cache_hits": int(again.result.metrics.get("cache_hits", 0)),
                             "wall_s": again.timing["wall_s"],
                             "same_answer": again.result.answer == measured.result.answer,
+                            "reused": again.result.reused_from == measured.result.run_id,
                         }
                     )
     base = {

@@ -80,3 +80,70 @@ def cpu_section(cpu: dict[str, Any]) -> list[str]:
         "",
     ]
     return lines
+
+
+def in_flight_section(data: dict[str, Any]) -> list[str]:
+    config = data["config"]
+    low, high = config["latency_ms"]
+    lines = [
+        "## 14. The in-flight cap: fixed and adaptive",
+        "",
+        "**What it measures.** `python -m bench --only in_flight` runs, in one process, N clients "
+        "that each run one search after another (the `small` scenario, `use_cache=false`) for "
+        f"{config['duration_s']:g} s through the production call policy, against a scripted "
+        f"provider that takes {low:g}-{high:g} ms a call and refuses a call with a 429 (asking "
+        f"to come back in 0.2 s) while {config['provider_in_flight']} are already in its hands. "
+        "*Fixed 16*: the cap as it was (the adaptive cap with its ceiling at 16); *adaptive*: "
+        "the cap as it is now, starting at 16 under a ceiling of 256 (`calls/concurrency.py`). "
+        "Side by side in one run.",
+        "",
+        "| clients | cap | runs/min | model calls/s | 429s | provider's most at once "
+        "| cap at the end |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for p in data["points"]:
+        lines.append(
+            f"| {p['clients']} | {p['cap']} | {p['runs_per_min']:g} | {p['calls_per_s']:g} "
+            f"| {p['rate_limited']} | {p['provider_most_in_flight']} | {p['cap_at_end']} |"
+        )
+    lines.append("")
+    return lines
+
+
+def tool_spacing_section(data: dict[str, Any]) -> list[str]:
+    config = data["config"]
+    low, high = config["latency_ms"]
+    lines = [
+        "## 15. A spaced tool: one tool call per step",
+        "",
+        "**What it measures.** `python -m bench --only tool_spacing` grows the 6-path tree of "
+        "benchmark 1 with one `web_search` call per step, through the production tool runtime "
+        f"with one call every {config['interval_s']:g} s (`LATS_TOOL_MIN_INTERVAL_S`, as "
+        "arXiv asks), a distinct query per step and an instant answer, at the defaults "
+        "(`mcts`, `max_concurrency` 4, whose slots no longer count a job inside a tool call: "
+        "docs/architecture.md, *Slots*), and the plain sequential agent (one path, one call "
+        f"at a time) with the same tool, side by side in each of {config['repetitions']} "
+        f"repetitions. Models scripted, {low:g}-{high:g} ms a call, behind the call policy. A "
+        "step whose tool slot is more than two intervals away is told the tool is rate "
+        "limited (*throttled*) and answers without it. *In flight*: the model calls' summed "
+        "latency over the wall. The bound is the critical path, each step's tool wait "
+        "included (`bench/critical.py`). Medians (min-max).",
+        "",
+        "| configuration | wall | bound | wall / bound | model calls in flight | tool calls "
+        "| throttled | paths | s per path |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, c in data["cells"].items():
+        lines.append(
+            f"| {label} | {fmt(c['wall_s'])} s | {fmt(c['bound_s'])} s | {fmt(c['ratio'])} "
+            f"| {fmt(c['mean_model_calls_in_flight'])} | {fmt(c['tool_calls'], 0)} "
+            f"| {fmt(c['throttled'], 0)} | {fmt(c['paths'], 0)} | {fmt(c['s_per_path'])} |"
+        )
+    speedup = data["speedup_per_path"]
+    lines += [
+        "",
+        f"Per completed path the defaults are **{speedup:.2f}x** the plain agent's speed with "
+        "the same tool (goal 4x, as without tools).",
+        "",
+    ]
+    return lines

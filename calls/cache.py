@@ -183,20 +183,30 @@ class RoleCache(BaseCache):
     def clear(self, **kwargs: Any) -> None:
         self.store.clear()
 
-    # The memory store answers at once, an asynchronous store is awaited; only a file or a
-    # synchronous network store is worth a thread.
     async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
-        if isinstance(self.store, MemoryStore):
-            return self.lookup(prompt, llm_string)
-        if isinstance(self.store, AsyncCacheStore):
-            text = await self.store.aget(self._key(prompt, llm_string))
-            return _decode(text) if text is not None else None
-        return await asyncio.to_thread(self.lookup, prompt, llm_string)
+        text = await aget(self.store, self._key(prompt, llm_string))
+        return _decode(text) if text is not None else None
 
     async def aupdate(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
-        if isinstance(self.store, MemoryStore):
-            self.update(prompt, llm_string, return_val)
-        elif isinstance(self.store, AsyncCacheStore):
-            await self.store.aput(self._key(prompt, llm_string), _encode(return_val))
-        else:
-            await asyncio.to_thread(self.update, prompt, llm_string, return_val)
+        await aput(self.store, self._key(prompt, llm_string), _encode(return_val))
+
+
+# The memory store answers at once, an asynchronous store is awaited; only a file or a
+# synchronous network store is worth a thread.
+async def aget(store: CacheStore, key: str) -> str | None:
+    """`store.get(key)` from the event loop."""
+    if isinstance(store, MemoryStore):
+        return store.get(key)
+    if isinstance(store, AsyncCacheStore):
+        return await store.aget(key)
+    return await asyncio.to_thread(store.get, key)
+
+
+async def aput(store: CacheStore, key: str, value: str) -> None:
+    """`store.put(key, value)` from the event loop."""
+    if isinstance(store, MemoryStore):
+        store.put(key, value)
+    elif isinstance(store, AsyncCacheStore):
+        await store.aput(key, value)
+    else:
+        await asyncio.to_thread(store.put, key, value)

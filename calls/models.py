@@ -198,7 +198,9 @@ class SettingsModelFactory:
                 model_path=path,
                 temperature=ROLE_TEMPERATURE[role],
                 n_ctx=settings.local_n_ctx or spec.n_ctx,
-                instructions_last=spec.instructions_last,
+                instructions_last=spec.instructions_last
+                if settings.local_instructions_last is None
+                else settings.local_instructions_last,
                 max_tokens=settings.local_max_tokens,
                 n_threads=settings.local_threads,
                 seed=settings.local_seed,

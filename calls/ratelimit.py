@@ -1,5 +1,6 @@
-"""Rate limits: the adaptive model limiter (AIMD over a bounded number of calls in flight), one
-per model and shared by every run of the process, and the fixed-interval bucket tools use.
+"""Rate limits: the adaptive model limiter (an AIMD rate over an adaptive number of calls in
+flight), one per model and shared by every run of the process, and the fixed-interval bucket
+tools use.
 
 `model_limiter` gives the in-process one; a `LimiterSource` given to the model factory may give
 another (the service's is shared by all processes through Redis when it has one). The rate
@@ -13,12 +14,13 @@ import logging
 import math
 import threading
 import time
-import weakref
+from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 from calls.aimd import AimdState
+from calls.concurrency import DEFAULT_INITIAL, ConcurrencyLimit
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +36,11 @@ class Permit:
     granted_at: float
     epoch: int = 0  # the rate epoch its slot was reserved in (see `calls.aimd`)
     fallback: bool = False  # granted by a shared limiter's in-process stand-in
+    # Its place in the in-flight gate: the cap's round, whether it filled the cap, and when it
+    # went out (time.monotonic; see `calls.concurrency`).
+    cap_round: int = 0
+    cap_full: bool = False
+    sent_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -61,43 +68,99 @@ class ModelLimiter(Protocol):
 
 
 class InFlightGate:
-    """At most `limit` holders at once. One semaphore per event loop (a process has one in
-    production; tests start a loop per test), so the gate is safe to share process-wide."""
+    """At most `limit` holders at once, the limit learnt from the answers (the adaptive cap,
+    `calls/concurrency.py`) within `ceiling`. Waiters go in arrival order and are handed a
+    freed place directly, on their own event loop. Thread-safe; a place handed to a loop that
+    has closed stays free, but one handed to a loop that closes before it runs the hand-off is
+    lost, so a gate serves one loop at a time (a process has one; the tests start a fresh
+    limiter with each loop)."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = max(1, limit)
+    def __init__(self, ceiling: int, *, initial: int = DEFAULT_INITIAL) -> None:
+        self.control = ConcurrencyLimit(ceiling=ceiling, initial=initial)
         self._lock = threading.Lock()
-        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
-        self._semaphores = weakref.WeakKeyDictionary()
+        self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[Permit]]] = deque()
         self.held = 0
 
-    def _semaphore(self) -> asyncio.Semaphore:
+    @property
+    def limit(self) -> int:
+        return self.control.limit
+
+    def _ticket(self) -> Permit:
+        """A place taken now (under the lock): its round and whether it filled the cap."""
+        self.held += 1
+        control = self.control
+        return Permit(granted_at=0.0, cap_round=control.round, cap_full=self.held >= control.limit)
+
+    async def enter(self) -> Permit:
         loop = asyncio.get_running_loop()
         with self._lock:
-            semaphore = self._semaphores.get(loop)
-            if semaphore is None:
-                semaphore = self._semaphores[loop] = asyncio.Semaphore(self.limit)
-            return semaphore
+            if self.held < self.control.limit and not self._waiters:
+                return self._ticket()
+            place: asyncio.Future[Permit] = loop.create_future()
+            self._waiters.append((loop, place))
+            self._dispatch()  # a place may be free behind waiters that are gone
+        try:
+            return await place
+        except asyncio.CancelledError:
+            with self._lock:
+                handed = place.done() and not place.cancelled()
+                if not handed:
+                    self._waiters = deque(w for w in self._waiters if w[1] is not place)
+            if handed:
+                self._give_back()
+            raise
 
-    async def enter(self) -> None:
-        await self._semaphore().acquire()
+    def leave(self, permit: Permit, outcome: Outcome | None = None) -> None:
+        """Give the place back; an `outcome` teaches the cap (None: nothing to learn)."""
+        latency_s = time.monotonic() - permit.sent_at
         with self._lock:
-            self.held += 1
+            if outcome == "ok":
+                self.control.on_ok(latency_s, permit.cap_round, permit.cap_full)
+            elif outcome == "rate_limited":
+                self.control.on_rate_limited(permit.cap_round)
+        self._give_back()
 
-    def leave(self) -> None:
+    def _give_back(self) -> None:
         with self._lock:
             self.held -= 1
-        self._semaphore().release()
+            self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Hand the free places to the first waiters (under the lock); a waiter whose loop
+        has closed is skipped."""
+        while self._waiters and self.held < self.control.limit:
+            loop, place = self._waiters.popleft()
+            if place.done():
+                continue
+            ticket = self._ticket()
+            try:
+                loop.call_soon_threadsafe(self._hand, place, ticket)
+            except RuntimeError:  # that loop has closed: the place stays free
+                self.held -= 1
+
+    def _hand(self, place: asyncio.Future[Permit], ticket: Permit) -> None:
+        """On the waiter's loop: give it its place, or back if it stopped waiting."""
+        if place.done():
+            self._give_back()
+        else:
+            place.set_result(ticket)
 
     async def admit(self, reserve: Callable[[], Awaitable[Permit]]) -> Permit:
         """Enter, then wait for `reserve`'s permit; leave again if that fails or is cancelled
-        (a permit granted holds the gate until its release)."""
-        await self.enter()
+        (a permit granted holds the gate until its release). The permit carries the place's
+        round and when it went out, which `leave` reads."""
+        ticket = await self.enter()
         try:
-            return await reserve()
+            permit = await reserve()
         except BaseException:
-            self.leave()
+            self._give_back()
             raise
+        return replace(
+            permit,
+            cap_round=ticket.cap_round,
+            cap_full=ticket.cap_full,
+            sent_at=time.monotonic(),
+        )
 
 
 class LocalLimiter:
@@ -139,7 +202,7 @@ class LocalLimiter:
     async def release(
         self, permit: Permit, outcome: Outcome, retry_after_s: float | None = None
     ) -> None:
-        self.gate.leave()
+        self.gate.leave(permit, outcome)
         with self._lock:
             if outcome == "ok":
                 self.state.on_success()

@@ -68,7 +68,12 @@ class ModelSettings(BaseSettings):
         default=4, ge=1, le=1000, description="Requests that may go at once before a rate holds."
     )
     model_max_in_flight: int = Field(
-        default=16, ge=1, le=1000, description="Model calls in flight at once per model."
+        default=256,
+        ge=1,
+        le=1000,
+        description="The most model calls in flight at once per model and process: the ceiling "
+        "of the adaptive cap, which starts at 16 (or this, if lower), grows while the provider "
+        "keeps up and shrinks on 429s and rising latency (calls/concurrency.py).",
     )
     model_rate_limit_patience_s: float = Field(
         default=300.0,
@@ -101,6 +106,12 @@ class ModelSettings(BaseSettings):
         le=65536,
         description="Memory for llama.cpp states kept to reuse across calls that share a prompt "
         "prefix (0: off; the last call's state is reused either way).",
+    )
+    local_instructions_last: bool | None = Field(
+        default=None,
+        description="Lay out local prompts as one fixed system message with each role's "
+        "instructions at the end of the user's turn, so calls of every role on a path share "
+        "it as their prefix (default: the model's choice in the catalog).",
     )
     local_max_tokens: int = Field(
         default=256, ge=16, le=4096, description="Most tokens one local model reply may have."

@@ -149,9 +149,13 @@ def storm(
     rng = random.Random(seed)
     created: dict[str, float] = {}
     began = time.monotonic()
+    request = dict(body or BODY)
     with httpx.Client(timeout=30) as client:
-        for _ in range(runs):
-            response = client.post(f"{rng.choice(urls)}/runs", json=dict(body or BODY))
+        for index in range(runs):
+            # A task of each run's own: an identical request would reuse the first run's
+            # result at once (agents/reuse.py), and the cancels would race nothing.
+            task = {**request, "task": f"{request['task']} #{index}"}
+            response = client.post(f"{rng.choice(urls)}/runs", json=task)
             if response.status_code != 202:
                 raise RuntimeError(f"a run was not started: {response.status_code} {response.text}")
             created[response.json()["run_id"]] = time.monotonic()

@@ -37,6 +37,8 @@ def tree_from_events(events: Iterable[Event | Mapping[str, Any]]) -> dict[str, N
                     nodes[record["id"]] = record
         elif event.type == "pruned":
             nodes[event.node_id] |= {"status": "pruned", "error": event.reason}
+        elif event.type == "revived":
+            nodes[event.node_id] |= {"status": "pending", "error": None}
             _settle_completion(nodes, nodes[event.node_id]["parent_id"])
         elif event.type == "node_started":
             nodes[event.node_id]["status"] = "running"

@@ -18,6 +18,9 @@ from calls.ratelimit import reset_model_limiters
 from testkit.event_log import EventLog
 from testkit.fakes import FakeModels, Script
 from tests.support.model_settings import MODEL_VARIABLES
+from tools.runtime import PROCESS_OUTAGES
+
+pytest_plugins = ["tests.support.watchdog"]
 
 if TYPE_CHECKING:
     from tests.support.makers import EngineMaker, ServiceMaker
@@ -33,6 +36,7 @@ def _process_registries() -> Iterator[None]:
     yield
     observers.reset(before)
     reset_model_limiters()
+    PROCESS_OUTAGES.clear()
 
 
 @pytest.fixture
@@ -43,6 +47,7 @@ def settings(tmp_path: Any) -> Settings:
         model="google_genai:gemini-2.5-flash",
         model_retry_base_delay_s=0.0,
         data_dir=tmp_path / "data",
+        storage_reserve_bytes=64 * 1024,  # the full-disk reserve, small: tests start many stores
     )
 
 

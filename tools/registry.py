@@ -19,11 +19,13 @@ from tools.results import ToolResult
 from tools.runtime import (
     PROCESS_CACHE,
     PROCESS_LIMITERS,
+    PROCESS_OUTAGES,
     Clock,
     Jitter,
     LimiterRegistry,
     Sleep,
     ToolLimiters,
+    ToolOutages,
     ToolRuntime,
     TtlCache,
     tool_threads,
@@ -92,6 +94,7 @@ class _Parts:
     cache: TtlCache[ToolResult]
     clock: Clock
     sleep: Sleep
+    outages: ToolOutages
 
     @classmethod
     def of(
@@ -106,7 +109,8 @@ class _Parts:
         cache = overrides.cache
         if cache is None:
             cache = TtlCache(clock=clock) if fake_time else PROCESS_CACHE
-        return cls(settings, overrides, limiters, cache, clock, sleep)
+        outages = ToolOutages() if fake_time else PROCESS_OUTAGES
+        return cls(settings, overrides, limiters, cache, clock, sleep, outages)
 
     def runtime(
         self,
@@ -136,6 +140,7 @@ class _Parts:
             # arXiv's boolean operators are upper case: "AND" and "and" are different queries.
             casefold_keys=name != arxiv_search.NAME,
             threads=tool_threads(settings.tool_max_workers),
+            outages=self.outages,
             filters_sources=filters_sources,
         )
 

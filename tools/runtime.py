@@ -76,6 +76,9 @@ class ToolLimiter(Protocol):
     """What `ToolRuntime` needs of a tool's rate limiter: `RateLimiter` in-process, or
     `app.backends.tool_limiter_redis.RedisRateLimiter` shared through Redis."""
 
+    @property
+    def min_interval_s(self) -> float: ...
+
     async def acquire(self, max_wait_s: float = ...) -> bool: ...
 
 
@@ -140,10 +143,44 @@ class LimiterRegistry:
             return limiter
 
 
+class ToolOutages:
+    """Tools whose service was unreachable, each until when: a call meanwhile fails at once
+    with the observation of the call that found it down (see `ToolRuntime.run`)."""
+
+    def __init__(self) -> None:
+        self._down: dict[str, tuple[float, ToolResult]] = {}
+        self._lock = threading.Lock()
+
+    def current(self, name: str, now: float) -> ToolResult | None:
+        with self._lock:
+            down = self._down.get(name)
+            if down is None or now >= down[0]:
+                self._down.pop(name, None)
+                return None
+            return copy.deepcopy(down[1])
+
+    def mark(self, name: str, until: float, result: ToolResult) -> None:
+        with self._lock:
+            self._down[name] = (until, copy.deepcopy(result))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._down.clear()
+
+
 # Shared by every run (and every `build_tools` call) in the process, so that two concurrent runs
-# cannot call one service twice as fast, and one run's search result serves the next.
+# cannot call one service twice as fast, and one run's search result serves the next (and one
+# run's finding that a service is unreachable spares the others the wait).
 PROCESS_LIMITERS = LimiterRegistry()
 PROCESS_CACHE: TtlCache[ToolResult] = TtlCache()
+PROCESS_OUTAGES = ToolOutages()
+DOWN_S = 30.0
+"""How long a tool whose service was unreachable fails at once (`network` failures)."""
+THROTTLE_WAIT_S = 2.0
+"""With the tool's own spacing: a call waits for its rate-limit slot at most this long or two
+of the tool's intervals, whichever is longer (its turn behind one other call is pacing; behind
+more, the tool is throttled). Past that it fails at once as rate limited, so that the model
+may use another tool instead of holding its branch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +206,9 @@ class ToolRuntime:
     filters_sources: bool = False
     """The tool applies the run's source filter (`calls.sources`): its results are cached
     apart per filter."""
+    outages: ToolOutages = field(default_factory=ToolOutages)
+    down_s: float = DOWN_S
+    throttle_wait_s: float = THROTTLE_WAIT_S
 
     def query_tool(
         self,
@@ -214,6 +254,23 @@ class ToolRuntime:
         if cached is not None:
             logger.debug("tool %s: cache hit for %r", self.name, clean)
             return copy.deepcopy(cached)
+        down = self.outages.current(self.name, self.clock())
+        if down is not None:
+            logger.debug("tool %s: marked down; %r fails at once", self.name, clean)
+            return down
+        return await self._single_flight(key, clean, query, fetch, classify)
+
+    async def _single_flight(
+        self,
+        key: str,
+        clean: str,
+        query: str,
+        fetch: Callable[[str], ToolResult],
+        classify: Classifier,
+    ) -> ToolResult:
+        """The call for `key`: shared with an identical one in flight, or made here (its
+        result cached when it succeeded, its tool marked down when the service was
+        unreachable)."""
         flight = (id(asyncio.get_running_loop()), key)
         leader = self.flights.get(flight)
         if leader is not None:
@@ -239,6 +296,13 @@ class ToolRuntime:
         future.set_result(copy.deepcopy(result))
         if result[1]["ok"]:
             self.cache.put(key, copy.deepcopy(result), self.cache_ttl_s)
+        elif result[1]["error_kind"] == "network" and self.down_s > 0:
+            self.outages.mark(self.name, self.clock() + self.down_s, result)
+            logger.warning(
+                "tool %s: its service is unreachable; calls fail at once for %.0fs",
+                self.name,
+                self.down_s,
+            )
         return result
 
     async def _call(
@@ -293,8 +357,13 @@ class ToolRuntime:
         classify: Classifier,
         deadline: list[float],
     ) -> ToolResult:
-        if not await self.limiter.acquire(max_wait_s=deadline[0] - self.clock()):
-            raise ToolCallError("rate_limited", detail="local rate limit: too many calls queued")
+        pacing = max(self.throttle_wait_s, 2 * self.limiter.min_interval_s)
+        patience = min(deadline[0] - self.clock(), pacing)
+        if not await self.limiter.acquire(max_wait_s=patience):
+            raise ToolCallError(
+                "rate_limited",
+                detail=f"throttled: its next free slot is more than {patience:.0f}s away",
+            )
         remaining = deadline[0] - self.clock()
         if remaining <= 0:
             raise ToolCallError("timeout", detail="deadline passed while waiting for a slot")

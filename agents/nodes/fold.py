@@ -21,6 +21,7 @@ from agents.events import (
     NodeEvaluated,
     NodeFinished,
     NodePruned,
+    NodeRevived,
     NodeStarted,
     PathCompleted,
 )
@@ -28,7 +29,15 @@ from agents.grounding.evidence import step_evidence
 from agents.jobs import ExecOutcome, ExpandOutcome, Job, JobOutcome, Judged, RespondOutcome
 from agents.params import RunParams
 from agents.state import NodeRecord, NodeStatus, StopReason, new_node
-from agents.tree import backpropagate, children_of, node_value, node_values, path_to, trim
+from agents.tree import (
+    backpropagate,
+    by_id,
+    children_of,
+    node_value,
+    node_values,
+    path_to,
+    trim,
+)
 from calls.errors import BudgetExhausted
 
 logger = logging.getLogger(__name__)
@@ -95,6 +104,23 @@ class TreeFold:
         if self.satisfied():
             return "early_stop"
         return None
+
+    # -- the reserve -----------------------------------------------------------------------------
+    def revive(self) -> str | None:
+        """Nothing is left to run: make the best candidate the search pruned (by its judged
+        score, then id) runnable again; its id, or None when the search pruned none. Only the
+        search's prunes are a reserve (they carry their reason in `error`); a caller's prune
+        (`agents/steering.py`) is final. The scheduler asks only while fewer than `max_paths`
+        paths are complete and the budget let everything planned start."""
+        reserve = [n for n in self.nodes.values() if revivable(n)]
+        if not reserve:
+            return None
+        best = min(reserve, key=lambda n: (-(n["prior"] or 0.0), by_id(n)))
+        reason = f"nothing else to run; it was pruned ({best['error']})"
+        self.update(best["id"], status="pending", error=None)
+        self._events.append(NodeRevived(run_id=self.run_id, node_id=best["id"], reason=reason))
+        logger.info("run=%s node=%s revived: %s", self.run_id, best["id"], reason)
+        return best["id"]
 
     # -- job life ----------------------------------------------------------------------------------
     def started(self, job: Job) -> None:
@@ -272,6 +298,11 @@ class TreeFold:
                 metrics=metrics,
             )
         )
+
+
+def revivable(node: NodeRecord) -> bool:
+    """A candidate the search pruned (with its reason), never run."""
+    return node["status"] == "pruned" and node["error"] is not None and node["seconds"] is None
 
 
 def prune_reason(judged: Judged | None, min_score: float) -> str | None:

@@ -4,6 +4,10 @@ Each round starts runnable jobs up to `max_concurrency`, waits until at least on
 folds the finished jobs into the tree (`agents/nodes/fold.py`, pure) and emits what the fold
 queued, so LangGraph checkpoints after every completion. Jobs still running carry on across
 rounds: a slow branch never holds back the others, and wall time follows the critical path.
+With `reserve`, a candidate pruned by its judgement is held in reserve: when nothing else is
+left to run, fewer than `max_paths` paths are complete and the budget can carry a path to an
+answer, the best of them runs after all (`TreeFold.revive`, a `revived` event), rather than
+the run ending with its budget unspent.
 
 When the search stops, the jobs still in flight are either cancelled or, with the cache on and
 a grace period, left to finish silently so the model calls they paid for feed the cache.
@@ -19,7 +23,7 @@ from langgraph.runtime import Runtime
 
 from agents.accounting import FINISH_RESERVE_CALLS
 from agents.context import RunContext
-from agents.jobs import Job
+from agents.jobs import Job, JobOutcome
 from agents.nodes.executor import execute
 from agents.nodes.fold import TreeFold, fold_of
 from agents.nodes.replanner import expand
@@ -67,18 +71,19 @@ def plan_jobs(ctx: RunContext, fold: TreeFold) -> list[Job]:
     plan = [Job("respond", n["id"]) for n in _to_respond(fold.nodes, busy)][: max(0, wanted_paths)]
     if wanted_paths - len(plan) > 0:
         plan += [Job("expand", n["id"]) for n in sorted(_to_expand(fold.nodes, busy), key=by_id)]
-        slots = params.max_concurrency - len(pool) - len(plan)
+        slots = pool.free_slots() - len(plan)
         picks = strategy_for(params).select(fold.nodes, runnable(fold.nodes, busy), busy, slots)
         plan += [Job("execute", n["id"]) for n in picks]
     # The vote's call is held back by the accountant; the rest must still carry paths home.
     calls_left = params.max_llm_calls - ctx.accountant.total_calls - FINISH_RESERVE_CALLS
     admitted = affordable(plan, fold.nodes, pool.jobs(), params, calls_left)
     fold.held_back = len(admitted) < len(plan)
-    return admitted[: max(0, params.max_concurrency - len(pool))]
+    return admitted[: pool.free_slots()]
 
 
 async def launch(ctx: RunContext, fold: TreeFold) -> None:
     """Start the planned jobs, each checked against the budgets first."""
+    ctx.pool.slots.freed.clear()  # a slot freed from now on wakes the round's wait again
     for job in plan_jobs(ctx, fold):
         reason = ctx.accountant.exhausted()
         if reason is not None:
@@ -117,6 +122,20 @@ async def wind_down(ctx: RunContext, fold: TreeFold, stop: StopReason) -> None:
     await _flush(ctx, fold)
 
 
+async def _next_finished(
+    ctx: RunContext, fold: TreeFold
+) -> list[tuple[Job, JobOutcome | BaseException]] | None:
+    """Wait until a job ends; None at the deadline. A slot that comes free meanwhile (a job
+    went into a tool call) is filled at once, within the round."""
+    while True:
+        finished = await ctx.pool.wait_any(within_s=max(0.0, ctx.time_left_s()))
+        if finished:
+            return finished
+        if not ctx.pool.slots.freed.is_set():
+            return None
+        await launch(ctx, fold)
+
+
 async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """One scheduling round (see the module docstring)."""
     ctx = runtime.context
@@ -130,6 +149,16 @@ async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
             stop = "deadline"
         elif stop is None and fold.budget_hit is None:
             await launch(ctx, fold)
+        # With `reserve`: nothing runs, nothing is left, paths are still wanted and the budget
+        # let everything start: the best pruned candidate runs after all, one at a time.
+        while (
+            stop is None
+            and ctx.params.reserve
+            and not len(ctx.pool)
+            and not (fold.held_back or fold.capped or fold.budget_hit)
+            and fold.revive() is not None
+        ):
+            await launch(ctx, fold)
         if stop is None and not len(ctx.pool):
             # Nothing runs and nothing could start: the search is over.
             stop = fold.budget_hit or (
@@ -138,10 +167,10 @@ async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
                 else ("max_nodes" if fold.capped else "frontier_exhausted")
             )
         if stop is None:
-            finished = await ctx.pool.wait_any(within_s=max(0.0, ctx.time_left_s()))
-            if not finished:
+            finished = await _next_finished(ctx, fold)
+            if finished is None:
                 stop = "deadline"
-            for job, outcome in finished:
+            for job, outcome in finished or []:
                 fold.apply(job, outcome, ctx.accountant.snapshot())
                 await _flush(ctx, fold)
             stop = stop or fold.stop_reason()

@@ -22,7 +22,7 @@ from app.access.limits import KeyLimits, StreamSlot
 from app.access.tenancy import SINGLE_USER, Caller
 from app.errors import ServiceError
 from app.runs.manager import RunEnded, RunManager
-from app.store.base import FINISHED, RunRecord, RunStatus, StoredEvent, ThreadRecord
+from app.store.base import FINISHED, RunRecord, RunStatus, StoredEvent, ThreadRecord, TooManyOpen
 
 logger = logging.getLogger(__name__)
 TRACE_PAGE = 500  # events read from the store at a time for a trace
@@ -91,15 +91,24 @@ class Runs:
     ) -> tuple[RunRecord, StoredEvent]:
         if thread_id is not None:
             await self.thread(thread_id)
-        if self.limits is not None:
-            await self.limits.run(self.caller, self.manager.store)
-        return await self.manager.submit_with_event(
-            task, params, tenant=self.caller.tenant, thread_id=thread_id, webhook=webhook
-        )
+        limits = self.limits
+        try:
+            return await self.manager.submit_with_event(
+                task,
+                params,
+                tenant=self.caller.tenant,
+                thread_id=thread_id,
+                webhook=webhook,
+                max_open=limits.max_runs(self.caller) if limits is not None else None,
+            )
+        except TooManyOpen as refused:
+            if limits is None:
+                raise
+            limits.refuse_runs(self.caller, refused)
 
-    def stream_slot(self) -> StreamSlot:
+    async def stream_slot(self) -> StreamSlot:
         """One of the caller's event stream slots; raises `RateLimited` when none is free."""
-        return self.limits.stream_slot(self.caller) if self.limits else StreamSlot(None)
+        return await self.limits.stream_slot(self.caller) if self.limits else StreamSlot(None)
 
     async def submit_streamed(
         self,
@@ -110,7 +119,7 @@ class Runs:
     ) -> NewStream:
         """Queue a run whose events the caller will stream: a stream slot is taken first, so
         no run starts when none is free."""
-        slot = self.stream_slot()
+        slot = await self.stream_slot()
         try:
             record, first = await self._start(task, params, thread_id, webhook)
         except BaseException:

@@ -31,17 +31,14 @@ class PostgresCacheStore:
     """Cached replies in a Postgres table, through a small connection pool."""
 
     def __init__(self, url: str, *, ttl_s: int = DEFAULT_TTL_S, max_connections: int = 4) -> None:
-        from psycopg_pool import ConnectionPool
-
         from app.store import pg_check
 
-        self._pool: Any = ConnectionPool(
+        self._pool: Any = pg_check.ReconnectingSyncPool(
             url,
             min_size=1,
             max_size=max_connections,
             timeout=5,
             kwargs={"autocommit": True},
-            check=pg_check.check,
             open=True,
         )
         self._ttl_s = ttl_s

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 
-from app.backends.redis import RedisUnavailable, SharedRedis, shared_redis
+from app.backends.redis import LUA_NOW, RedisUnavailable, SharedRedis, shared_redis
 from calls.aimd import DEFAULT_BETA, DEFAULT_FLOOR, DEFAULT_GROWTH, DEFAULT_RETRY_AFTER_S, AimdState
 from calls.ratelimit import (
     InFlightGate,
@@ -32,10 +33,10 @@ logger = logging.getLogger(__name__)
 DEFAULT_PREFIX = "plantree:model-rate"
 STATE_TTL_S = 24 * 3600  # an idle model's state goes away; the next grant starts afresh
 
-_LUA_COMMON = """
+_LUA_COMMON = (
+    LUA_NOW
+    + """
 local h = KEYS[1]
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local function num(field, default)
   local v = redis.call('HGET', h, field)
   if v then return tonumber(v) end
@@ -52,6 +53,7 @@ local function effective()
   return eff
 end
 """
+)
 
 # ARGV: ceiling (0: none), burst, ttl, epoch of the slot the caller waited for (-1: none yet).
 # Returns {start, now, epoch} as strings (Lua numbers would be cut to integers on the way out);
@@ -167,7 +169,7 @@ class RedisLimiter:
             return await self.gate.admit(self._reserve)
         except RedisUnavailable:
             permit = await self._fallback.acquire()
-            return Permit(granted_at=permit.granted_at, epoch=permit.epoch, fallback=True)
+            return replace(permit, fallback=True)  # its place in the stand-in's gate kept
 
     async def _reserve(self) -> Permit:
         held = -1  # the epoch of the slot waited for: a cut meanwhile means reserve again
@@ -191,7 +193,7 @@ class RedisLimiter:
         if permit.fallback:
             await self._fallback.release(permit, outcome, retry_after_s)
             return
-        self.gate.leave()
+        self.gate.leave(permit, outcome)
         if outcome == "error":
             return  # says nothing about the rate
         try:

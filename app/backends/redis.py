@@ -37,6 +37,13 @@ POLL_S = 1.0  # a subscription's idle wake-up, to look whether Redis still answe
 KEEPALIVE_S = 5.0  # a quiet subscription pings after this long
 
 
+# The first lines of every Lua script that reads the clock: `now`, Redis's, in seconds, so
+# that processes on different hosts share one clock.
+LUA_NOW = """local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+"""
+
+
 class RedisUnavailable(Exception):
     """Redis is marked down, or this call just failed to reach it: degrade."""
 

@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import KW_ONLY, dataclass
 
-from app.backends.redis import RedisUnavailable, SharedRedis, shared_redis
+from app.backends.redis import LUA_NOW, RedisUnavailable, SharedRedis, shared_redis
 from tools.runtime import Clock, LimiterRegistry, RateLimiter, Sleep
 
 DEFAULT_PREFIX = "plantree:tool-rate"
@@ -25,9 +25,9 @@ NO_LIMIT_S = 1e18  # "wait as long as it takes" for the script (Lua cannot read 
 
 # KEYS: the tool's key. ARGV: interval, max wait (s). Returns {granted '1'|'0', start, now} as
 # strings (Lua numbers would be cut to integers on the way out). A refusal writes nothing.
-_RESERVE = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+_RESERVE = (
+    LUA_NOW
+    + """
 local interval = tonumber(ARGV[1])
 local max_wait = tonumber(ARGV[2])
 local start = math.max(now, tonumber(redis.call('GET', KEYS[1]) or '0'))
@@ -40,6 +40,7 @@ local ttl_ms = math.ceil((next_start - now) * 1000) + 1
 redis.call('SET', KEYS[1], string.format('%.6f', next_start), 'PX', ttl_ms)
 return reply('1')
 """
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ async def require_key(
         raise Unauthorized("a valid API key is required (Authorization: Bearer … or X-API-Key)")
     request.state.caller = caller
     limits: KeyLimits = request.app.state.limits
-    limits.request(caller)
+    await limits.request(caller)
     return caller
 
 

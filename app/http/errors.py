@@ -14,7 +14,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Message, Receive, Scope, Send
 
-from agents.errors import RunNotFinished, RunNotFound
+from agents.errors import RunNotFinished, RunNotFound, StorageFull
 from app.access.limits import RateLimited
 from app.access.run_access import ThreadNotFinished, ThreadNotFound
 from app.errors import ServiceError
@@ -133,6 +133,11 @@ def add_handlers(app: FastAPI) -> None:
             return JSONResponse(_body("not_found", str(exc)), 404)
         if isinstance(exc, RunNotFinished):
             return JSONResponse(_body(exc.code, str(exc)), 409)
+        if isinstance(exc, StorageFull):
+            logger.warning("request refused: %s", exc.code)
+            return JSONResponse(
+                _body(exc.code, str(exc)), 507, headers={"Retry-After": str(RETRY_AFTER_S)}
+            )
         return _unavailable(exc.code, exc)
 
     @app.exception_handler(ServiceError)

@@ -187,6 +187,7 @@ def _brief(run: dict[str, Any]) -> dict[str, Any]:
         "rejected",
         "stop_reason",
         "error",
+        "reused_from",
     )
     return {k: run.get(k) for k in keep} | {"metrics": _costs(run.get("metrics") or {})}
 

@@ -2,7 +2,8 @@
 
 Followers only read. A run this process owns is tailed from its live buffer; any other run is
 read from the store each time a signal says it has news (or a heartbeat interval passes, which
-also covers a lost signal).
+also covers a lost signal), a page of `PAGE` events at a time, so that a reader's memory does
+not grow with the history it replays.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from agents.events import TERMINAL_TYPES
 from app.runs.live import LiveRun, LiveRuns
 from app.runs.signals import LocalSignals
 from app.store.base import FINISHED, RunStore, StoredEvent
+
+# A reader holds at most this many stored events at a time (a long history is read in pages).
+PAGE = 16
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -44,7 +48,7 @@ class Follower:
                 continue  # the run left this process (drained, lost): go on from the store
             with self.signals.watch(run_id) as news:
                 news.clear()
-                events = await self.store.events_after(run_id, seq)
+                events = await self.store.events_after(run_id, seq, limit=PAGE)
                 for event in events:
                     seq = event.seq
                     yield event
@@ -56,11 +60,13 @@ class Follower:
                 if record is None:
                     return
                 if record.status in FINISHED:
-                    # The end may have been stored between the two reads: read once more.
-                    for event in await self.store.events_after(run_id, seq):
-                        yield event
-                        if event.type in TERMINAL_TYPES:
-                            return
+                    # The end may have been stored between the two reads: read on to it.
+                    while page := await self.store.events_after(run_id, seq, limit=PAGE):
+                        for event in page:
+                            seq = event.seq
+                            yield event
+                            if event.type in TERMINAL_TYPES:
+                                return
                     return
                 if run_id in self.lives:
                     continue  # it just started here: tail the buffer

@@ -76,6 +76,7 @@ class NewRun:
     tenant: str | None
     thread_id: str | None
     webhook: str | None = None
+    max_open: int | None = None  # the tenant's most unfinished runs (the store enforces it)
 
 
 class RunManager:
@@ -185,12 +186,14 @@ class RunManager:
         *,
         thread_id: str | None = None,
         webhook: str | None = None,
+        max_open: int | None = None,
     ) -> tuple[RunRecord, StoredEvent]:
         """`submit`, with the run's first event (`run_started`) as stored: a stream of the new
-        run begins with it instead of reading it back."""
+        run begins with it instead of reading it back. With `max_open`, raises `TooManyOpen`
+        (nothing stored) when `tenant` already has that many unfinished runs."""
         self.options.check_params(params)
         await self.options.check_webhook(webhook)
-        new = NewRun(task, params, tenant, thread_id, webhook)
+        new = NewRun(task, params, tenant, thread_id, webhook, max_open)
         if not (self.worker and self.queue.has_room):
             await self.admission.admit()
             return await self._create(new, lease=None)
@@ -222,7 +225,9 @@ class RunManager:
         event = RunStarted(run_id=record.id, task=new.task, params=record.params)
         started = StoredEvent(seq=1, type="run_started", data=event.model_dump_json())
         began = time.perf_counter()
-        await self.store.create_run(record, started=started.data, lease=lease)
+        await self.store.create_run(
+            record, started=started.data, lease=lease, max_open=new.max_open
+        )
         observers.written(event, record.id, time.perf_counter() - began)
         if owner is None:
             self.signals.announce_queued()

@@ -10,11 +10,11 @@ from typing import Any
 
 import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from app.settings import Settings
 from app.store.base import RunStore
 from app.store.sqlite import BUSY_TIMEOUT_MS, SqliteRunStore
+from app.store.sqlite_saver import DiskAwareSqliteSaver
 
 logger = logging.getLogger(__name__)
 SETUP_POLL_S = 0.2  # how often a starting process asks for the migrations' lock
@@ -65,14 +65,13 @@ async def open_backend(
         # A pool, not the saver's default single connection: concurrent runs do not queue
         # behind one connection, and a connection whose query a cancel interrupted is
         # checked (and replaced) by the pool instead of stalling every later checkpoint.
-        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        pool: AsyncConnectionPool[Any] = pg_check.ReconnectingPool(
             settings.database_url,
             min_size=1,
             max_size=settings.max_active_runs + 2,
             open=False,
             timeout=30,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-            check=pg_check.acheck,  # survive a database restart
         )
         try:
             await pool.open(wait=True, timeout=10)
@@ -85,14 +84,17 @@ async def open_backend(
             await pg_store.close()
         return
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
+    store = await SqliteRunStore.open(
+        settings.data_dir / "runs.sqlite", reserve_bytes=settings.storage_reserve_bytes
+    )
     conn = await aiosqlite.connect(settings.data_dir / "checkpoints.sqlite")
     try:
         await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         # WAL (set by the saver) with NORMAL sync: a commit survives a process crash (SIGKILL);
         # only an OS crash could lose the last ones.
         await conn.execute("PRAGMA synchronous=NORMAL")
-        sqlite_saver = AsyncSqliteSaver(conn)
+        assert store.disk is not None
+        sqlite_saver = DiskAwareSqliteSaver(conn, store.disk)
         await sqlite_saver.setup()
         logger.info("store: sqlite in %s", settings.data_dir)
         yield store, sqlite_saver

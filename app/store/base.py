@@ -51,6 +51,16 @@ class LeaseLost(ServiceError):
     code = "lease_lost"
 
 
+class TooManyOpen(ServiceError):
+    """The tenant already has `limit` unfinished runs: the new one was not stored."""
+
+    code = "too_many_runs"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"this key already has {limit} runs queued or running")
+        self.limit = limit
+
+
 class StoreUnavailable(ServiceError):
     """The store could not be reached (refused, dropped or too slow): nothing is known to
     have been written; the caller may try again later."""
@@ -159,10 +169,17 @@ class RunStore(Protocol):
     """Runs, their leases and their event log."""
 
     async def create_run(
-        self, record: RunRecord, *, started: str | None = None, lease: Lease | None = None
+        self,
+        record: RunRecord,
+        *,
+        started: str | None = None,
+        lease: Lease | None = None,
+        max_open: int | None = None,
     ) -> None:
         """Store a new run with its first event (`run_started` JSON) as id 1, held under
-        `lease`, or free for any worker."""
+        `lease`, or free for any worker. With `max_open`, raises `TooManyOpen` instead when
+        the run's tenant already has that many unfinished runs: the count and the insert are
+        one atomic step, so concurrent creations never pass the limit."""
 
     async def claim(self, run_id: str, owner: str, ttl_s: float) -> RunRecord | None:
         """Take the lease of one unfinished run if it is free or expired; the run, or None

@@ -5,15 +5,12 @@ one changes nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import psycopg
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
     CheckpointTuple,
 )
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -21,18 +18,19 @@ from psycopg_pool import AsyncConnectionPool
 
 from app.store.base import StoreUnavailable
 from app.store.outage import StoreOutage
+from app.store.saver_guard import GuardedWrites
 
 T = TypeVar("T")
 
 
-class PatientPostgresSaver(AsyncPostgresSaver):
+class PatientPostgresSaver(GuardedWrites, AsyncPostgresSaver):
     """`AsyncPostgresSaver` whose reads and writes wait out an unreachable database."""
 
     def __init__(self, pool: AsyncConnectionPool[Any], outage: StoreOutage) -> None:
         super().__init__(pool)
         self._outage = outage
 
-    async def _patient(self, config: RunnableConfig, call: Callable[[], Awaitable[T]]) -> T:
+    async def _guard(self, config: RunnableConfig, call: Callable[[], Awaitable[T]]) -> T:
         run_id = str(config.get("configurable", {}).get("thread_id", "?"))
 
         async def attempt() -> T:
@@ -47,28 +45,4 @@ class PatientPostgresSaver(AsyncPostgresSaver):
         return await self._outage.ride(run_id, attempt, not_known)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._patient(config, lambda: AsyncPostgresSaver.aget_tuple(self, config))
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return await self._patient(
-            config,
-            lambda: AsyncPostgresSaver.aput(self, config, checkpoint, metadata, new_versions),
-        )
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        await self._patient(
-            config,
-            lambda: AsyncPostgresSaver.aput_writes(self, config, writes, task_id, task_path),
-        )
+        return await self._guard(config, lambda: AsyncPostgresSaver.aget_tuple(self, config))

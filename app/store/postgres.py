@@ -39,6 +39,7 @@ from app.store.base import (
     RunStatus,
     StoreUnavailable,
     ThreadRecord,
+    TooManyOpen,
     WebhookDelivery,
 )
 from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
@@ -207,6 +208,11 @@ _SETTLE = (
     "UPDATE lats_runs SET status = %s, updated_at = now(), result = %s, owner = NULL,"
     " lease_until = 'epoch' WHERE id = %s AND status = ANY(%s)"
 )
+# A transaction-scoped advisory lock per tenant (its own key space: the first argument).
+_TENANT_LOCK = "SELECT pg_advisory_xact_lock(7461, hashtext(%s))"
+_COUNT_OPEN = (
+    "SELECT count(*) FROM lats_runs WHERE tenant IS NOT DISTINCT FROM %s AND status = ANY(%s)"
+)
 _CREATE_STARTED = (
     f"WITH run AS ({_CREATE} RETURNING id)"
     " INSERT INTO lats_events (run_id, seq, type, data) SELECT id, 1, 'run_started', %(data)s"
@@ -268,16 +274,16 @@ class PostgresRunStore(RunReads):
 
     @classmethod
     async def open(cls, url: str, *, notify: bool = True) -> PostgresRunStore:
-        # `check`: a connection a database restart closed is replaced before it is handed
-        # out, so the first request after a restart does not fail on it (app/store/pg_check.py).
-        pool = AsyncConnectionPool(
+        # A connection a database restart closed is replaced before it is handed out, so the
+        # first request after a restart does not fail on it, and a database that was away is
+        # retried every second (app/store/pg_check.py).
+        pool = pg_check.ReconnectingPool(
             url,
             min_size=1,
             max_size=10,
             open=False,
             timeout=POOL_TIMEOUT_S,
             kwargs={"autocommit": True, "connect_timeout": 5},
-            check=pg_check.acheck,
         )
         await pool.open(wait=True, timeout=10)
         async with pool.connection() as conn, conn.transaction():
@@ -321,7 +327,12 @@ class PostgresRunStore(RunReads):
 
     # -- runs and leases -------------------------------------------------------------------------
     async def create_run(
-        self, record: RunRecord, *, started: str | None = None, lease: Lease | None = None
+        self,
+        record: RunRecord,
+        *,
+        started: str | None = None,
+        lease: Lease | None = None,
+        max_open: int | None = None,
     ) -> None:
         owner = lease.owner if lease is not None else None
         args = {
@@ -338,10 +349,28 @@ class PostgresRunStore(RunReads):
             "webhook": record.webhook,
             "data": started,
         }
-        async with self._connection() as conn, self._notifying(conn):
+        limited = max_open is not None
+        async with (
+            self._connection() as conn,
+            conn.transaction() if limited else self._notifying(conn),
+        ):
+            if max_open is not None:
+                await self._below_open_limit(conn, record.tenant, max_open)
             await conn.execute(_CREATE if started is None else _CREATE_STARTED, args)
             if owner is None:
                 await self._notify(conn, QUEUED_CHANNEL, record.id)
+
+    async def _below_open_limit(
+        self, conn: AsyncConnection[Any], tenant: str | None, max_open: int
+    ) -> None:
+        """Inside the creating transaction: hold the tenant's lock until it commits (creations
+        of one tenant queue here), then count; raises `TooManyOpen` at the limit. The count is
+        a statement of its own so that it sees every creation committed before the lock."""
+        await conn.execute(_TENANT_LOCK, (tenant or "",))
+        cur = await conn.execute(_COUNT_OPEN, (tenant, _OPEN))
+        row = await cur.fetchone()
+        if row is not None and row[0] >= max_open:
+            raise TooManyOpen(max_open)
 
     async def claim(self, run_id: str, owner: str, ttl_s: float) -> RunRecord | None:
         row = await self._one(

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -22,13 +23,16 @@ from app.store.base import (
     RunRecord,
     RunStatus,
     ThreadRecord,
+    TooManyOpen,
     WebhookDelivery,
 )
+from app.store.disk import DiskSpace, WriteKind
 from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
 from app.store.sqlite_writer import BatchWriter
 from app.store.upgrade import TERMINAL, result_of_terminal
 
 BUSY_TIMEOUT_MS = 30_000
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -159,13 +163,29 @@ class SqliteRunStore(RunReads):
         no_limit=-1,
     )
 
-    def __init__(self, writer: BatchWriter, reader: aiosqlite.Connection) -> None:
+    def __init__(
+        self, writer: BatchWriter, reader: aiosqlite.Connection, disk: DiskSpace | None = None
+    ) -> None:
         self._writer = writer
         self._reader = reader
+        self.disk = disk
+
+    async def _write(
+        self, write: Callable[[sqlite3.Connection], T], kind: WriteKind = "other"
+    ) -> T:
+        """`write` through the batch writer, under the full-disk rules (`DiskSpace.write`)."""
+        if self.disk is None:
+            return await self._writer.write(write)
+        return await self.disk.write(lambda: self._writer.write(write), kind)
 
     @classmethod
-    async def open(cls, path: Path) -> SqliteRunStore:
+    async def open(cls, path: Path, *, reserve_bytes: int | None = None) -> SqliteRunStore:
+        """The store in the SQLite file `path`; with `reserve_bytes`, a reserve of that many
+        bytes is kept beside it for a full disk (app/store/disk.py)."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        disk = DiskSpace(path.parent, reserve_bytes) if reserve_bytes is not None else None
+        if disk is not None:
+            disk.open()
         writer = await BatchWriter.open(path, BUSY_TIMEOUT_MS)
         try:
             await writer.write(_migrate)
@@ -175,7 +195,7 @@ class SqliteRunStore(RunReads):
             raise
         reader.row_factory = aiosqlite.Row
         await reader.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        return cls(writer, reader)
+        return cls(writer, reader, disk)
 
     async def close(self) -> None:
         try:
@@ -196,7 +216,12 @@ class SqliteRunStore(RunReads):
 
     # -- runs and leases -------------------------------------------------------------------------
     async def create_run(
-        self, record: RunRecord, *, started: str | None = None, lease: Lease | None = None
+        self,
+        record: RunRecord,
+        *,
+        started: str | None = None,
+        lease: Lease | None = None,
+        max_open: int | None = None,
     ) -> None:
         owner = lease.owner if lease is not None else None
         until = time.time() + lease.ttl_s if lease is not None else 0.0
@@ -215,6 +240,13 @@ class SqliteRunStore(RunReads):
         )
 
         def write(conn: sqlite3.Connection) -> None:
+            # One writer, one transaction per batch: the count below and the insert are atomic.
+            if max_open is not None:
+                (n,) = conn.execute(
+                    f"SELECT COUNT(*) FROM runs WHERE tenant IS ? AND {_OPEN}", (record.tenant,)
+                ).fetchone()
+                if n >= max_open:
+                    raise TooManyOpen(max_open)
             conn.execute(
                 "INSERT INTO runs (id, task, params, status, created_at, updated_at, result,"
                 " owner, lease_until, tenant, thread_id, webhook)"
@@ -227,7 +259,7 @@ class SqliteRunStore(RunReads):
                     (record.id, started),
                 )
 
-        await self._writer.write(write)
+        await self._write(write, "new")
 
     async def claim(self, run_id: str, owner: str, ttl_s: float) -> RunRecord | None:
         now = time.time()
@@ -242,7 +274,7 @@ class SqliteRunStore(RunReads):
                 return None
             return _row(conn, "SELECT * FROM runs WHERE id = ?", (run_id,))
 
-        row = await self._writer.write(write)
+        row = await self._write(write)
         return _record(row) if row else None
 
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
@@ -268,7 +300,7 @@ class SqliteRunStore(RunReads):
             )
             return _row(conn, "SELECT * FROM runs WHERE id = ?", (row["id"],))
 
-        claimed = await self._writer.write(write)
+        claimed = await self._write(write)
         return _record(claimed) if claimed else None
 
     async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
@@ -288,7 +320,7 @@ class SqliteRunStore(RunReads):
                 (owner, *run_ids),
             ).fetchall()
 
-        rows = await self._writer.write(write)
+        rows = await self._write(write)
         return [Held(run_id=r["id"], cancel_requested=bool(r["cancel_requested"])) for r in rows]
 
     async def release(self, run_id: str, owner: str, status: RunStatus) -> None:
@@ -301,7 +333,7 @@ class SqliteRunStore(RunReads):
             if cur.rowcount != 1:
                 raise LeaseLost(f"run {run_id} is not held by {owner}")
 
-        await self._writer.write(write)
+        await self._write(write)
 
     async def mark_running_and_check_cancel(self, run_id: str, owner: str) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
@@ -315,7 +347,7 @@ class SqliteRunStore(RunReads):
             row = _row(conn, "SELECT cancel_requested FROM runs WHERE id = ?", (run_id,))
             return bool(row and row[0])
 
-        return await self._writer.write(write)
+        return await self._write(write)
 
     async def cancel_requests(self, owner: str) -> list[str]:
         rows = await self._all(
@@ -333,7 +365,7 @@ class SqliteRunStore(RunReads):
             )
             return seq
 
-        return await self._writer.write(write)
+        return await self._write(write, "end")
 
     async def answer_waiting(self, run_id: str, answer: dict[str, Any]) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
@@ -344,7 +376,7 @@ class SqliteRunStore(RunReads):
             )
             return cur.rowcount == 1
 
-        return await self._writer.write(write)
+        return await self._write(write)
 
     async def add_command(
         self, run_id: str, command: str, node_id: str, step: str | None, by: str | None
@@ -355,7 +387,7 @@ class SqliteRunStore(RunReads):
             )
             return int(row[0]) if row else None
 
-        return await self._writer.write(write)
+        return await self._write(write, "grow")
 
     async def record_delivery(self, run_id: str, delivery: WebhookDelivery) -> None:
         data = delivery.model_dump_json()
@@ -363,7 +395,7 @@ class SqliteRunStore(RunReads):
         def write(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE runs SET delivery = ? WHERE id = ?", (data, run_id))
 
-        await self._writer.write(write)
+        await self._write(write, "grow")
 
     async def request_cancel(self, run_id: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
@@ -371,14 +403,14 @@ class SqliteRunStore(RunReads):
                 f"UPDATE runs SET cancel_requested = 1 WHERE id = ? AND {_OPEN}", (run_id,)
             )
 
-        await self._writer.write(write)
+        await self._write(write)
 
     # -- the event log -------------------------------------------------------------------------
     async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
         def write(conn: sqlite3.Connection) -> int:
             return _append(conn, run_id, owner, type_, data)
 
-        return await self._writer.write(write)
+        return await self._write(write, "grow")
 
     async def finish(
         self, run_id: str, owner: str, type_: str, data: str, result: RunResult
@@ -388,7 +420,7 @@ class SqliteRunStore(RunReads):
             _end(conn, run_id, result)
             return seq
 
-        return await self._writer.write(write)
+        return await self._write(write, "end")
 
     # -- reading -----------------------------------------------------------------------------------
     async def count_unclaimed(self) -> int:
@@ -405,7 +437,7 @@ class SqliteRunStore(RunReads):
         return await self._writer.read(read)
 
     async def delete_run(self, run_id: str) -> bool:
-        return await self._writer.write(lambda conn: _delete(conn, [run_id]) == 1)
+        return await self._write(lambda conn: _delete(conn, [run_id]) == 1)
 
     async def create_thread(self, thread: ThreadRecord) -> None:
         row = (thread.id, thread.tenant, thread.created_at.isoformat())
@@ -413,7 +445,7 @@ class SqliteRunStore(RunReads):
         def write(conn: sqlite3.Connection) -> None:
             conn.execute("INSERT INTO threads (id, tenant, created_at) VALUES (?, ?, ?)", row)
 
-        await self._writer.write(write)
+        await self._write(write, "new")
 
     async def delete_thread(self, thread_id: str) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
@@ -427,7 +459,7 @@ class SqliteRunStore(RunReads):
             conn.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
             return True
 
-        return await self._writer.write(write)
+        return await self._write(write)
 
     async def delete_ended_before(self, cutoff: datetime, limit: int) -> int:
         def write(conn: sqlite3.Connection) -> int:
@@ -437,7 +469,7 @@ class SqliteRunStore(RunReads):
             ).fetchall()
             return _delete(conn, [row["id"] for row in rows])
 
-        return await self._writer.write(write)
+        return await self._write(write)
 
 
 def _migrate(conn: sqlite3.Connection) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.__main__ import main as bench_main
-from bench.multihop import CONFIGS, MultihopConfig, run_multihop, scripted_models
+from bench.multihop import DEFAULT_CONFIGS, MultihopConfig, run_multihop, scripted_models
+from bench.multihop_report import section
 
 # The reader answers with the title of the passage ranked first for the question's words.
 RIGHT = {
@@ -33,7 +34,7 @@ async def test_every_configuration_answers_two_questions_through_the_corpus(
 
     rows = out["rows"]
     assert [(row["id"], row["config"]) for row in rows[:4]] == [
-        ("5a8133725542995ce29dcbdb", name) for name in CONFIGS
+        ("5a8133725542995ce29dcbdb", name) for name in DEFAULT_CONFIGS
     ]
     assert len(rows) == 8
     for row in rows:
@@ -44,7 +45,7 @@ async def test_every_configuration_answers_two_questions_through_the_corpus(
         assert 0.0 <= row["f1"] <= 1.0
     assert rows[0]["predicted"] == "Henry Roth"  # the reader's guess: the first passage
     assert (rows[0]["em"], rows[0]["f1"]) == (0.0, 0.0)
-    assert set(out["totals"]) == set(CONFIGS)
+    assert set(out["totals"]) == set(DEFAULT_CONFIGS)
     assert out["totals"]["mcts"]["n"] == 2
 
 
@@ -56,7 +57,7 @@ async def test_a_right_answer_scores_full_marks_in_every_configuration(tmp_path:
 
     assert [(row["predicted"], row["em"], row["f1"]) for row in out["rows"]] == [
         ("Ann Smith", 1.0, 1.0)
-    ] * len(CONFIGS)
+    ] * len(DEFAULT_CONFIGS)
     assert out["totals"]["chain"]["em"] == 1.0
     # Its citation quotes sentence 0 of the gold paragraph: the supporting fact, verified.
     for row in out["rows"]:
@@ -133,3 +134,34 @@ async def test_shards_split_the_questions_and_a_last_run_reads_every_row_back(
     assert len(set(ran)) == 3
     assert [row["id"] for row in whole["rows"]] == [ran[0], ran[2], ran[1]]
     assert whole["config"]["questions"] == 3
+
+
+async def test_a_measured_configuration_is_reported_where_it_has_rows_and_never_run(
+    tmp_path: Path,
+) -> None:
+    progress = tmp_path / "progress.jsonl"
+    # `reserve` measured on the first question only, then the others run on three.
+    await run_multihop(
+        MultihopConfig(limit=1, configs=("reserve",), progress=progress),
+        scripted_models,
+        tmp_path / "a",
+    )
+    asked: list[str] = []
+
+    def counting(question: Any, settings: Any) -> Any:
+        asked.append(question.id)
+        return scripted_models(question, settings)
+
+    out = await run_multihop(
+        MultihopConfig(limit=3, configs=("chain",), measured=("reserve",), progress=progress),
+        counting,
+        tmp_path / "b",
+    )
+
+    assert len(asked) == 3  # chain on each question; reserve on none
+    assert out["totals"]["chain"]["n"] == 3
+    assert out["totals"]["reserve"]["n"] == 1
+    assert out["config"]["measured"] == ["reserve"]
+    lines = "\n".join(section(out))
+    assert "--configs chain --budget 40 --measured reserve" in lines
+    assert "| reserve | 1 |" in lines

@@ -34,11 +34,12 @@ class SignallingSaver(AsyncSqliteSaver):
         return out
 
 
-async def _saver(path: Path) -> tuple[SignallingSaver, Any]:
-    manager = SignallingSaver.from_conn_string(str(path))
+async def _saver(path: Path, kind: type[AsyncSqliteSaver] = SignallingSaver) -> tuple[Any, Any]:
+    """An open saver of `kind` on the SQLite file `path`, and its context manager."""
+    manager = kind.from_conn_string(str(path))
     saver = await manager.__aenter__()
-    saver.written = asyncio.Event()
-    return saver, manager  # type: ignore[return-value]
+    saver.written = asyncio.Event()  # type: ignore[attr-defined]
+    return saver, manager
 
 
 async def test_a_stopped_run_resumes_from_its_checkpoint_without_redoing_finished_nodes(
@@ -155,3 +156,51 @@ async def test_stream_yields_events_in_order_ending_with_the_terminal_one(
     assert seen[1] == "plan"
     assert seen[-1] == "done"
     assert seen.count("path_completed") == 3
+
+
+class CheckpointsFailAfter(AsyncSqliteSaver):
+    """A real SQLite saver whose checkpoints stop being written after the `allowed`-th, as
+    when the database goes away between a step's saved writes and the checkpoint after it;
+    the writes themselves (`aput_writes`) still land."""
+
+    allowed: int
+    saved = 0
+
+    async def aput(self, *args: Any, **kwargs: Any) -> Any:
+        if self.saved >= self.allowed:
+            raise ConnectionError("the checkpoint database went away")
+        self.saved += 1
+        return await super().aput(*args, **kwargs)
+
+
+async def test_a_run_whose_last_step_saved_its_writes_but_no_checkpoint_resumes_from_them(
+    settings: Settings, tmp_path: Path
+) -> None:
+    db = tmp_path / "checkpoints.sqlite"
+    saver, manager = await _saver(db, CheckpointsFailAfter)
+    saver.allowed = 4  # input, plan, then two search rounds
+    first_models = FakeModels(TREE)
+    first = Engine(settings=settings, models=first_models, tools=[], checkpointer=saver)
+    failed = await first.run("task?", PARAMS, run_id="r2")
+    assert failed.status == "failed"
+    config: Any = {"configurable": {"thread_id": "r2"}}
+    snapshot = await first.graph.aget_state(config)
+    await manager.__aexit__(None, None, None)
+    # What the store holds: the step's writes, no checkpoint after them, so no `next`.
+    assert snapshot.next == ()
+    assert [t.name for t in snapshot.tasks] == ["search"]
+
+    saver2, manager2 = await _saver(db)
+    second_models = FakeModels(TREE)
+    second = Engine(settings=settings, models=second_models, tools=[], checkpointer=saver2)
+    events = EventLog()
+    result = await second.resume("r2", sink=events)
+    await manager2.__aexit__(None, None, None)
+
+    assert result.status == "done"
+    assert events.types()[-1] == "done"
+    # The first engine's executed steps are not executed again.
+    first_steps = [step_to_execute(c) for c in first_models.recorder.by_role("executor")]
+    again = [step_to_execute(c) for c in second_models.recorder.by_role("executor")]
+    assert first_steps
+    assert not set(first_steps) & set(again)

@@ -11,10 +11,19 @@ from langchain_core.tools import tool
 
 from agents.jobs import settle_background
 from agents.params import RunParams
+from app.settings import Settings
 from testkit.event_log import EventLog
 from testkit.fakes import FakeCall, Reply, last_done_step
 from testkit.scenario import Scenario
 from tests.support.makers import EngineMaker
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """Results never reused (agents/reuse.py): a rerun searches again, through the model-call
+    cache, which is what these tests are about."""
+    return settings.model_copy(update={"result_reuse_s": 0})
+
 
 # After A, two leaves. C's replanner call is slow: when B's path completes (max_paths=1), the
 # expansion of C still has that call in flight.

@@ -15,6 +15,14 @@ from testkit.scenario import Scenario
 from testkit.trace import tree_from_events
 from tests.support.makers import EngineMaker
 
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """Results never reused (agents/reuse.py): a rerun searches again, through the model-call
+    cache, which is what these tests are about."""
+    return settings.model_copy(update={"result_reuse_s": 0})
+
+
 # One scenario that makes each strategy's order visible. After A, the replanner offers
 # B (the evaluator's favourite), C (weak) and D; B turns out to be a poor path, D a good one.
 SCENARIO = Scenario(
@@ -57,7 +65,7 @@ async def test_each_strategy_orders_the_same_tree_its_own_way(
     assert _order(models) == expected
 
 
-async def test_pruned_candidates_are_never_executed(
+async def test_pruned_candidates_do_not_run_while_live_ones_give_the_paths_wanted(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
     scenario = Scenario(
@@ -68,7 +76,7 @@ async def test_pruned_candidates_are_never_executed(
     )
     engine, models = make_engine(scenario)
 
-    result = await engine.run("t", RunParams(min_score=0.2), sink=events)
+    result = await engine.run("t", RunParams(min_score=0.2, max_paths=1), sink=events)
 
     pruned = {e.node_id: e.reason for e in events.of("pruned")}
     assert pruned == {
@@ -79,6 +87,7 @@ async def test_pruned_candidates_are_never_executed(
     assert "off topic" not in _order(models)
     assert all("Step to execute: weak" not in c.prompt for c in models.recorder.calls)
     assert result.metrics["nodes_by_status"]["pruned"] == 2
+    assert events.of("revived") == []  # the reserve waits for paths still wanted
 
 
 async def test_a_path_whose_continuations_are_all_pruned_ends_with_an_answer(
@@ -87,7 +96,7 @@ async def test_a_path_whose_continuations_are_all_pruned_ends_with_an_answer(
     scenario = Scenario(plan=["A"], replans={"A": ["x", "y"]}, not_viable={"x", "y"})
     engine, _ = make_engine(scenario)
 
-    result = await engine.run("t", sink=events)
+    result = await engine.run("t", RunParams(max_paths=1), sink=events)
 
     assert result.answer == "answer via A"
     assert result.path == ["n1"]
@@ -221,10 +230,14 @@ async def test_every_strategy_terminates_under_every_budget(
     assert len(models.recorder.calls) <= params.get("max_llm_calls", 10_000)
 
 
-async def test_a_trace_rebuilds_the_live_tree(make_engine: EngineMaker, events: EventLog) -> None:
+@pytest.mark.parametrize("reserve", [False, True], ids=["pruned", "revived"])
+async def test_a_trace_rebuilds_the_live_tree(
+    make_engine: EngineMaker, events: EventLog, reserve: bool
+) -> None:
     engine, _ = make_engine(SCENARIO)
 
-    result = await engine.run("t", RunParams(max_paths=4, min_score=0.35), sink=events)
+    params = RunParams(max_paths=4, min_score=0.35, reserve=reserve)
+    result = await engine.run("t", params, sink=events)
     rebuilt = tree_from_events(e.model_dump(mode="json") for e in events)
 
     fields = (
@@ -243,7 +256,8 @@ async def test_a_trace_rebuilds_the_live_tree(make_engine: EngineMaker, events: 
     )
     live = {n["id"]: {f: n[f] for f in fields} for n in result.nodes}
     assert {k: {f: v[f] for f in fields} for k, v in rebuilt.items()} == live
-    assert any(n["status"] == "pruned" for n in result.nodes)
+    assert events.of("pruned")  # the trace covers prunes, and with the reserve, revivals
+    assert bool(events.of("revived")) is reserve
 
 
 async def test_tool_results_are_cached_and_use_cache_false_goes_to_the_source(

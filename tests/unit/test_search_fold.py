@@ -8,6 +8,7 @@ from agents.jobs import ExecOutcome, ExpandOutcome, Job, Judged, RespondOutcome
 from agents.nodes.fold import TreeFold, candidates_observation, prune_reason
 from agents.params import RunParams
 from agents.state import NodeRecord, new_node
+from agents.steering import SteerCommand, steer
 from calls.errors import BudgetExhausted
 
 METRICS = {"llm_calls": 3}
@@ -215,3 +216,28 @@ def test_events_that_move_values_carry_the_engines_node_value_up_the_path() -> N
     finished = fold.take_events()[-1]
     assert finished.type == "node_finished"
     assert finished.values == {"n1": 0.4, "n1.1": 0.8}
+
+
+def test_the_reserve_revives_the_best_judged_prune_and_never_a_callers() -> None:
+    fold = _fold(min_score=0.3)
+    _executed(fold)
+    outcome = ExpandOutcome(
+        complete=False,
+        steps=["weak", "weaker", "mine"],
+        dropped=[],
+        scores=[Judged(0.2, True, "tangent"), Judged(0.1, True, ""), Judged(0.9, True, "")],
+    )
+    fold.apply(Job("expand", "n1"), outcome, METRICS)
+    # The caller prunes the one live candidate, n1.3 (as agents/steering.py does).
+    steered = steer(fold.nodes, SteerCommand(id=1, command="prune", node_id="n1.3"), fold.params)
+    for record in steered.updates.values():
+        fold.put(record)
+    fold.take_events()
+
+    assert [fold.revive(), fold.revive(), fold.revive()] == ["n1.1", "n1.2", None]
+    assert fold.nodes["n1.1"]["status"] == "pending"
+    assert fold.nodes["n1.1"]["error"] is None
+    assert fold.nodes["n1.3"]["status"] == "pruned"
+    events = fold.take_events()
+    assert [(e.type, e.node_id) for e in events] == [("revived", "n1.1"), ("revived", "n1.2")]
+    assert "score 0.20 below 0.30" in events[0].reason

@@ -73,35 +73,35 @@ def test_the_token_bucket_grants_its_burst_then_its_rate() -> None:
     assert [bucket.try_reserve() for _ in range(4)][-1][0] is False  # the burst, not beyond
 
 
-def test_request_limits_are_per_key_and_spare_the_admin() -> None:
+async def test_request_limits_are_per_key_and_spare_the_admin() -> None:
     clock = FakeClock()
     limits = KeyLimits(rps=1.0, burst=1, max_streams=1, max_runs=1, clock=clock)
     alice, bob = Caller("alice"), Caller("bob")
 
-    limits.request(alice)
+    await limits.request(alice)
     with pytest.raises(RateLimited) as info:
-        limits.request(alice)
-    limits.request(bob)
+        await limits.request(alice)
+    await limits.request(bob)
     for _ in range(5):
-        limits.request(Caller(ADMIN, admin=True))
-        limits.request(SINGLE_USER)
+        await limits.request(Caller(ADMIN, admin=True))
+        await limits.request(SINGLE_USER)
 
     assert info.value.code == "too_many_requests"
     assert info.value.retry_after_s == 1
 
 
-def test_a_stream_slot_is_given_back_once() -> None:
+async def test_a_stream_slot_is_given_back_once() -> None:
     limits = KeyLimits(rps=1.0, burst=1, max_streams=1, max_runs=1)
     alice = Caller("alice")
-    slot = limits.stream_slot(alice)
+    slot = await limits.stream_slot(alice)
     with pytest.raises(RateLimited, match="streams"):
-        limits.stream_slot(alice)
+        await limits.stream_slot(alice)
 
     slot.release()
     slot.release()
 
     assert limits.open_streams(alice) == 0
-    limits.stream_slot(alice)
+    await limits.stream_slot(alice)
     assert limits.open_streams(alice) == 1
 
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from agents.events import PAUSE_TYPES, TERMINAL_TYPES
 from app.access.run_access import Runs, ThreadNotFinished
 from app.http.deps import CallerRuns
+from app.http.event_stream import EventStreamResponse
 from app.http.routes.agent_server import Id, fields_error, invalid, run_of, thread_of
 from app.http.routes.runs import ERRORS
 from app.http.sse import HEARTBEAT, MAX_EVENT_ID, SSE_HEADERS, parse_last_event_id
@@ -128,7 +129,7 @@ async def _parts(
 def _streaming(parts: AsyncIterator[bytes], record: RunRecord) -> StreamingResponse:
     where = _location(record.thread_id or "", record.id)
     headers = {**SSE_HEADERS, "Content-Location": where, "Location": f"{where}/stream"}
-    return StreamingResponse(parts, media_type="text/event-stream", headers=headers)
+    return EventStreamResponse(parts, media_type="text/event-stream", headers=headers)
 
 
 @router.post(
@@ -141,7 +142,7 @@ async def stream_run(thread_id: Id, body: RunCreate, runs: CallerRuns) -> Stream
     """A new run on the thread, or with `command.resume` the answer to the plan its last run
     waits for; the run's parts in the modes asked for until it ends or waits."""
     await runs.thread(thread_id)
-    slot = runs.stream_slot()
+    slot = await runs.stream_slot()
     try:
         record, after = await _start(runs, thread_id, body)
     except BaseException:
@@ -245,7 +246,7 @@ async def join_stream(
     named = [mode for mode in stream_mode or [] if mode]
     modes = tuple(dict.fromkeys(named)) if named else JOIN_MODES
     parts = _parts(runs, record, start, modes, start == 0)
-    return _streaming(runs.stream_slot().hold(parts), record)
+    return _streaming((await runs.stream_slot()).hold(parts), record)
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}/join", summary="Wait for a run", responses=ERRORS)

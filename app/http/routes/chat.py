@@ -17,7 +17,7 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from agents.events import TERMINAL_TYPES
@@ -26,6 +26,7 @@ from agents.result import RunAnswer
 from app.access.run_access import NewStream, Runs
 from app.http.auth import Authorized
 from app.http.deps import CallerRuns
+from app.http.event_stream import EventStreamResponse
 from app.http.routes.runs import ERRORS
 from app.http.sse import HEARTBEAT, SSE_HEADERS
 from app.integrations.openai_compat import (
@@ -98,7 +99,7 @@ async def chat_completions(body: ChatRequest, runs: CallerRuns) -> Response:
     if new is not None:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         frames = _stream(runs, new, body.model, include_usage)
-        return StreamingResponse(
+        return EventStreamResponse(
             new.slot.hold(frames),
             media_type="text/event-stream",
             headers={**SSE_HEADERS, **headers},

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from agents.events import TERMINAL_TYPES
 from app.http.deps import CallerRuns
+from app.http.event_stream import EventStreamResponse
 from app.http.schemas import (
     ErrorBody,
     ResumeRequest,
@@ -47,6 +48,11 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     429: {
         "model": ErrorBody,
         "description": "The run queue is full, or a limit of the key is reached; see Retry-After.",
+    },
+    503: {"model": ErrorBody, "description": "The store is unreachable; see Retry-After."},
+    507: {
+        "model": ErrorBody,
+        "description": "The embedded store's disk is full (`storage_full`); see Retry-After.",
     },
 }
 SSE_DOC: dict[int | str, dict[str, Any]] = {
@@ -93,7 +99,7 @@ async def _framed(run_id: str, events: AsyncIterator[StoredEvent | None]) -> Asy
 
 def _stream(frames: AsyncIterator[bytes], run_id: str) -> StreamingResponse:
     headers = {**SSE_HEADERS, "Content-Location": f"/runs/{run_id}"}
-    return StreamingResponse(frames, media_type="text/event-stream", headers=headers)
+    return EventStreamResponse(frames, media_type="text/event-stream", headers=headers)
 
 
 def _invalid(where: str, name: str, message: str) -> RequestValidationError:
@@ -161,7 +167,7 @@ async def run_events(
     if start > MAX_EVENT_ID or start > await runs.last_event_id(run_id):
         raise _invalid(where, name, "beyond the run's last event id")
     frames = _framed(run_id, runs.follow(run_id, start))
-    return _stream(runs.stream_slot().hold(frames), run_id)
+    return _stream((await runs.stream_slot()).hold(frames), run_id)
 
 
 @router.get(

@@ -195,6 +195,7 @@ export const EVENT_TYPES = [
   "candidates",
   "evaluated",
   "pruned",
+  "revived",
   "path_completed",
   "vote",
   "done",

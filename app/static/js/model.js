@@ -126,6 +126,9 @@ export function apply(run, event) {
     case "pruned":
       if (node) Object.assign(node, { status: "pruned", prunedReason: event.reason });
       break;
+    case "revived":
+      if (node) Object.assign(node, { status: "pending", prunedReason: null });
+      break;
     case "interrupt":
       Object.assign(run, { status: "interrupted", waitingPlan: event.steps });
       break;

@@ -4,6 +4,7 @@ simulator: outcomes, and what the provider was sent."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import jsonschema
@@ -22,9 +23,11 @@ from testkit.gemini_sim import (
     GeminiSimulator,
     RandomFaults,
     Script,
+    SimRequest,
     SimulatorMaker,
     Text,
 )
+from testkit.gemini_sim import Reply as SimReply
 from testkit.scenario import Scenario
 
 pytestmark = pytest.mark.e2e
@@ -219,3 +222,53 @@ async def test_a_400_on_the_vote_falls_back_without_a_retry(
 
     assert result.status == "done"
     assert [r.status for r in _of_role(sim, "voter")] == [400]
+
+
+async def test_an_identical_rerun_after_a_stop_with_calls_in_flight_makes_no_model_call(
+    gemini_sim: SimulatorMaker, tmp_path: Any
+) -> None:
+    """Three branches, each step calling a tool; `max_paths` 1 stops the search while the
+    other branches' calls are in flight, so a replay could take another turn than the first
+    run. The rerun reuses the first run's result (agents/reuse.py): no model call, whatever
+    the timing; `use_cache=false` searches again."""
+    scenario = Scenario(
+        plan=["Find sources"],
+        replans={"Find sources": ["Summarise", "Compare", "Contrast"]},
+        tools={step: ("lookup", {"query": step}) for step in ("Summarise", "Compare", "Contrast")},
+    )
+    replies = from_scenario(scenario)
+
+    def contrast_is_slow(request: SimRequest) -> SimReply:
+        if "Step to execute: Contrast" in request.prompt:
+            time.sleep(0.5)  # still in flight when the first path completes
+        return replies(request)
+
+    sim = gemini_sim(contrast_is_slow, latency_s=0.05)
+    settings = _settings(tmp_path)
+    engine = Engine(settings=settings, models=SettingsModelFactory(settings), tools=[lookup])
+    params = RunParams(max_paths=1, max_concurrency=4)
+    task = "What do the sources say?"
+
+    first = await engine.run(task, params)
+    sent = len(sim.requests)
+    events = EventLog()
+    second = await engine.run(task, params, sink=events)
+    reused = len(sim.requests)
+    fresh = await engine.run(task, params.model_copy(update={"use_cache": False}))
+
+    assert first.status == "done", first.error
+    assert first.stop_reason == "max_paths"
+    assert first.metrics["tool_calls"] >= 2
+    assert first.metrics["jobs_after_stop"] >= 1  # work was in flight at the stop
+    assert reused == sent  # the rerun sent the provider nothing
+    assert second.metrics["llm_calls"] == 0
+    assert second.reused_from == first.run_id
+    assert (second.answer, second.chosen_id, second.citations) == (
+        first.answer,
+        first.chosen_id,
+        first.citations,
+    )
+    assert events.types() == ["run_started", "done"]
+    assert fresh.reused_from is None
+    assert fresh.metrics["llm_calls"] > 0
+    assert len(sim.requests) > reused

@@ -8,9 +8,7 @@ import logging
 import os
 import signal
 import threading
-import time
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -22,6 +20,7 @@ from testkit.gemini_sim import GeminiSimulator, SimRequest, Text
 from testkit.gemini_sim import Reply as SimReply
 from testkit.process import ServerProcess
 from testkit.storm import BODY, check_history
+from testkit.waiting import wait_for
 
 logger = logging.getLogger(__name__)
 pytestmark = pytest.mark.timeout(300)
@@ -48,15 +47,6 @@ class FrozenOwnerScript:
             self.release.wait(120)
             return Text(f"{STALE}: the sources disagree.")
         return self._inner(request)
-
-
-def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = 60) -> None:
-    """Poll `condition` until it holds; fail naming `what` after the deadline."""
-    deadline = time.monotonic() + deadline_s
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def test_a_frozen_owner_woken_after_its_runs_were_taken_over_writes_nothing(
@@ -89,17 +79,24 @@ def test_a_frozen_owner_woken_after_its_runs_were_taken_over_writes_nothing(
         for _ in run_ids:  # every run is mid-step on the frozen worker
             assert script.held.acquire(timeout=60)
 
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            with ThreadPoolExecutor(RUNS) as pool:
+        # The readers' pool outlives the frozen spell: whatever fails, the worker is woken
+        # before the pool waits for its readers.
+        with ThreadPoolExecutor(RUNS) as pool:
+            os.kill(pid, signal.SIGSTOP)
+            try:
                 histories = list(
-                    pool.map(lambda run_id: read_events(taker.url, run_id, timeout=60), run_ids)
+                    pool.map(
+                        lambda run_id: read_events(taker.url, run_id, timeout=60, within_s=120),
+                        run_ids,
+                    )
                 )
-            taken = {run_id: f"run={run_id} claimed by owner={taker.owner}" for run_id in run_ids}
-            wait_for(lambda: all(line in taker.log() for line in taken.values()), "take-overs")
-            traces = {run_id: _trace(taker.url, run_id) for run_id in run_ids}
-        finally:
-            os.kill(pid, signal.SIGCONT)
+                taken = {
+                    run_id: f"run={run_id} claimed by owner={taker.owner}" for run_id in run_ids
+                }
+                wait_for(lambda: all(line in taker.log() for line in taken.values()), "take-overs")
+                traces = {run_id: _trace(taker.url, run_id) for run_id in run_ids}
+            finally:
+                os.kill(pid, signal.SIGCONT)
         # Awake: its held calls are answered now, with the marker, and it must notice each
         # lost lease (at its renewal or its next write) without writing anything.
         script.release.set()

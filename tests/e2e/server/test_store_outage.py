@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -22,7 +20,8 @@ from testkit.gemini_sim import GeminiSimulator, SimRequest
 from testkit.gemini_sim import Reply as SimReply
 from testkit.process import ServerProcess
 from testkit.storm import BODY, check_history
-from tests.support.tcp_proxy import TcpProxy
+from testkit.tcp_proxy import TcpProxy
+from testkit.waiting import wait_for
 
 logger = logging.getLogger(__name__)
 pytestmark = pytest.mark.timeout(300)
@@ -34,16 +33,8 @@ HELD_STEP = "Step to execute: Summarise them"
 @pytest.fixture
 def proxy(postgres_url: str) -> Iterator[TcpProxy]:
     """A proxy in front of the test's Postgres database."""
-    parts = urlsplit(postgres_url)
-    with TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as proxy:
+    with TcpProxy.before(postgres_url) as proxy:
         yield proxy
-
-
-def through(proxy: TcpProxy, url: str) -> str:
-    """`url` with the proxy in place of the database's host and port."""
-    parts = urlsplit(url)
-    user = f"{parts.username}@" if parts.username else ""
-    return urlunsplit(parts._replace(netloc=f"{user}127.0.0.1:{proxy.port}"))
 
 
 class HeldSteps:
@@ -61,15 +52,6 @@ class HeldSteps:
         return self._inner(request)
 
 
-def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = 60) -> None:
-    """Poll `condition` until it holds; fail naming `what` after the deadline."""
-    deadline = time.monotonic() + deadline_s
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
 def start_runs(url: str) -> list[str]:
     with httpx.Client(timeout=30) as client:
         return [
@@ -81,24 +63,34 @@ def start_runs(url: str) -> list[str]:
         ]
 
 
+def held_runs(
+    procs: list[ServerProcess],
+    env: dict[str, str],
+    sim: GeminiSimulator,
+    script: HeldSteps,
+    outage_s: str,
+) -> tuple[ServerProcess, list[str]]:
+    """A service on the simulator, waiting out outages up to `outage_s`, with `RUNS` runs
+    each held at its held step."""
+    service = ServerProcess(
+        {**env, "GOOGLE_GEMINI_BASE_URL": sim.base_url, "LATS_STORE_OUTAGE_S": outage_s}
+    )
+    procs.append(service)
+    service.start(timeout_s=180)
+    run_ids = start_runs(service.url)
+    for _ in run_ids:
+        assert script.held.acquire(timeout=60)
+    return service, run_ids
+
+
 def test_runs_in_flight_wait_out_a_postgres_outage_and_the_api_answers_503_meanwhile(
     env: dict[str, str], procs: list[ServerProcess], postgres_url: str, proxy: TcpProxy
 ) -> None:
     script = HeldSteps()
     with GeminiSimulator(script) as sim:
-        service = ServerProcess(
-            {
-                **env,
-                "GOOGLE_GEMINI_BASE_URL": sim.base_url,
-                "LATS_DATABASE_URL": through(proxy, postgres_url),
-                "LATS_STORE_OUTAGE_S": "60",
-            }
+        service, run_ids = held_runs(
+            procs, {**env, "LATS_DATABASE_URL": proxy.through(postgres_url)}, sim, script, "60"
         )
-        procs.append(service)
-        service.start(timeout_s=180)
-        run_ids = start_runs(service.url)
-        for _ in run_ids:
-            assert script.held.acquire(timeout=60)
 
         proxy.cut()
         # The held steps answer now: the runs' next writes meet the outage.
@@ -142,30 +134,14 @@ def test_runs_in_flight_wait_out_a_postgres_outage_and_the_api_answers_503_meanw
     assert "Traceback" not in service.log(), service.log()
 
 
-@pytest.mark.xfail(
-    reason="known bug: since the merge with threads, webhooks and per-run options, a run "
-    "stopped by an outage longer than LATS_STORE_OUTAGE_S ends `error` when it is resumed "
-    "instead of `done`",
-    strict=False,
-)
 def test_runs_stopped_by_an_outage_longer_than_their_wait_are_resumed_when_it_ends(
     env: dict[str, str], procs: list[ServerProcess], postgres_url: str, proxy: TcpProxy
 ) -> None:
     script = HeldSteps()
     with GeminiSimulator(script) as sim:
-        service = ServerProcess(
-            {
-                **env,
-                "GOOGLE_GEMINI_BASE_URL": sim.base_url,
-                "LATS_DATABASE_URL": through(proxy, postgres_url),
-                "LATS_STORE_OUTAGE_S": "1",
-            }
+        service, run_ids = held_runs(
+            procs, {**env, "LATS_DATABASE_URL": proxy.through(postgres_url)}, sim, script, "1"
         )
-        procs.append(service)
-        service.start(timeout_s=180)
-        run_ids = start_runs(service.url)
-        for _ in run_ids:
-            assert script.held.acquire(timeout=60)
 
         proxy.cut()
         script.release.set()

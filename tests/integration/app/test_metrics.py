@@ -102,7 +102,9 @@ async def test_a_run_moves_the_counters_by_what_it_did(settings: Settings) -> No
 
 
 async def test_a_repeated_run_counts_cache_hits_not_model_calls(settings: Settings) -> None:
-    async with serve(settings, TREE, tools=[lookup, broken]) as svc:
+    # Results not reused: the repeated run searches again, through the model-call cache.
+    no_reuse = settings.model_copy(update={"result_reuse_s": 0})
+    async with serve(no_reuse, TREE, tools=[lookup, broken]) as svc:
         await _solve(svc.client)
         before = await _scrape(svc.client)
         again = await _solve(svc.client)
@@ -111,6 +113,24 @@ async def test_a_repeated_run_counts_cache_hits_not_model_calls(settings: Settin
     assert again["metrics"]["cache_hits"] > 0
     assert _delta(before, after, "plantree_cache_hits_total") == again["metrics"]["cache_hits"]
     assert _delta(before, after, "plantree_model_calls_total") == again["metrics"]["llm_calls"]
+
+
+async def test_a_repeated_request_reuses_the_first_runs_result(settings: Settings) -> None:
+    async with serve(settings, TREE, tools=[lookup, broken]) as svc:
+        first = await _solve(svc.client)
+        before = await _scrape(svc.client)
+        again = await _solve(svc.client)
+        after = await _scrape(svc.client)
+        stored = (await svc.client.get(f"/runs/{again['run_id']}")).json()
+
+    assert again["reused_from"] == first["run_id"]
+    assert first["reused_from"] is None
+    assert again["answer"] == first["answer"]
+    assert again["metrics"]["llm_calls"] == 0
+    assert _delta(before, after, "plantree_model_calls_total") == 0
+    assert _delta(before, after, "plantree_cache_hits_total") == 0
+    assert stored["reused_from"] == first["run_id"]
+    assert stored["status"] == "done"
 
 
 async def test_unknown_paths_are_one_label_not_one_per_path(settings: Settings) -> None:

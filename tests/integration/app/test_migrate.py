@@ -112,7 +112,7 @@ async def _build(data_dir: Path, settings: Settings, make_engine: EngineMaker) -
     async with open_backend(settings.model_copy(update={"data_dir": data_dir})) as (store, saver):
         engine, _ = make_engine(TREE, checkpointer=saver)
         results = [
-            await engine.run("t", RunParams(max_paths=1), run_id=run_id, announce=False)
+            await engine.run(f"t {run_id}", RunParams(max_paths=1), run_id=run_id, announce=False)
             for run_id in ENGINE_RUNS
         ]
         for t in range(THREADS):

@@ -25,7 +25,10 @@ from typing import Literal, TypeVar
 import pytest
 from prometheus_client import REGISTRY
 
+from app.access.limits import KeyLimits, RateLimited
+from app.access.tenancy import Caller
 from app.backends.cache_redis import RedisCacheStore
+from app.backends.key_limits_redis import RedisKeyLimits
 from app.backends.model_limiter_redis import RedisLimiter
 from app.backends.redis import (
     COMMAND_TIMEOUT_S,
@@ -41,6 +44,7 @@ from app.backends.redis_health import Health, RedisHealth
 from app.backends.signals_redis import RedisSignals
 from app.backends.tool_limiter_redis import RedisLimiterRegistry
 from testkit.clock import FakeClock
+from testkit.redis_server import free_port, start_redis_server
 from tests.conftest import REDIS_URL
 
 T = TypeVar("T")
@@ -50,12 +54,6 @@ WITHIN_S = CONNECT_TIMEOUT_S + COMMAND_TIMEOUT_S + 0.5
 AT_ONCE_S = 0.05
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="no redis-server")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class HungServer:
@@ -97,35 +95,6 @@ class HungServer:
             conn.close()
 
 
-def _start_redis_server(port: int, directory: Path) -> subprocess.Popen[bytes]:
-    server = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(directory),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2) as s:
-            s.sendall(b"PING\r\n")
-            if s.recv(16).startswith(b"+PONG"):
-                return server
-        time.sleep(0.05)
-    server.kill()
-    raise RuntimeError(f"redis-server did not start on port {port}")
-
-
 @dataclass
 class Outage:
     """A Redis at `url` that is down in one way, the adapter and policy of the test's process,
@@ -152,7 +121,7 @@ class Outage:
         if self.hung is not None:
             self.hung.stop()
             self.hung = None
-        self.server = _start_redis_server(self.port, self.tmp)
+        self.server = start_redis_server(self.port, self.tmp)
         self.clock.now += self.redis.health.retry_in() + 0.001
 
     def close(self) -> None:
@@ -166,7 +135,7 @@ class Outage:
 @pytest.fixture(params=["refused", "hung"])
 def outage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Outage]:
     mode: Mode = request.param
-    port = _free_port()
+    port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
     clock = FakeClock()
     name = address(url)
@@ -403,7 +372,7 @@ RELISTEN_WAIT_S = 1.2
 async def test_one_outage_seen_by_the_cache_sends_every_user_to_its_fallback_at_once(
     tmp_path: Path, logs: pytest.LogCaptureFixture
 ) -> None:
-    url = f"redis://127.0.0.1:{_free_port()}/0"
+    url = f"redis://127.0.0.1:{free_port()}/0"
     cache = RedisCacheStore(url)
     limiter = RedisLimiter(url, "m", ceiling=None, burst=1, max_in_flight=1)
     tools = RedisLimiterRegistry(url).limiter("web_search", 0.01)
@@ -424,8 +393,8 @@ async def test_one_outage_seen_by_the_cache_sends_every_user_to_its_fallback_at_
 
 @pytest.fixture
 def own_server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = _free_port()
-    server = _start_redis_server(port, tmp_path)
+    port = free_port()
+    server = start_redis_server(port, tmp_path)
     yield f"redis://127.0.0.1:{port}/0", server
     server.send_signal(signal.SIGCONT)
     server.terminate()
@@ -480,3 +449,39 @@ async def test_an_error_redis_answers_with_is_not_an_outage(redis_prefix: str) -
 def test_a_redis_is_named_without_its_credentials() -> None:
     assert address("redis://:secret@cache.internal:6380/2") == "cache.internal:6380/2"
     assert address("redis://127.0.0.1") == "127.0.0.1:6379/0"
+
+
+# -- per-key request and stream limits: counted in the process ----------------------------------
+
+
+async def test_key_limits_count_in_the_process_while_redis_is_down_and_recover(
+    outage: Outage, logs: pytest.LogCaptureFixture
+) -> None:
+    check = Check(outage, logs)
+    shared = RedisKeyLimits(outage.redis, prefix=f"t-{uuid.uuid4().hex[:8]}")
+    limits = KeyLimits(rps=0.01, burst=2, max_streams=1, max_runs=5, shared=shared)
+    alice = Caller("alice")
+
+    _, took = await _timed(lambda: limits.request(alice))
+    assert took < WITHIN_S
+    check.marked_down_once()
+
+    watch = outage.watch()
+    touched = watch.touched()
+    await limits.request(alice)  # the process's bucket: its burst of 2
+    with pytest.raises(RateLimited):
+        await limits.request(alice)
+    slot = await limits.stream_slot(alice)
+    with pytest.raises(RateLimited):
+        await limits.stream_slot(alice)
+    assert limits.open_streams(alice) == 1  # counted here
+    slot.release()
+    assert watch.touched() == touched  # nothing reached a server while down
+
+    outage.recover()
+    await limits.request(alice)  # Redis's own count starts afresh
+    shared_slot = await limits.stream_slot(alice)
+    check.recovered()
+    assert limits.open_streams(alice) == 0  # held in Redis, not here
+    shared_slot.release()
+    await shared.aclose()

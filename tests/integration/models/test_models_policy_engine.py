@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from langchain_core.exceptions import ModelAPIError
 
 from agents.engine import Engine
@@ -13,6 +14,13 @@ from app.settings import Settings
 from testkit.fakes import FakeCall, FakeModels, Reply
 from testkit.policy_models import ThroughPolicy
 from testkit.scenario import Scenario
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """Results never reused (agents/reuse.py): a rerun searches again, through the model-call
+    cache, which is what these tests are about."""
+    return settings.model_copy(update={"result_reuse_s": 0})
 
 
 def _scenario() -> Scenario:

@@ -117,7 +117,7 @@ async def test_cached_result_is_a_copy_callers_cannot_corrupt(clock: Any) -> Non
 
 async def test_failures_are_not_cached(clock: Any) -> None:
     runtime = _runtime(clock, max_retries=0)
-    fetch = ScriptedFetch(ToolCallError("network"))
+    fetch = ScriptedFetch(ToolCallError("http_error"))
 
     failed = await runtime.run("q", fetch, _classify)
     succeeded = await runtime.run("q", fetch, _classify)
@@ -390,3 +390,42 @@ async def test_when_the_call_in_flight_is_cancelled_the_waiting_one_goes_to_the_
     assert result[1]["ok"]
     assert len(fetch.queries) >= 1
     assert runtime.flights == {}
+
+
+# -- a service that is down, a tool that is throttled --------------------------------------------
+
+
+async def test_an_unreachable_service_fails_at_once_with_the_same_observation_until_its_time(
+    clock: Any,
+) -> None:
+    runtime = _runtime(clock, max_retries=0)
+    fetch = ScriptedFetch(ToolCallError("network", detail="dns"))
+
+    first = await runtime.run("q", fetch, _classify)
+    clock.now += runtime.down_s - 1
+    meanwhile = await runtime.run("another query", fetch, _classify)
+    clock.now += 1
+    after = await runtime.run("q", fetch, _classify)
+
+    assert first[1]["error_kind"] == "network"
+    assert meanwhile == first  # the same observation, at once
+    assert fetch.queries == ["q", "q"]  # nothing fetched while it was marked down
+    assert after[1]["ok"] is True
+
+
+async def test_a_call_that_would_queue_behind_others_for_its_slot_is_told_the_tool_is_throttled(
+    clock: Any,
+) -> None:
+    runtime = replace(_runtime(clock), limiter=RateLimiter(1.0, clock=clock, sleep=clock.sleep))
+    fetch = ScriptedFetch()
+    clock.advance_on_sleep = False  # all four ask for their slot at the same instant
+
+    results = await asyncio.gather(*(runtime.run(f"q{i}", fetch, _classify) for i in range(4)))
+
+    # Slots at 0, 1 and 2 s are waited for (pacing: two intervals, at least THROTTLE_WAIT_S);
+    # the fourth, 3 s away, is refused at once, without a slot taken or a fetch.
+    assert [r[1]["ok"] for r in results] == [True, True, True, False]
+    assert results[3][1]["error_kind"] == "rate_limited"
+    assert results[3][0] == "probe: rate limited, try a different query or tool"
+    assert sorted(fetch.queries) == ["q0", "q1", "q2"]
+    assert sorted(clock.sleeps) == [1.0, 2.0]

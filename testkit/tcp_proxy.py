@@ -9,6 +9,7 @@ import logging
 import socket
 import threading
 from types import TracebackType
+from urllib.parse import urlsplit, urlunsplit
 
 logger = logging.getLogger(__name__)
 _POLL_S = 0.1
@@ -16,6 +17,18 @@ _POLL_S = 0.1
 
 class TcpProxy:
     """Forwards 127.0.0.1:`port` to `target` while up."""
+
+    @classmethod
+    def before(cls, url: str) -> TcpProxy:
+        """A proxy in front of the server `url` (a database URL) names."""
+        parts = urlsplit(url)
+        return cls(parts.hostname or "127.0.0.1", parts.port or 5432)
+
+    def through(self, url: str) -> str:
+        """`url` with this proxy in place of its host and port."""
+        parts = urlsplit(url)
+        user = f"{parts.username}@" if parts.username else ""
+        return urlunsplit(parts._replace(netloc=f"{user}127.0.0.1:{self.port}"))
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
