@@ -16,10 +16,16 @@ from tools import mcp
 from tools.registry import build_tools
 from tools.runtime import ToolLimiters
 
+HOLD_MARGIN_S = 30.0  # a model call's place in flight outlives its timeout by this, at most
+
 
 def model_factory(settings: Settings) -> SettingsModelFactory:
     """Every role's model built now (so a bad model string or a missing key fails here)."""
-    limiters = redis_model_limiters(settings.redis_url) if settings.redis_url else model_limiter
+    limiters = (
+        redis_model_limiters(settings.redis_url, hold_s=settings.model_timeout_s + HOLD_MARGIN_S)
+        if settings.redis_url
+        else model_limiter
+    )
     factory = SettingsModelFactory(settings, limiters=limiters)
     factory.check()
     return factory

@@ -13,12 +13,19 @@ provider held at once and the cap the limiter ended with.
 
 The fixed cap is the adaptive one with its ceiling at 16 (it starts at 16 and cannot grow):
 the old behaviour.
+
+Then two deployments of two "processes" each (two engines in this process, the clients split
+between them, each with a limiter of its own, as two processes have) against the same one
+provider: with a cap per process, and with the cap shared through Redis
+(`app/backends/in_flight_redis.py`, the local Redis or `LATS_BENCH_REDIS_URL`; left out when
+no Redis answers).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -29,10 +36,12 @@ from langchain_core.exceptions import ModelRateLimitError
 
 from agents.engine import Engine
 from agents.params import RunParams
+from app.backends.model_limiter_redis import RedisLimiter
+from app.backends.redis import shared_redis
 from bench.engine_runs import bench_settings
 from bench.models import CountingModels, Delayed
 from bench.scenarios import TASK, scenario
-from calls.ratelimit import reset_model_limiters
+from calls.ratelimit import LimiterSource, ModelLimiter, model_limiter, reset_model_limiters
 from testkit.fakes import FakeCall, Reply
 from testkit.policy_models import ThroughPolicy
 
@@ -40,6 +49,8 @@ logger = logging.getLogger(__name__)
 
 CAPS = {"fixed 16": 16, "adaptive": 256}  # the ceiling each runs with
 RETRY_AFTER_S = 0.2  # what the provider's refusal asks: come back shortly
+REPLICAS = 2
+REDIS_URL = os.environ.get("LATS_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 @dataclass(frozen=True)
@@ -78,10 +89,43 @@ class Provider:
             self.held -= 1
 
 
-async def _point(config: InFlightConfig, ceiling: int, clients: int, work: Path) -> dict[str, Any]:
+def _redis_limiters(prefix: str) -> LimiterSource:
+    """Each call a limiter of its own on the Redis at `REDIS_URL`: two processes' limiters."""
+
+    def make(model: str, *, ceiling: float | None, burst: int, max_in_flight: int) -> ModelLimiter:
+        return RedisLimiter(
+            REDIS_URL,
+            model,
+            ceiling=ceiling,
+            burst=burst,
+            max_in_flight=max_in_flight,
+            prefix=prefix,
+        )
+
+    return make
+
+
+async def redis_answers() -> bool:
+    """Whether the benchmark's Redis is there to share a cap through."""
+    try:
+        await shared_redis(REDIS_URL).call(lambda client: client.ping())
+    except Exception:
+        return False
+    return True
+
+
+async def _point(
+    config: InFlightConfig,
+    ceiling: int,
+    clients: int,
+    work: Path,
+    *,
+    replicas: int = 1,
+    shared: bool = False,
+) -> dict[str, Any]:
     reset_model_limiters()
     settings = bench_settings(
-        work / f"{ceiling}-{clients}",
+        work / f"{ceiling}-{clients}-{replicas}-{shared}",
         model_max_in_flight=ceiling,
         model_retry_base_delay_s=0.05,
         max_active_runs=clients,
@@ -91,13 +135,21 @@ async def _point(config: InFlightConfig, ceiling: int, clients: int, work: Path)
         config.provider_in_flight,
     )
     fakes = CountingModels(provider)  # type: ignore[arg-type]
-    models = ThroughPolicy(fakes, settings, name=f"in-flight-{ceiling}-{clients}")
-    engine = Engine(settings=settings, models=models, tools=[])
+    limiters = _redis_limiters(f"bench:in-flight:{uuid.uuid4().hex}") if shared else model_limiter
+    # One engine per "process", each with a limiter of its own: in-process ones by their names;
+    # shared ones under one model name, a limiter object each (`_redis_limiters`).
+    policies = [
+        ThroughPolicy(
+            fakes, settings, name="in-flight" if shared else f"in-flight-{i}", limiters=limiters
+        )
+        for i in range(replicas)
+    ]
+    engines = [Engine(settings=settings, models=policy, tools=[]) for policy in policies]
     params = RunParams(max_paths=2, use_cache=False)
     stop_at = time.monotonic() + config.duration_s
     done = failed = 0
 
-    async def client() -> None:
+    async def client(engine: Engine) -> None:
         nonlocal done, failed
         while time.monotonic() < stop_at:
             result = await engine.run(f"{TASK} ({uuid.uuid4().hex})", params)
@@ -107,12 +159,16 @@ async def _point(config: InFlightConfig, ceiling: int, clients: int, work: Path)
                 failed += 1
 
     began = time.monotonic()
-    await asyncio.gather(*(client() for _ in range(clients)))
+    await asyncio.gather(*(client(engines[i % replicas]) for i in range(clients)))
     wall_s = time.monotonic() - began
-    stats = models.limiter.stats()
+    caps = [policy.limiter.stats().max_in_flight for policy in policies]
+    if shared:
+        await _forget(policies)
     return {
-        "cap": "adaptive" if ceiling > 16 else "fixed 16",
+        "cap": _cap_name(ceiling, replicas, shared),
         "ceiling": ceiling,
+        "replicas": replicas,
+        "shared": shared,
         "clients": clients,
         "wall_s": round(wall_s, 2),
         "runs_done": done,
@@ -121,8 +177,23 @@ async def _point(config: InFlightConfig, ceiling: int, clients: int, work: Path)
         "calls_per_s": round(fakes.calls / wall_s, 1),
         "rate_limited": provider.refused,
         "provider_most_in_flight": provider.most,
-        "cap_at_end": stats.max_in_flight,
+        "cap_at_end": sum(caps) if not shared else caps[0],
     }
+
+
+async def _forget(policies: list[ThroughPolicy]) -> None:
+    """Delete a shared point's keys from the benchmark's Redis."""
+    limiter = policies[0].limiter
+    assert isinstance(limiter, RedisLimiter)
+    keys = limiter.keys()
+    await shared_redis(REDIS_URL).call(lambda client: client.delete(*keys))
+
+
+def _cap_name(ceiling: int, replicas: int, shared: bool) -> str:
+    name = "adaptive" if ceiling > 16 else "fixed 16"
+    if replicas == 1:
+        return name
+    return f"{name}, {replicas} processes, " + ("shared" if shared else "one cap each")
 
 
 async def run_in_flight(config: InFlightConfig, work: Path) -> dict[str, Any]:
@@ -136,6 +207,17 @@ async def run_in_flight(config: InFlightConfig, work: Path) -> dict[str, Any]:
         for name, ceiling in CAPS.items():
             logger.info("in-flight: %s cap, %d clients", name, clients)
             points.append(await _point(config, ceiling, clients, work))
+    if await redis_answers():
+        for clients in config.clients:
+            for shared in (False, True):
+                logger.info(
+                    "in-flight: %d processes, shared %s, %d clients", REPLICAS, shared, clients
+                )
+                points.append(
+                    await _point(
+                        config, CAPS["adaptive"], clients, work, replicas=REPLICAS, shared=shared
+                    )
+                )
     return {
         "config": {
             "clients": list(config.clients),

@@ -85,6 +85,7 @@ def cpu_section(cpu: dict[str, Any]) -> list[str]:
 def in_flight_section(data: dict[str, Any]) -> list[str]:
     config = data["config"]
     low, high = config["latency_ms"]
+    replicas = max(p.get("replicas", 1) for p in data["points"])
     lines = [
         "## 14. The in-flight cap: fixed and adaptive",
         "",
@@ -95,6 +96,10 @@ def in_flight_section(data: dict[str, Any]) -> list[str]:
         f"to come back in 0.2 s) while {config['provider_in_flight']} are already in its hands. "
         "*Fixed 16*: the cap as it was (the adaptive cap with its ceiling at 16); *adaptive*: "
         "the cap as it is now, starting at 16 under a ceiling of 256 (`calls/concurrency.py`). "
+        f"*{replicas} processes*: the clients split between two engines with a limiter each, "
+        "as two service processes have, against the same one provider: *one cap each* "
+        "(each process learns its own; the cap at the end is their sum) or *shared* through "
+        "Redis (one cap for the deployment, `app/backends/in_flight_redis.py`). "
         "Side by side in one run.",
         "",
         "| clients | cap | runs/min | model calls/s | 429s | provider's most at once "

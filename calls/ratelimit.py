@@ -41,6 +41,7 @@ class Permit:
     cap_round: int = 0
     cap_full: bool = False
     sent_at: float = 0.0
+    slot: str = ""  # its place among a deployment's calls in flight, when they are shared
 
 
 @dataclass(frozen=True)

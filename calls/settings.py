@@ -71,9 +71,10 @@ class ModelSettings(BaseSettings):
         default=256,
         ge=1,
         le=1000,
-        description="The most model calls in flight at once per model and process: the ceiling "
-        "of the adaptive cap, which starts at 16 (or this, if lower), grows while the provider "
-        "keeps up and shrinks on 429s and rising latency (calls/concurrency.py).",
+        description="The most model calls in flight at once per model and process (of the "
+        "deployment, when the cap is shared through Redis): the ceiling of the adaptive cap, "
+        "which starts at 16 (or this, if lower), grows while the provider keeps up and shrinks "
+        "on 429s and rising latency (calls/concurrency.py).",
     )
     model_rate_limit_patience_s: float = Field(
         default=300.0,

@@ -2,23 +2,27 @@
 
 The state of `calls.aimd.AimdState` lives in one Redis hash per model, and its two rules —
 reserve a slot; take a success or a 429 — run as Lua scripts, atomically, on Redis's clock, so
-processes on different hosts agree. The in-flight cap stays per process. Every script runs
-through the process's Redis adapter (app/backends/redis.py): while Redis is down (the adapter
-says so at once, and logs the outage once), each request is granted by the process's own
-in-process limiter for the model instead, and its outcome is fed back there; the first request
-after Redis recovers uses the shared rate again.
+processes on different hosts agree. The adaptive in-flight cap is shared as well: one cap per
+model for the deployment (`app.backends.in_flight_redis`). Every script runs through the
+process's Redis adapter (app/backends/redis.py): while Redis is down (the adapter says so at
+once, and logs the outage once), each request is granted by the process's own in-process
+limiter for the model instead (its own rate and cap), and its outcome is fed back there; the
+first request after Redis recovers uses the shared rate and cap again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from dataclasses import replace
+from typing import Any
 
+from app.backends.in_flight_redis import GIVE_PLACE, TAKE_PLACE, SharedInFlightGate
 from app.backends.redis import LUA_NOW, RedisUnavailable, SharedRedis, shared_redis
 from calls.aimd import DEFAULT_BETA, DEFAULT_FLOOR, DEFAULT_GROWTH, DEFAULT_RETRY_AFTER_S, AimdState
 from calls.ratelimit import (
-    InFlightGate,
     LimiterSource,
     LimiterStats,
     LocalLimiter,
@@ -32,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "plantree:model-rate"
 STATE_TTL_S = 24 * 3600  # an idle model's state goes away; the next grant starts afresh
+DEFAULT_HOLD_S = 90.0  # a call's place in flight, if never given back (its process died)
 
 _LUA_COMMON = (
     LUA_NOW
@@ -55,16 +60,25 @@ end
 """
 )
 
-# ARGV: ceiling (0: none), burst, ttl, epoch of the slot the caller waited for (-1: none yet).
-# Returns {start, now, epoch} as strings (Lua numbers would be cut to integers on the way out);
-# start is 'go' when the caller's slot is still of the current epoch.
+# KEYS: the rate's hash, then the in-flight cap's two keys. ARGV: ceiling (0: none), burst,
+# ttl, epoch of the slot the caller waited for (-1: none yet), then the place's arguments
+# (`SharedInFlightGate.place_args`; a token only on the first call). Returns {start, now,
+# epoch, limit, round, full} as strings (Lua numbers would be cut to integers on the way out);
+# start is 'go' when the caller's slot is still of the current epoch, 'full' when the in-flight
+# cap had no place (nothing reserved).
 _RESERVE = (
     _LUA_COMMON
+    + "local P = 5\n"
+    + TAKE_PLACE
     + """
 local epoch = num('epoch', 0)
 local held = tonumber(ARGV[4])
 if held >= 0 and held == epoch then
-  return {'go', string.format('%.6f', now), tostring(epoch)}
+  return {'go', string.format('%.6f', now), tostring(epoch), '0', '0', '0'}
+end
+local place = take_place()
+if place[1] == 'full' then
+  return {'full', string.format('%.6f', now), tostring(epoch), place[2], place[3], place[4]}
 end
 local burst = math.max(1, tonumber(ARGV[2]))
 local start = math.max(now, num('cooldown', NEVER))
@@ -90,46 +104,56 @@ if held < 0 then
   redis.call('HINCRBY', h, 'grants', 1)
 end
 redis.call('EXPIRE', h, tonumber(ARGV[3]))
-return {string.format('%.6f', start), string.format('%.6f', now), tostring(epoch)}
+return {string.format('%.6f', start), string.format('%.6f', now), tostring(epoch), place[2],
+  place[3], place[4]}
 """
 )
 
-# ARGV: ceiling, kind ('ok' | 'rate_limited'), the slot's epoch, retry_after (< 0: unknown), beta,
-# growth, floor, default retry. Returns {rate (0: none), cut (0/1)}.
+# KEYS: as `_RESERVE`'s. ARGV: ceiling, kind ('ok' | 'rate_limited' | 'error'), the slot's
+# epoch, retry_after (< 0: unknown), beta, growth, floor, default retry, then the place's
+# (`SharedInFlightGate.leave_args`). Returns {rate (0: none), cut (0/1), cap, cap cuts}.
 _FEEDBACK = (
     _LUA_COMMON
+    + "local Q = 9\n"
+    + GIVE_PLACE
     + """
-local kind = ARGV[2]
-local epoch = tonumber(ARGV[3])
-local retry_after = tonumber(ARGV[4])
-local beta, growth, floor = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local rate = num('rate', 0)
-if kind == 'ok' then
-  if rate > 0 then
-    rate = rate + growth * num('base', rate) / rate
-    if ceiling > 0 and rate > ceiling then rate = ceiling end
-    put('rate', rate)
+local function feedback()
+  if ARGV[2] == 'error' then return {string.format('%.6f', num('rate', 0)), '0'} end
+  local kind = ARGV[2]
+  local epoch = tonumber(ARGV[3])
+  local retry_after = tonumber(ARGV[4])
+  local beta, growth, floor = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+  local rate = num('rate', 0)
+  if kind == 'ok' then
+    if rate > 0 then
+      rate = rate + growth * num('base', rate) / rate
+      if ceiling > 0 and rate > ceiling then rate = ceiling end
+      put('rate', rate)
+    end
+    return {string.format('%.6f', rate), '0'}
   end
-  return {string.format('%.6f', rate), '0'}
+  redis.call('HINCRBY', h, 'rate_limited', 1)
+  local pause = tonumber(ARGV[8])
+  if retry_after >= 0 then pause = retry_after end
+  put('cooldown', math.max(num('cooldown', NEVER), now + pause))
+  if epoch ~= num('epoch', 0) then return {string.format('%.6f', rate), '0'} end
+  local current = effective()
+  if current == nil then
+    local ws = num('win_start', NEVER)
+    current = math.max(num('obs_prev', 0), num('win_count', 0) / math.max(now - ws, 1.0))
+  end
+  rate = math.max(floor, beta * current)
+  if ceiling > 0 and rate > ceiling then rate = ceiling end
+  put('rate', rate)
+  put('base', rate)
+  redis.call('HINCRBY', h, 'epoch', 1)
+  put('tat', math.max(now, num('cooldown', NEVER)))
+  redis.call('HINCRBY', h, 'cuts', 1)
+  return {string.format('%.6f', rate), '1'}
 end
-redis.call('HINCRBY', h, 'rate_limited', 1)
-local pause = tonumber(ARGV[8])
-if retry_after >= 0 then pause = retry_after end
-put('cooldown', math.max(num('cooldown', NEVER), now + pause))
-if epoch ~= num('epoch', 0) then return {string.format('%.6f', rate), '0'} end
-local current = effective()
-if current == nil then
-  local ws = num('win_start', NEVER)
-  current = math.max(num('obs_prev', 0), num('win_count', 0) / math.max(now - ws, 1.0))
-end
-rate = math.max(floor, beta * current)
-if ceiling > 0 and rate > ceiling then rate = ceiling end
-put('rate', rate)
-put('base', rate)
-redis.call('HINCRBY', h, 'epoch', 1)
-put('tat', math.max(now, num('cooldown', NEVER)))
-redis.call('HINCRBY', h, 'cuts', 1)
-return {string.format('%.6f', rate), '1'}
+local placed = give_place()
+local fed = feedback()
+return {fed[1], fed[2], placed[1], placed[2]}
 """
 )
 
@@ -145,6 +169,7 @@ class RedisLimiter:
         ceiling: float | None,
         burst: int,
         max_in_flight: int,
+        hold_s: float = DEFAULT_HOLD_S,
         prefix: str = DEFAULT_PREFIX,
         redis: SharedRedis | None = None,
     ) -> None:
@@ -152,9 +177,10 @@ class RedisLimiter:
         self.key = f"{prefix}:{model}"
         self.ceiling = ceiling or 0.0
         self.burst = max(1, burst)
-        self.gate = InFlightGate(max_in_flight)
         self.name = model
         self._redis = redis or shared_redis(url)
+        self.gate = SharedInFlightGate(self.key, ceiling=max_in_flight, hold_s=hold_s)
+        self._keys = [self.key, *self.gate.keys]
         # The stand-in while Redis is down: the same rules on this process's own state.
         self._fallback = LocalLimiter(
             AimdState(ceiling=ceiling, burst=burst), max_in_flight, name=model
@@ -166,26 +192,56 @@ class RedisLimiter:
 
     async def acquire(self) -> Permit:
         try:
-            return await self.gate.admit(self._reserve)
+            return await self.gate.enter(self._attempt)
         except RedisUnavailable:
             permit = await self._fallback.acquire()
             return replace(permit, fallback=True)  # its place in the stand-in's gate kept
 
-    async def _reserve(self) -> Permit:
-        held = -1  # the epoch of the slot waited for: a cut meanwhile means reserve again
-        start = 0.0
-        while True:
-            start_s, now_s, epoch_s = await self._redis.script(
-                _RESERVE, [self.key], [self.ceiling, self.burst, STATE_TTL_S, held]
-            )
-            if start_s == b"go":
-                return Permit(granted_at=start, epoch=held)
-            if held < 0:
-                self._grants += 1
-            start, now, held = float(start_s), float(now_s), int(epoch_s)
-            if start <= now:
-                return Permit(granted_at=start, epoch=held)
+    async def _reserve(self, held: int, token: str = "") -> list[bytes]:
+        """`_RESERVE` once: a place in flight (with a `token`) and the rate slot."""
+        args = [self.ceiling, self.burst, STATE_TTL_S, held, *self.gate.place_args(token)]
+        reply: list[bytes] = await self._redis.script(_RESERVE, self._keys, args)
+        return reply
+
+    async def _attempt(self, token: str) -> Permit | None:
+        """Take a place and reserve a rate slot, then wait for the slot; None when the
+        deployment's in-flight cap is full (nothing taken)."""
+        try:
+            start_s, now_s, epoch_s, *place = await self._reserve(-1, token)
+        except asyncio.CancelledError:
+            # The script may have run: give back the place it may have taken.
+            await asyncio.shield(self._give_back(token))
+            raise
+        taken = start_s != b"full"
+        cap_round, cap_full = self.gate.seen(taken, place)
+        if not taken:
+            return None
+        self._grants += 1
+        try:
+            permit = await self._slot(float(start_s), float(now_s), int(epoch_s))
+        except BaseException:
+            self.gate.left()
+            await asyncio.shield(self._give_back(token))
+            raise
+        return replace(
+            permit, slot=token, cap_round=cap_round, cap_full=cap_full, sent_at=time.monotonic()
+        )
+
+    async def _slot(self, start: float, now: float, held: int) -> Permit:
+        """Wait for the rate slot reserved at `start`; reserve again if the rate was cut
+        meanwhile (a new epoch)."""
+        while start > now:
             await asyncio.sleep(start - now)
+            start_s, now_s, epoch_s, *_ = await self._reserve(held)
+            if start_s == b"go":
+                break
+            start, now, held = float(start_s), float(now_s), int(epoch_s)
+        return Permit(granted_at=start, epoch=held)
+
+    async def _give_back(self, token: str) -> None:
+        """A place taken but never used; best effort (it comes back with its hold anyway)."""
+        with contextlib.suppress(Exception):
+            await self._redis.call(lambda client: client.zrem(self.gate.keys[0], token))
 
     async def release(
         self, permit: Permit, outcome: Outcome, retry_after_s: float | None = None
@@ -193,26 +249,25 @@ class RedisLimiter:
         if permit.fallback:
             await self._fallback.release(permit, outcome, retry_after_s)
             return
-        self.gate.leave(permit, outcome)
+        args = [
+            self.ceiling,
+            outcome,
+            permit.epoch,
+            -1.0 if retry_after_s is None else retry_after_s,
+            DEFAULT_BETA,
+            DEFAULT_GROWTH,
+            DEFAULT_FLOOR,
+            DEFAULT_RETRY_AFTER_S,
+            *self.gate.leave_args(permit, outcome),
+        ]
+        try:
+            rate_s, cut, cap, cap_cuts = await self._redis.script(_FEEDBACK, self._keys, args)
+        except RedisUnavailable:
+            self.gate.left()  # its place comes back with its hold
+            return  # the outcome of one request; the shared rate learns from the next
+        self.gate.left(cap, cap_cuts)
         if outcome == "error":
             return  # says nothing about the rate
-        try:
-            rate_s, cut = await self._redis.script(
-                _FEEDBACK,
-                [self.key],
-                [
-                    self.ceiling,
-                    outcome,
-                    permit.epoch,
-                    -1.0 if retry_after_s is None else retry_after_s,
-                    DEFAULT_BETA,
-                    DEFAULT_GROWTH,
-                    DEFAULT_FLOOR,
-                    DEFAULT_RETRY_AFTER_S,
-                ],
-            )
-        except RedisUnavailable:
-            return  # the outcome of one request; the shared rate learns from the next
         rate = float(rate_s)
         self._rate = rate if rate > 0 else None
         if outcome == "rate_limited":
@@ -235,6 +290,22 @@ class RedisLimiter:
             cuts=self._cuts,
         )
 
+    def keys(self) -> list[str]:
+        """Every Redis key this limiter's model has (the rate's hash, the cap's two)."""
+        return list(self._keys)
+
+    async def shared_cap(self) -> dict[str, str]:
+        """The shared in-flight cap's hash and the places held now (tests, diagnostics)."""
+        members, cap_hash = self.gate.keys
+
+        async def read(client: Any) -> tuple[dict[bytes, bytes], int]:
+            return await client.hgetall(cap_hash), await client.zcard(members)
+
+        raw, held = await self._redis.call(read)
+        state = {k.decode(): v.decode() for k, v in raw.items()}
+        state["held"] = str(held)
+        return state
+
     async def shared_state(self) -> dict[str, str]:
         """The Redis hash as it is now (for tests and diagnostics)."""
         raw = await self._redis.call(lambda client: client.hgetall(self.key))
@@ -245,9 +316,10 @@ class RedisLimiter:
         await self._redis.aclose()
 
 
-def redis_model_limiters(url: str) -> LimiterSource:
-    """A `LimiterSource` whose limiters share each model's rate through the Redis at `url`
-    (one limiter per model and settings in the process, like `model_limiter`)."""
+def redis_model_limiters(url: str, *, hold_s: float = DEFAULT_HOLD_S) -> LimiterSource:
+    """A `LimiterSource` whose limiters share each model's rate and in-flight cap through the
+    Redis at `url` (one limiter per model and settings in the process, like `model_limiter`);
+    `hold_s` bounds how long a call's place outlives a process that died holding it."""
 
     def source(
         model: str, *, ceiling: float | None, burst: int, max_in_flight: int
@@ -256,9 +328,10 @@ def redis_model_limiters(url: str) -> LimiterSource:
 
         def make() -> ModelLimiter:
             return RedisLimiter(
-                url, model, ceiling=ceiling, burst=burst, max_in_flight=max_in_flight
+                url, model, ceiling=ceiling, burst=burst, max_in_flight=max_in_flight, hold_s=hold_s
             )
 
-        return shared_limiter(("redis", url, model, ceiling, burst, max_in_flight), make)
+        key = ("redis", url, model, ceiling, burst, max_in_flight, hold_s)
+        return shared_limiter(key, make)
 
     return source

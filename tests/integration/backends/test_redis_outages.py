@@ -124,6 +124,15 @@ class Outage:
         self.server = start_redis_server(self.port, self.tmp)
         self.clock.now += self.redis.health.retry_in() + 0.001
 
+    def strike(self) -> None:
+        """The real Redis gone again, in this outage's way."""
+        if self.server is not None:
+            self.server.kill()
+            self.server.wait(10)
+            self.server = None
+        if self.mode == "hung":
+            self.hung = HungServer(self.port)
+
     def close(self) -> None:
         if self.hung is not None:
             self.hung.stop()
@@ -266,6 +275,28 @@ async def test_the_model_rate_falls_back_to_the_process_while_redis_is_down_and_
     await limiter.release(permit, "ok")
     assert await limiter.shared_state()
     check.recovered()
+    await limiter.aclose()
+
+
+async def test_a_model_call_in_flight_when_redis_goes_down_ends_at_once_and_the_next_falls_back(
+    outage: Outage,
+) -> None:
+    outage.recover()
+    limiter = RedisLimiter(
+        outage.url, "m", ceiling=None, burst=1, max_in_flight=1, hold_s=0.5, redis=outage.redis
+    )
+    permit = await limiter.acquire()
+    assert not permit.fallback  # a place in the shared cap
+    outage.strike()
+
+    _, took = await _timed(lambda: limiter.release(permit, "ok"))
+    assert took < WITHIN_S  # its answer is not written back; its place returns with its hold
+    assert limiter.stats().in_flight == 0
+    assert outage.redis.health.state is Health.DOWN  # the failed write marked the outage
+    fallback, took = await _timed(limiter.acquire)
+    assert fallback.fallback  # the process's own cap, at once
+    assert took < AT_ONCE_S
+    await limiter.release(fallback, "ok")
     await limiter.aclose()
 
 

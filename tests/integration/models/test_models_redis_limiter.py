@@ -1,15 +1,18 @@
 """The Redis-backed adaptive limiter against the real Redis at 127.0.0.1:6379: two limiters
-(as two processes would have) share one rate, one cut and one pause; each test uses its own
-key prefix and deletes it after."""
+(as two processes would have) share one rate, one cut and one pause, and one in-flight cap;
+each test uses its own key prefix and deletes it after."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
 from app.backends.model_limiter_redis import RedisLimiter
+from calls.concurrency import ConcurrencyLimit
 
 Pair = Callable[..., tuple[RedisLimiter, RedisLimiter]]
 
@@ -28,8 +31,8 @@ def pair(redis_url: str, redis_prefix: str) -> Pair:
 
 
 async def test_a_429_seen_by_one_process_cuts_and_pauses_the_other(pair: Pair) -> None:
-    one, other = pair()
-    permits = [await one.acquire() for _ in range(6)]  # fewer than the in-flight cap
+    one, other = pair(max_in_flight=16)
+    permits = [await one.acquire() for _ in range(6)]  # fewer than the cap, cut or not
 
     await one.release(permits[0], "rate_limited", 0.3)
     loop = asyncio.get_running_loop()
@@ -108,3 +111,99 @@ async def test_an_unreachable_redis_falls_back_to_the_process_s_own_rate() -> No
 
     assert permit.fallback
     assert limiter.stats().in_flight == 0
+
+
+async def test_the_cap_bounds_the_calls_in_flight_of_every_process_together(pair: Pair) -> None:
+    one, other = pair(max_in_flight=4)  # the shared cap starts at its ceiling, 4
+    held = [await one.acquire() for _ in range(3)] + [await other.acquire()]
+    assert held[-1].cap_full
+    assert not held[0].cap_full
+
+    waiting = asyncio.create_task(other.acquire())
+    await asyncio.sleep(0.2)
+    assert not waiting.done()  # four in flight in the deployment: the fifth waits
+    assert (await one.shared_cap())["held"] == "4"
+
+    await one.release(held[0], "ok")  # the other process takes the place within its poll
+    fifth = await asyncio.wait_for(waiting, 1.0)
+    assert (await one.shared_cap())["held"] == "4"
+    for limiter, permit in [(one, held[1]), (one, held[2]), (other, held[3]), (other, fifth)]:
+        await limiter.release(permit, "ok")
+    assert (await one.shared_cap())["held"] == "0"
+    assert (one.stats().in_flight, other.stats().in_flight) == (0, 0)
+    for limiter in (one, other):
+        await limiter.aclose()
+
+
+async def test_a_429_in_one_process_cuts_the_cap_of_the_other(pair: Pair) -> None:
+    one, other = pair(max_in_flight=10)
+    permit = await one.acquire()
+    await one.release(permit, "rate_limited", 0.0)
+
+    await other.release(await other.acquire(), "error")  # says nothing; reads the cap
+    state = await other.shared_cap()
+    assert float(state["cap"]) == pytest.approx(7.0)  # 10 * 0.7
+    assert other.stats().max_in_flight == 7
+    assert int(state["cuts"]) == 1
+    for limiter in (one, other):
+        await limiter.aclose()
+
+
+async def test_the_shared_cap_follows_the_in_process_rules(pair: Pair) -> None:
+    """The same answers (latency, round, whether the call filled the cap) fed to the shared
+    cap and to `ConcurrencyLimit` leave both at the same cap, cut for cut."""
+    limiter, _ = pair(max_in_flight=6)
+    limiter.gate.initial = limiter.gate.limit = 3  # room to grow under the ceiling
+    control = ConcurrencyLimit(ceiling=6, initial=3)
+
+    # Prompt answers grow the cap; a 429 cuts it; then latency rises and cuts it again.
+    answers = [("ok", 0.2)] * 40 + [("rate_limited", 0.2)] + [("ok", 0.2)] * 10
+    answers += [("ok", 1.5)] * 6
+    for outcome, latency in answers:
+        permits = [await limiter.acquire() for _ in range(limiter.gate.limit)]  # the last fills
+        for permit in permits:
+            sent = replace(permit, sent_at=time.monotonic() - latency)
+            await limiter.release(sent, outcome, 0.0)  # type: ignore[arg-type]
+            if outcome == "ok":
+                control.on_ok(latency, permit.cap_round, permit.cap_full)
+            else:
+                control.on_rate_limited(permit.cap_round)
+            assert limiter.gate.limit == control.limit
+        if outcome == "rate_limited":  # the rate's own cut is the tests' above: forget it
+            await limiter._redis.call(lambda client: client.delete(limiter.key))
+        state = await limiter.shared_cap()
+        assert float(state["cap"]) == pytest.approx(control.cap, rel=1e-3)
+    assert control.cuts >= 2  # the rules were exercised: the 429 and the slowdown
+    assert int(state["cuts"]) == control.cuts
+    assert state["held"] == "0"
+    await limiter.aclose()
+
+
+async def test_a_place_held_by_a_process_that_died_comes_back_after_its_hold(pair: Pair) -> None:
+    dead, alive = pair(max_in_flight=1, hold_s=0.4)
+    await dead.acquire()  # never given back
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    permit = await asyncio.wait_for(alive.acquire(), 3.0)
+
+    assert loop.time() - started >= 0.3
+    await alive.release(permit, "ok")
+    for limiter in (dead, alive):
+        await limiter.aclose()
+
+
+async def test_a_caller_that_stops_waiting_holds_no_place(pair: Pair) -> None:
+    one, other = pair(max_in_flight=1)
+    first = await one.acquire()
+    waiting = asyncio.create_task(other.acquire())
+    await asyncio.sleep(0.1)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+
+    await one.release(first, "ok")
+    assert (await one.shared_cap())["held"] == "0"
+    await other.release(await asyncio.wait_for(other.acquire(), 1.0), "ok")
+    for limiter in (one, other):
+        await limiter.aclose()
