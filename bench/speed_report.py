@@ -98,8 +98,9 @@ def in_flight_section(data: dict[str, Any]) -> list[str]:
         "the cap as it is now, starting at 16 under a ceiling of 256 (`calls/concurrency.py`). "
         f"*{replicas} processes*: the clients split between two engines with a limiter each, "
         "as two service processes have, against the same one provider: *one cap each* "
-        "(each process learns its own; the cap at the end is their sum) or *shared* through "
-        "Redis (one cap for the deployment, `app/backends/in_flight_redis.py`). "
+        "(in-process limiters, as two processes without Redis have: each learns its own cap, "
+        "and the cap at the end is their sum) or *shared* through Redis (`LATS_REDIS_URL`: one "
+        "rate and one cap for the deployment, `app/backends/in_flight_redis.py`). "
         "Side by side in one run.",
         "",
         "| clients | cap | runs/min | model calls/s | 429s | provider's most at once "
@@ -111,6 +112,17 @@ def in_flight_section(data: dict[str, Any]) -> list[str]:
             f"| {p['clients']} | {p['cap']} | {p['runs_per_min']:g} | {p['calls_per_s']:g} "
             f"| {p['rate_limited']} | {p['provider_most_in_flight']} | {p['cap_at_end']} |"
         )
+    if replicas > 1:
+        lines += [
+            "",
+            "**Reading.** With a cap each, two processes learn two caps and together are "
+            "refused by the provider more often (the 429s above); shared, they learn one and "
+            "are refused less. The shared rows complete fewer runs a minute: each of their "
+            "calls makes two Redis round trips (one to take a place and a rate slot, one to "
+            "report the answer) on the one CPU both engines share in this benchmark, and a "
+            "place freed by the other process is seen up to 50 ms late; the rows with a cap "
+            "each use no Redis at all.",
+        ]
     lines.append("")
     return lines
 
