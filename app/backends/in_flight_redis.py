@@ -6,11 +6,16 @@ scripts (`app.backends.model_limiter_redis`), so a call costs no more round trip
 shared rate alone: taking a place is part of reserving the rate slot, giving it back part of
 reporting the outcome.
 
-- The calls in flight are the members of a sorted set per model, one per call, scored by the
-  moment its hold runs out (`hold_s`: the model call timeout and a margin). A call takes a
-  member when fewer are held than the cap allows; its answer removes it. A process that dies
-  holding members gives them back when their holds run out, so a crash shrinks the
-  deployment's capacity for at most `hold_s`.
+- The calls in flight are the members of a sorted set per model, one per call, named by its
+  process and scored by the moment its hold runs out (`hold_s`: the model call timeout and a
+  margin). A call takes a member when fewer are held than the cap allows; its answer removes
+  it.
+- Every script a process runs marks it alive for `alive_s` (20 s). When a call finds the cap
+  full, the members of processes not heard of for that long are removed first: a process that
+  died holding places gives them back 20 s after its last call, or when their holds run out,
+  whichever is first. (A process whose calls have all been in flight that long, starting and
+  ending none, is taken for dead the same way: the cap then overshoots by its calls until
+  they end.)
 - The cap's state (the cap, its round, the two latency averages, the answers and the cuts)
   is one hash per model. An answer's outcome and latency update it as `ConcurrencyLimit`
   updates its own, so a 429 seen by one process cuts the cap of all of them.
@@ -42,13 +47,31 @@ from calls.ratelimit import Outcome, Permit
 POLL_S = 0.05  # the longest a waiter goes without asking Redis again
 FIRST_POLL_S = 0.005
 STATE_TTL_S = 24 * 3600  # an idle model's cap goes away; the next call starts afresh
+ALIVE_S = 20.0  # a process not heard of for this long holds no place when the cap is full
 
 T = TypeVar("T")
 
-# Lua, for a script that has `now` and whose KEYS[2] and KEYS[3] are the members and the cap's
-# hash, and whose ARGV from `P` on are `SharedInFlightGate.place_args`: `take_place()` returns
-# {'go' | 'full', limit, round, full '1' | '0'} as strings; a token of '' takes no place.
+# Lua, for a script that has `now` and whose KEYS[2], KEYS[3] and KEYS[4] are the members, the
+# cap's hash and the processes alive, and whose ARGV from `P` on are
+# `SharedInFlightGate.place_args`: `take_place()` returns {'go' | 'full', limit, round,
+# full '1' | '0'} as strings; a member of '' takes no place.
 TAKE_PLACE = """
+local function alive_now(member, alive_s)
+  local process = string.match(member, '^([^:]+):')
+  if process then
+    redis.call('ZADD', KEYS[4], now + alive_s, process)
+    redis.call('EXPIRE', KEYS[4], 3600)
+  end
+end
+local function sweep(slots)
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+  for _, member in ipairs(redis.call('ZRANGE', slots, 0, -1)) do
+    local process = string.match(member, '^([^:]+):')
+    if process and not redis.call('ZSCORE', KEYS[4], process) then
+      redis.call('ZREM', slots, member)
+    end
+  end
+end
 local function take_place()
   local slots, ch = KEYS[2], KEYS[3]
   local ceiling, floor = tonumber(ARGV[P + 2]), tonumber(ARGV[P + 4])
@@ -57,8 +80,13 @@ local function take_place()
   local limit = math.max(floor, math.floor(cap))
   local round = redis.call('HGET', ch, 'round') or '0'
   if ARGV[P] == '' then return {'go', tostring(limit), round, '0'} end
+  alive_now(ARGV[P], tonumber(ARGV[P + 6]))
   redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
   local held = redis.call('ZCARD', slots)
+  if held >= limit then
+    sweep(slots)
+    held = redis.call('ZCARD', slots)
+  end
   if held >= limit then return {'full', tostring(limit), round, '0'} end
   redis.call('ZADD', slots, now + tonumber(ARGV[P + 1]), ARGV[P])
   redis.call('EXPIRE', slots, tonumber(ARGV[P + 5]))
@@ -75,6 +103,11 @@ GIVE_PLACE = """
 local function give_place()
   local slots, ch = KEYS[2], KEYS[3]
   redis.call('ZREM', slots, ARGV[Q])
+  local process = string.match(ARGV[Q], '^([^:]+):')
+  if process then
+    redis.call('ZADD', KEYS[4], now + tonumber(ARGV[Q + 15]), process)
+    redis.call('EXPIRE', KEYS[4], 3600)
+  end
   local function cnum(field, default)
     local v = redis.call('HGET', ch, field)
     if v then return tonumber(v) end
@@ -120,8 +153,6 @@ local function give_place()
 end
 """
 
-PLACE_ARGS = 6  # how many ARGV `place_args` gives
-
 
 @dataclass
 class _Waiting:
@@ -143,10 +174,14 @@ class SharedInFlightGate:
         *,
         ceiling: int,
         hold_s: float,
+        alive_s: float = ALIVE_S,
         initial: int = concurrency.DEFAULT_INITIAL,
         floor: int = 1,
     ) -> None:
-        self.keys = [f"{key}:in-flight", f"{key}:cap"]  # its members, its cap's hash
+        # Its members, its cap's hash, the processes alive (by when they were last heard of).
+        self.keys = [f"{key}:in-flight", f"{key}:cap", f"{key}:alive"]
+        self.process = uuid.uuid4().hex[:16]  # this process's name in its members
+        self.alive_s = alive_s
         self.ceiling = max(1, ceiling)
         self.floor = max(1, min(floor, self.ceiling))
         self.initial = max(self.floor, min(initial, self.ceiling))
@@ -158,9 +193,17 @@ class SharedInFlightGate:
             weakref.WeakKeyDictionary()
         )
 
-    def place_args(self, token: str) -> list[Any]:
-        """ARGV for `TAKE_PLACE` (`token` '': take none)."""
-        return [token, self.hold_s, self.ceiling, self.initial, self.floor, STATE_TTL_S]
+    def place_args(self, member: str) -> list[Any]:
+        """ARGV for `TAKE_PLACE` (`member` '': take none)."""
+        return [
+            member,
+            self.hold_s,
+            self.ceiling,
+            self.initial,
+            self.floor,
+            STATE_TTL_S,
+            self.alive_s,
+        ]
 
     def leave_args(self, permit: Permit, outcome: Outcome) -> list[Any]:
         """ARGV for `GIVE_PLACE`: `permit`'s place and what its call's answer teaches."""
@@ -180,6 +223,7 @@ class SharedInFlightGate:
             concurrency.SHORT,
             concurrency.LONG,
             concurrency.WARMUP,
+            self.alive_s,
         ]
 
     def _waiting(self) -> _Waiting:
@@ -190,10 +234,10 @@ class SharedInFlightGate:
         return waiting
 
     async def enter(self, attempt: Callable[[str], Awaitable[T | None]]) -> T:
-        """`attempt(token)` until it takes a place (None: the cap was full), in this loop's
-        queue; what it returned. `attempt` must give back the place it took if it is
-        cancelled (`give_back`)."""
-        token = uuid.uuid4().hex
+        """`attempt(member)` until it takes a place (None: the cap was full), in this loop's
+        queue; what it returned. `attempt` must give back the place it took if it fails or is
+        cancelled."""
+        token = f"{self.process}:{uuid.uuid4().hex}"
         waiting = self._waiting()
         async with waiting.head:
             pause = FIRST_POLL_S

@@ -19,7 +19,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from app.backends.in_flight_redis import GIVE_PLACE, TAKE_PLACE, SharedInFlightGate
+from app.backends.in_flight_redis import ALIVE_S, GIVE_PLACE, TAKE_PLACE, SharedInFlightGate
 from app.backends.redis import LUA_NOW, RedisUnavailable, SharedRedis, shared_redis
 from calls.aimd import DEFAULT_BETA, DEFAULT_FLOOR, DEFAULT_GROWTH, DEFAULT_RETRY_AFTER_S, AimdState
 from calls.ratelimit import (
@@ -60,7 +60,7 @@ end
 """
 )
 
-# KEYS: the rate's hash, then the in-flight cap's two keys. ARGV: ceiling (0: none), burst,
+# KEYS: the rate's hash, then the in-flight cap's three keys. ARGV: ceiling (0: none), burst,
 # ttl, epoch of the slot the caller waited for (-1: none yet), then the place's arguments
 # (`SharedInFlightGate.place_args`; a token only on the first call). Returns {start, now,
 # epoch, limit, round, full} as strings (Lua numbers would be cut to integers on the way out);
@@ -170,6 +170,7 @@ class RedisLimiter:
         burst: int,
         max_in_flight: int,
         hold_s: float = DEFAULT_HOLD_S,
+        alive_s: float = ALIVE_S,
         prefix: str = DEFAULT_PREFIX,
         redis: SharedRedis | None = None,
     ) -> None:
@@ -179,7 +180,9 @@ class RedisLimiter:
         self.burst = max(1, burst)
         self.name = model
         self._redis = redis or shared_redis(url)
-        self.gate = SharedInFlightGate(self.key, ceiling=max_in_flight, hold_s=hold_s)
+        self.gate = SharedInFlightGate(
+            self.key, ceiling=max_in_flight, hold_s=hold_s, alive_s=alive_s
+        )
         self._keys = [self.key, *self.gate.keys]
         # The stand-in while Redis is down: the same rules on this process's own state.
         self._fallback = LocalLimiter(
@@ -291,12 +294,12 @@ class RedisLimiter:
         )
 
     def keys(self) -> list[str]:
-        """Every Redis key this limiter's model has (the rate's hash, the cap's two)."""
+        """Every Redis key this limiter's model has (the rate's hash, the cap's three)."""
         return list(self._keys)
 
     async def shared_cap(self) -> dict[str, str]:
         """The shared in-flight cap's hash and the places held now (tests, diagnostics)."""
-        members, cap_hash = self.gate.keys
+        members, cap_hash, _ = self.gate.keys
 
         async def read(client: Any) -> tuple[dict[bytes, bytes], int]:
             return await client.hgetall(cap_hash), await client.zcard(members)

@@ -180,7 +180,7 @@ async def test_the_shared_cap_follows_the_in_process_rules(pair: Pair) -> None:
 
 
 async def test_a_place_held_by_a_process_that_died_comes_back_after_its_hold(pair: Pair) -> None:
-    dead, alive = pair(max_in_flight=1, hold_s=0.4)
+    dead, alive = pair(max_in_flight=1, hold_s=0.4, alive_s=60.0)
     await dead.acquire()  # never given back
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -190,6 +190,37 @@ async def test_a_place_held_by_a_process_that_died_comes_back_after_its_hold(pai
     assert loop.time() - started >= 0.3
     await alive.release(permit, "ok")
     for limiter in (dead, alive):
+        await limiter.aclose()
+
+
+async def test_a_process_not_heard_of_gives_its_places_back_when_the_cap_is_full(
+    pair: Pair,
+) -> None:
+    dead, alive = pair(max_in_flight=1, hold_s=60.0, alive_s=0.4)
+    await dead.acquire()  # its process dies: never given back, and no call of it again
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    permit = await asyncio.wait_for(alive.acquire(), 3.0)  # long before the hold runs out
+
+    assert loop.time() - started >= 0.3
+    await alive.release(permit, "ok")
+    for limiter in (dead, alive):
+        await limiter.aclose()
+
+
+async def test_a_process_that_keeps_calling_keeps_its_places(pair: Pair) -> None:
+    busy, other = pair(max_in_flight=1, hold_s=60.0, alive_s=0.3)
+    held = await busy.acquire()
+    asking = asyncio.create_task(busy.acquire())  # its queue asks Redis every 50 ms or less
+
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(other.acquire(), 1.0)  # more than twice `alive_s`
+
+    await busy.release(held, "ok")
+    await busy.release(await asyncio.wait_for(asking, 1.0), "ok")
+    assert (await busy.shared_cap())["held"] == "0"
+    for limiter in (busy, other):
         await limiter.aclose()
 
 
