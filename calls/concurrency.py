@@ -15,8 +15,11 @@ Rules (latencies in seconds):
   round of `cap` answers, as TCP's congestion window grows. A cap nobody fills does not grow,
   nor does an answer to a call sent before the last cut.
 - A 429 cuts the cap to `beta` * cap; latency rising (after `warmup` answers, the short
-  average over `tolerance` * the long one) cuts it to `slow_beta` * cap. At most one cut per
-  round: an answer to a call sent before the last cut says nothing new.
+  average over `tolerance` * the long one, and over it by `MIN_RISE_S` at least) cuts it to
+  `slow_beta` * cap. The absolute rise keeps jitter of calls that take microseconds (a
+  cache, a scripted model) from cutting the cap: it says nothing about a provider's load,
+  and it made a scripted, seeded search depend on the clock. At most one cut per round: an
+  answer to a call sent before the last cut says nothing new.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ TOLERANCE = 2.0
 SHORT = 0.1  # the short average's weight of each answer
 LONG = 0.01  # the long one's
 WARMUP = 20  # answers before latency may cut the cap
+MIN_RISE_S = 0.05  # the least rise of the short average over the long one that cuts the cap
 
 
 @dataclass
@@ -69,10 +73,13 @@ class ConcurrencyLimit:
         else:
             self.short += SHORT * (latency_s - self.short)
             self.long += LONG * (latency_s - self.long)
-        if self.answers > WARMUP and self.short > self.tolerance * self.long:
+        if self.answers > WARMUP and self._slowing():
             self._cut(self.slow_beta, sent_in_round)
         elif was_full and sent_in_round == self.round:
             self.cap = min(float(self.ceiling), self.cap + 1.0 / self.cap)
+
+    def _slowing(self) -> bool:
+        return self.short > self.tolerance * self.long and self.short - self.long >= MIN_RISE_S
 
     def on_rate_limited(self, sent_in_round: int) -> None:
         """A call sent in round `sent_in_round` was answered 429."""

@@ -137,7 +137,8 @@ local function give_place()
       short = short + short_w * (latency - short)
       long = long + long_w * (latency - long)
     end
-    if answers > warmup and short > tolerance * long then
+    local slowing = short > tolerance * long and short - long >= tonumber(ARGV[Q + 16])
+    if answers > warmup and slowing then
       cut(slow_beta)
     elseif was_full and sent_round == round then
       cap = math.min(ceiling, cap + 1.0 / cap)
@@ -224,6 +225,7 @@ class SharedInFlightGate:
             concurrency.LONG,
             concurrency.WARMUP,
             self.alive_s,
+            concurrency.MIN_RISE_S,
         ]
 
     def _waiting(self) -> _Waiting:

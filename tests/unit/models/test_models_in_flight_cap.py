@@ -108,3 +108,16 @@ async def test_a_waiter_that_gives_up_leaks_no_place() -> None:
     assert gate.held == 1
     gate.leave(again, None)
     assert gate.held == 0
+
+
+def test_jitter_of_calls_that_take_microseconds_never_cuts_the_cap() -> None:
+    """Scripted or cached answers: their latencies double and halve at random, but a rise of
+    a few microseconds says nothing about the provider, and a seeded search must not depend
+    on it."""
+    cap = ConcurrencyLimit(ceiling=64, initial=16)
+    for _ in range(40):
+        cap.on_ok(0.00002, cap.round, was_full=False)
+    for i in range(40):
+        cap.on_ok(0.0004 if i % 2 else 0.0009, cap.round, was_full=False)  # 20-45x the rest
+    assert cap.cuts == 0
+    assert cap.limit == 16
