@@ -38,6 +38,10 @@ DEFAULT_PREFIX = "plantree:model-rate"
 STATE_TTL_S = 24 * 3600  # an idle model's state goes away; the next grant starts afresh
 DEFAULT_HOLD_S = 90.0  # a call's place in flight, if never given back (its process died)
 
+# A place taken: its member, the rate slot's start and Redis's now, the slot's epoch, the cap's
+# round and whether the place filled the cap.
+_Taken = tuple[str, float, float, int, int, bool]
+
 _LUA_COMMON = (
     LUA_NOW
     + """
@@ -195,10 +199,24 @@ class RedisLimiter:
 
     async def acquire(self) -> Permit:
         try:
-            return await self.gate.enter(self._attempt)
+            return await self._acquire()
         except RedisUnavailable:
             permit = await self._fallback.acquire()
             return replace(permit, fallback=True)  # its place in the stand-in's gate kept
+
+    async def _acquire(self) -> Permit:
+        """A place among the deployment's calls in flight (waiting in this process's queue
+        while the cap is full), then its rate slot, waited for outside the queue."""
+        token, start, now, epoch, cap_round, cap_full = await self.gate.enter(self._attempt)
+        try:
+            permit = await self._slot(start, now, epoch)
+        except BaseException:
+            self.gate.left()
+            await asyncio.shield(self._give_back(token))
+            raise
+        return replace(
+            permit, slot=token, cap_round=cap_round, cap_full=cap_full, sent_at=time.monotonic()
+        )
 
     async def _reserve(self, held: int, token: str = "") -> list[bytes]:
         """`_RESERVE` once: a place in flight (with a `token`) and the rate slot."""
@@ -206,9 +224,9 @@ class RedisLimiter:
         reply: list[bytes] = await self._redis.script(_RESERVE, self._keys, args)
         return reply
 
-    async def _attempt(self, token: str) -> Permit | None:
-        """Take a place and reserve a rate slot, then wait for the slot; None when the
-        deployment's in-flight cap is full (nothing taken)."""
+    async def _attempt(self, token: str) -> _Taken | None:
+        """Take a place and reserve a rate slot; None when the deployment's in-flight cap is
+        full (nothing taken)."""
         try:
             start_s, now_s, epoch_s, *place = await self._reserve(-1, token)
         except asyncio.CancelledError:
@@ -220,15 +238,7 @@ class RedisLimiter:
         if not taken:
             return None
         self._grants += 1
-        try:
-            permit = await self._slot(float(start_s), float(now_s), int(epoch_s))
-        except BaseException:
-            self.gate.left()
-            await asyncio.shield(self._give_back(token))
-            raise
-        return replace(
-            permit, slot=token, cap_round=cap_round, cap_full=cap_full, sent_at=time.monotonic()
-        )
+        return token, float(start_s), float(now_s), int(epoch_s), cap_round, cap_full
 
     async def _slot(self, start: float, now: float, held: int) -> Permit:
         """Wait for the rate slot reserved at `start`; reserve again if the rate was cut

@@ -238,3 +238,19 @@ async def test_a_caller_that_stops_waiting_holds_no_place(pair: Pair) -> None:
     await other.release(await asyncio.wait_for(other.acquire(), 1.0), "ok")
     for limiter in (one, other):
         await limiter.aclose()
+
+
+async def test_callers_waiting_for_rate_slots_do_not_queue_behind_each_other(pair: Pair) -> None:
+    """Under a rate of 2/s, three callers of one process reserve their three slots at once
+    (0, 0.5 and 1 s away) and then wait for them side by side: the process's queue is only for
+    places in flight, never held while a slot is awaited."""
+    one, _ = pair(ceiling=2.0, burst=1, max_in_flight=8)
+    callers = [asyncio.create_task(one.acquire()) for _ in range(3)]
+    await asyncio.sleep(0.25)
+
+    state = await one.shared_state()
+    assert int(state["grants"]) == 3  # every slot reserved, the last one still 0.75 s away
+    assert (await one.shared_cap())["held"] == "3"
+    for permit in await asyncio.gather(*callers):
+        await one.release(permit, "ok")
+    await one.aclose()
