@@ -11,22 +11,23 @@ from app.backends.model_limiter_redis import redis_model_limiters
 from app.backends.tool_limiter_redis import redis_limiters
 from app.settings import Settings
 from calls.models import SettingsModelFactory
-from calls.ratelimit import model_limiter
+from calls.ratelimit import LimiterSource, model_limiter
 from tools import mcp
 from tools.registry import build_tools
 from tools.runtime import ToolLimiters
 
-HOLD_MARGIN_S = 30.0  # a model call's place in flight outlives its timeout by this, at most
+
+def model_limiters(settings: Settings) -> LimiterSource:
+    """The models' limiters: shared through Redis when the deployment has one, else the
+    process's own."""
+    if not settings.redis_url:
+        return model_limiter
+    return redis_model_limiters(settings.redis_url, call_timeout_s=settings.model_timeout_s)
 
 
 def model_factory(settings: Settings) -> SettingsModelFactory:
     """Every role's model built now (so a bad model string or a missing key fails here)."""
-    limiters = (
-        redis_model_limiters(settings.redis_url, hold_s=settings.model_timeout_s + HOLD_MARGIN_S)
-        if settings.redis_url
-        else model_limiter
-    )
-    factory = SettingsModelFactory(settings, limiters=limiters)
+    factory = SettingsModelFactory(settings, limiters=model_limiters(settings))
     factory.check()
     return factory
 

@@ -17,10 +17,9 @@ import asyncio
 import hashlib
 from dataclasses import dataclass
 
-from app.backends.model_limiter_redis import redis_model_limiters
 from app.settings import Settings
+from app.startup import model_limiters
 from bench.scenarios import scenario
-from calls.ratelimit import model_limiter
 from testkit.fakes import FakeCall, FakeModels, Reply
 from testkit.policy_models import ThroughPolicy
 from testkit.scenario import Scenario
@@ -85,5 +84,4 @@ def served_models(args: argparse.Namespace, settings: Settings) -> ThroughPolicy
         args.latency_low_ms / 1000,
         args.latency_high_ms / 1000,
     )
-    limiters = redis_model_limiters(settings.redis_url) if settings.redis_url else model_limiter
-    return ThroughPolicy(CountingModels(script), settings, limiters=limiters)
+    return ThroughPolicy(CountingModels(script), settings, limiters=model_limiters(settings))

@@ -55,14 +55,19 @@ T = TypeVar("T")
 # cap's hash and the processes alive, and whose ARGV from `P` on are
 # `SharedInFlightGate.place_args`: `take_place()` returns {'go' | 'full', limit, round,
 # full '1' | '0'} as strings; a member of '' takes no place.
-TAKE_PLACE = """
-local function alive_now(member, alive_s)
+_ALIVE = """
+local function alive_now(member, alive_s, ttl)
   local process = string.match(member, '^([^:]+):')
   if process then
     redis.call('ZADD', KEYS[4], now + alive_s, process)
-    redis.call('EXPIRE', KEYS[4], 3600)
+    redis.call('EXPIRE', KEYS[4], ttl)
   end
 end
+"""
+
+TAKE_PLACE = (
+    _ALIVE
+    + """
 local function sweep(slots)
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
   for _, member in ipairs(redis.call('ZRANGE', slots, 0, -1)) do
@@ -80,7 +85,7 @@ local function take_place()
   local limit = math.max(floor, math.floor(cap))
   local round = redis.call('HGET', ch, 'round') or '0'
   if ARGV[P] == '' then return {'go', tostring(limit), round, '0'} end
-  alive_now(ARGV[P], tonumber(ARGV[P + 6]))
+  alive_now(ARGV[P], tonumber(ARGV[P + 6]), tonumber(ARGV[P + 5]))
   redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
   local held = redis.call('ZCARD', slots)
   if held >= limit then
@@ -95,19 +100,18 @@ local function take_place()
   return {'go', tostring(limit), round, full}
 end
 """
+)
 
 # Lua, with the same KEYS and ARGV from `Q` on `SharedInFlightGate.leave_args`:
 # `give_place()` removes the call's member and teaches the cap its outcome; it returns
-# {cap, cuts} as strings.
-GIVE_PLACE = """
+# the cap as a string.
+GIVE_PLACE = (
+    _ALIVE
+    + """
 local function give_place()
   local slots, ch = KEYS[2], KEYS[3]
   redis.call('ZREM', slots, ARGV[Q])
-  local process = string.match(ARGV[Q], '^([^:]+):')
-  if process then
-    redis.call('ZADD', KEYS[4], now + tonumber(ARGV[Q + 15]), process)
-    redis.call('EXPIRE', KEYS[4], 3600)
-  end
+  alive_now(ARGV[Q], tonumber(ARGV[Q + 15]), tonumber(ARGV[Q + 8]))
   local function cnum(field, default)
     local v = redis.call('HGET', ch, field)
     if v then return tonumber(v) end
@@ -150,9 +154,10 @@ local function give_place()
   end
   redis.call('HSET', ch, 'cap', string.format('%.9f', cap), 'round', round, 'cuts', cuts)
   redis.call('EXPIRE', ch, tonumber(ARGV[Q + 8]))
-  return {string.format('%.9f', cap), tostring(cuts)}
+  return string.format('%.9f', cap)
 end
 """
+)
 
 
 @dataclass
@@ -189,7 +194,6 @@ class SharedInFlightGate:
         self.hold_s = hold_s
         self.held = 0  # this process's calls in flight
         self.limit = self.initial  # the shared cap, as last seen
-        self.cuts = 0
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Waiting] = (
             weakref.WeakKeyDictionary()
         )
@@ -262,15 +266,13 @@ class SharedInFlightGate:
             self.held += 1
         return int(cap_round), full == b"1"
 
-    def left(self, cap: bytes | None = None, cuts: bytes | None = None) -> None:
+    def left(self, cap: bytes | None = None) -> None:
         """A call of this process ended (with `give_place()`'s reply, when it was written):
         wake this loop's first waiter (a waiter on another loop asks again within
         `POLL_S`)."""
         self.held = max(0, self.held - 1)
         if cap is not None:
             self.limit = max(self.floor, min(self.ceiling, math.floor(float(cap))))
-        if cuts is not None:
-            self.cuts = int(cuts)
         waiting = self._loops.get(asyncio.get_running_loop())
         if waiting is not None:
             waiting.freed.set()

@@ -31,12 +31,15 @@ from calls.ratelimit import (
     Permit,
     shared_limiter,
 )
+from calls.settings import ModelSettings
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "plantree:model-rate"
 STATE_TTL_S = 24 * 3600  # an idle model's state goes away; the next grant starts afresh
-DEFAULT_HOLD_S = 90.0  # a call's place in flight, if never given back (its process died)
+# A call's place in flight, if never given back (its process died): its timeout and this.
+HOLD_MARGIN_S = 30.0
+DEFAULT_HOLD_S = ModelSettings.model_fields["model_timeout_s"].default + HOLD_MARGIN_S
 
 # A place taken: its member, the rate slot's start and Redis's now, the slot's epoch, the cap's
 # round and whether the place filled the cap.
@@ -115,7 +118,7 @@ return {string.format('%.6f', start), string.format('%.6f', now), tostring(epoch
 
 # KEYS: as `_RESERVE`'s. ARGV: ceiling, kind ('ok' | 'rate_limited' | 'error'), the slot's
 # epoch, retry_after (< 0: unknown), beta, growth, floor, default retry, then the place's
-# (`SharedInFlightGate.leave_args`). Returns {rate (0: none), cut (0/1), cap, cap cuts}.
+# (`SharedInFlightGate.leave_args`). Returns {rate (0: none), cut (0/1), cap}.
 _FEEDBACK = (
     _LUA_COMMON
     + "local Q = 9\n"
@@ -157,7 +160,7 @@ local function feedback()
 end
 local placed = give_place()
 local fed = feedback()
-return {fed[1], fed[2], placed[1], placed[2]}
+return {fed[1], fed[2], placed}
 """
 )
 
@@ -274,11 +277,11 @@ class RedisLimiter:
             *self.gate.leave_args(permit, outcome),
         ]
         try:
-            rate_s, cut, cap, cap_cuts = await self._redis.script(_FEEDBACK, self._keys, args)
+            rate_s, cut, cap = await self._redis.script(_FEEDBACK, self._keys, args)
         except RedisUnavailable:
             self.gate.left()  # its place comes back with its hold
             return  # the outcome of one request; the shared rate learns from the next
-        self.gate.left(cap, cap_cuts)
+        self.gate.left(cap)
         if outcome == "error":
             return  # says nothing about the rate
         rate = float(rate_s)
@@ -329,10 +332,12 @@ class RedisLimiter:
         await self._redis.aclose()
 
 
-def redis_model_limiters(url: str, *, hold_s: float = DEFAULT_HOLD_S) -> LimiterSource:
+def redis_model_limiters(url: str, *, call_timeout_s: float) -> LimiterSource:
     """A `LimiterSource` whose limiters share each model's rate and in-flight cap through the
     Redis at `url` (one limiter per model and settings in the process, like `model_limiter`);
-    `hold_s` bounds how long a call's place outlives a process that died holding it."""
+    a call's place outlives a process that died holding it by `call_timeout_s` and
+    `HOLD_MARGIN_S` at most."""
+    hold_s = call_timeout_s + HOLD_MARGIN_S
 
     def source(
         model: str, *, ceiling: float | None, burst: int, max_in_flight: int
