@@ -7,7 +7,8 @@ thread hand-off per round costs more than the routing itself.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Literal, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
@@ -18,34 +19,29 @@ from agents.nodes.approval import approve
 from agents.nodes.planner import plan
 from agents.nodes.search import search
 from agents.nodes.vote import finish
-from agents.state import RunState
+from agents.state import Phase, RunState
+
+Route = TypeVar("Route", bound=str)
+
+
+def _route(state: RunState, routes: Mapping[Phase, Route], after: str) -> Route:
+    """The node that follows for the run's phase; any other phase is a bug, never a route."""
+    phase = state.get("phase")
+    if phase is not None and phase in routes:
+        return routes[phase]
+    raise RuntimeError(f"impossible phase after {after}: {phase!r}")
 
 
 async def route_after_plan(state: RunState) -> Literal["search", "approve"]:
-    phase = state.get("phase")
-    if phase == "search":
-        return "search"
-    if phase == "review":
-        return "approve"
-    raise RuntimeError(f"impossible phase after planning: {phase!r}")
+    return _route(state, {"search": "search", "review": "approve"}, "planning")
 
 
 async def route_after_approval(state: RunState) -> Literal["search", "__end__"]:
-    phase = state.get("phase")
-    if phase == "search":
-        return "search"
-    if phase == "rejected":
-        return "__end__"  # END
-    raise RuntimeError(f"impossible phase after the plan's review: {phase!r}")
+    return _route(state, {"search": "search", "rejected": "__end__"}, "the plan's review")
 
 
 async def route_after_search(state: RunState) -> Literal["search", "finish"]:
-    phase = state.get("phase")
-    if phase == "search":
-        return "search"
-    if phase == "finish":
-        return "finish"
-    raise RuntimeError(f"impossible phase after a search round: {phase!r}")
+    return _route(state, {"search": "search", "finish": "finish"}, "a search round")
 
 
 def build_graph(
