@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from typing_extensions import TypedDict
 
-from agents.grounding.evidence import Evidence
+from agents.grounding.evidence import Evidence, relabelled
 from agents.state import NodeRecord, Recollection, Turn, new_node
 from agents.tree import trim
 
@@ -135,14 +135,7 @@ def recall(
 
 
 def _recalled(run_id: str, item: Evidence) -> Evidence:
-    return Evidence(
-        id=f"{run_id}/{item['id']}",
-        node_id=KNOWN_NODE_ID,
-        tool=item["tool"],
-        source=item["source"],
-        text=item["text"],
-        sentences=item["sentences"],
-    )
+    return relabelled(item, f"{run_id}/{item['id']}", KNOWN_NODE_ID)
 
 
 def known_summary(recollection: Recollection) -> str:

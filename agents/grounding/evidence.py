@@ -99,16 +99,21 @@ def step_evidence(node_id: str, passages: Iterable[NewEvidence]) -> list[Evidenc
     `<node_id>/1`, `<node_id>/2`, ... (an identical passage once)."""
     _, items = add_evidence({}, passages)
     return [
-        Evidence(
-            id=f"{node_id}/{number}",
-            node_id=node_id,
-            tool=item["tool"],
-            source=item["source"],
-            text=item["text"],
-            sentences=item["sentences"],
-        )
+        relabelled(item, f"{node_id}/{number}", node_id)
         for number, item in enumerate(items.values(), start=1)
     ]
+
+
+def relabelled(item: Evidence, evidence_id: str, node_id: str) -> Evidence:
+    """The same passage under another id, as found by another node."""
+    return Evidence(
+        id=evidence_id,
+        node_id=node_id,
+        tool=item["tool"],
+        source=item["source"],
+        text=item["text"],
+        sentences=item["sentences"],
+    )
 
 
 def path_ledger(items: Iterable[Evidence]) -> dict[str, Evidence]:
