@@ -124,6 +124,10 @@ QUICK_SPEED: dict[str, Any] = {
 }
 
 
+# The results the report takes by name, each kept in `<name>.json`.
+_SECTIONS = ("quota", "cpu", "storm", "multihop", "faults", "soak", "in_flight", "tool_spacing")
+
+
 def _save(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
 
@@ -249,14 +253,7 @@ def _redraw(
     memory = _load_json(results / "memory.json")
     quality = _load_json(results / "quality.json")
     workers = _load_json(results / "workers.json")
-    quota_data = _load_json(results / "quota.json")
-    cpu = _load_json(results / "cpu.json")
-    storm = _load_json(results / "storm.json")
-    multihop_results = _load_json(results / "multihop.json")
-    faults = _load_json(results / "faults.json")
-    soak = _load_json(results / "soak.json")
-    in_flight = _load_json(results / "in_flight.json")
-    tool_spacing = _load_json(results / "tool_spacing.json")
+    sections = {name: _load_json(results / f"{name}.json") for name in _SECTIONS}
     if search:
         plots.critical_path(search, results / "critical_path.png")
         plots.sequential(search, results / "sequential.png")
@@ -278,14 +275,7 @@ def _redraw(
         run_info.get("all_seconds"),
         quality,
         workers,
-        quota=quota_data,
-        cpu=cpu,
-        storm=storm,
-        multihop=multihop_results,
-        faults=faults,
-        soak=soak,
-        in_flight=in_flight,
-        tool_spacing=tool_spacing,
+        **sections,
     )
     return search, load, memory, quality
 
