@@ -29,6 +29,14 @@ Domain = Annotated[
     ),
 ]
 """A host name; it covers its subdomains."""
+Domains = Annotated[list[Domain], Field(max_length=MAX_DOMAINS)]
+"""The hosts a web search filter names."""
+Fraction = Annotated[float, Field(ge=0, le=1)]
+"""A score, a node value or a share: the search's 0-to-1 scale."""
+PathSteps = Annotated[int, Field(ge=1, le=20)]
+"""A number of steps of one path (the plan is one path's first steps)."""
+Breadth = Annotated[int, Field(ge=1, le=8)]
+"""How many nodes the search opens side by side: per node, or per layer."""
 
 
 class RunParams(BaseModel):
@@ -39,11 +47,11 @@ class RunParams(BaseModel):
     max_paths: int = Field(
         default=4, ge=1, le=50, description="Stop once this many candidate answers exist."
     )
-    max_candidates: int = Field(
-        default=3, ge=1, le=8, description="Most next steps the replanner may propose per node."
+    max_candidates: Breadth = Field(
+        default=3, description="Most next steps the replanner may propose per node."
     )
-    max_depth: int = Field(default=6, ge=1, le=20, description="Most steps on one path.")
-    max_plan_steps: int = Field(default=6, ge=1, le=20, description="Most steps in the plan.")
+    max_depth: PathSteps = Field(default=6, description="Most steps on one path.")
+    max_plan_steps: PathSteps = Field(default=6, description="Most steps in the plan.")
     max_nodes: int = Field(default=40, ge=1, le=500, description="Most tree nodes in the run.")
     max_llm_calls: int = Field(
         default=150, ge=2, le=5000, description="Model calls of every role, the vote included."
@@ -65,7 +73,7 @@ class RunParams(BaseModel):
         description="mcts: PUCT over node values with the candidates' scores as priors (LATS); "
         "beam: best `beam_width` per layer; dfs: deepest first.",
     )
-    beam_width: int = Field(default=2, ge=1, le=8, description="Nodes kept per layer (beam).")
+    beam_width: Breadth = Field(default=2, description="Nodes kept per layer (beam).")
     exploration: float = Field(
         default=1.0,
         ge=0,
@@ -94,9 +102,7 @@ class RunParams(BaseModel):
         "`satisfaction` is set, or unscored proposals); false: no scores, no pruning, no "
         "evaluator calls.",
     )
-    min_score: float = Field(
-        default=0.2, ge=0, le=1, description="Candidates scored below this are pruned."
-    )
+    min_score: Fraction = Field(default=0.2, description="Candidates scored below this are pruned.")
     reserve: bool = Field(
         default=False,
         description="Revive the best pruned candidate when nothing else is left to run, more "
@@ -104,19 +110,15 @@ class RunParams(BaseModel):
         "the multi-hop benchmark with the offline 0.5B model it cost answer F1 "
         "(docs/benchmarks.md).",
     )
-    satisfaction: float | None = Field(
+    satisfaction: Fraction | None = Field(
         default=None,
-        ge=0,
-        le=1,
         description="Stop early once a completed path's value reaches this (and min_depth).",
     )
-    min_depth: int = Field(
-        default=1, ge=1, le=20, description="Fewest steps a path needs to stop the search early."
+    min_depth: PathSteps = Field(
+        default=1, description="Fewest steps a path needs to stop the search early."
     )
-    min_groundedness: float = Field(
+    min_groundedness: Fraction = Field(
         default=0.5,
-        ge=0,
-        le=1,
         description="Candidates whose answer has a smaller share of sentences backed by a "
         "verified quote are not voted on, unless no candidate reaches it.",
     )
@@ -156,15 +158,13 @@ class RunParams(BaseModel):
         description="The research tools this run may use: a subset of the server's enabled "
         "tools (LATS_TOOLS and the MCP servers' tools); [] for none. Null: every enabled tool.",
     )
-    include_domains: list[Domain] | None = Field(
+    include_domains: Domains | None = Field(
         default=None,
-        max_length=MAX_DOMAINS,
         description="Web search shows the model only results whose host is one of these "
         "domains or their subdomains.",
     )
-    exclude_domains: list[Domain] | None = Field(
+    exclude_domains: Domains | None = Field(
         default=None,
-        max_length=MAX_DOMAINS,
         description="Web search never shows the model a result whose host is one of these "
         "domains or their subdomains (wins over include_domains).",
     )
