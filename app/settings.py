@@ -17,7 +17,7 @@ from app.access.tenancy import KeyRing
 from app.webhooks.signing import secret_key
 from calls.local_catalog import CATALOG
 from calls.models import LOCAL_MODEL
-from calls.settings import ModelSettings
+from calls.settings import BackoffBase, ModelSettings
 from tools.settings import ToolSettings
 
 
@@ -150,11 +150,8 @@ class Settings(ModelSettings, EngineSettings, ToolSettings):
     webhook_max_attempts: int = Field(
         default=4, ge=1, le=10, description="POSTs of one delivery before it is given up."
     )
-    webhook_retry_base_s: float = Field(
-        default=1.0,
-        ge=0,
-        le=60,
-        description="Wait before the second attempt; doubled for each one after.",
+    webhook_retry_base_s: BackoffBase = Field(
+        default=1.0, description="Wait before the second attempt; doubled for each one after."
     )
 
     @field_validator("api_keys", "allowed_hosts", "allowed_models", mode="before")

@@ -5,7 +5,7 @@ timeouts, retries and rates, and the local model. One part of the process's sett
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -16,6 +16,9 @@ Role = Literal["planner", "executor", "replanner", "evaluator", "responder", "vo
 ROLES: tuple[Role, ...] = ("planner", "executor", "replanner", "evaluator", "responder", "voter")
 
 DEFAULT_MODEL = "google_genai:gemini-2.5-flash"
+
+BackoffBase = Annotated[float, Field(ge=0, le=60)]
+"""Seconds before a retry's second attempt (`calls.retry.Backoff.base_s`), doubled after."""
 
 # Every part of the settings reads the same variables and file.
 SETTINGS_CONFIG = SettingsConfigDict(
@@ -54,8 +57,8 @@ class ModelSettings(BaseSettings):
         description="Retries of retryable model errors (5xx, timeouts, connection errors); a "
         "429 uses none: it is waited out within LATS_MODEL_RATE_LIMIT_PATIENCE_S.",
     )
-    model_retry_base_delay_s: float = Field(
-        default=1.0, ge=0, le=60, description="First backoff delay; doubles, jittered."
+    model_retry_base_delay_s: BackoffBase = Field(
+        default=1.0, description="First backoff delay; doubles, jittered."
     )
     model_rps: float = Field(
         default=0.0,
