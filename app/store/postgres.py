@@ -42,7 +42,7 @@ from app.store.base import (
     TooManyOpen,
     WebhookDelivery,
 )
-from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
+from app.store.reads import OPEN_SQL, Dialect, Row, RunReads, run_record
 from app.store.upgrade import TERMINAL, result_of_terminal
 
 EVENTS_CHANNEL = "lats_events"
@@ -220,27 +220,6 @@ _CREATE_STARTED = (
 )
 
 
-def _record(row: Row) -> RunRecord:
-    return RunRecord(
-        id=row["id"],
-        task=row["task"],
-        params=row["params"],
-        status=row["status"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        result=RunResult.model_validate(row["result"]) if row["result"] is not None else None,
-        owner=row["owner"],
-        tenant=row["tenant"],
-        thread_id=row["thread_id"],
-        awaiting=row["awaiting"],
-        answer=row["answer"],
-        cancel_requested=row["cancel_requested"],
-        takeovers=row["takeovers"],
-        webhook=row["webhook"],
-        delivery=WebhookDelivery.model_validate(row["delivery"]) if row["delivery"] else None,
-    )
-
-
 def _json(result: RunResult | None) -> Jsonb | None:
     return Jsonb(result.model_dump(mode="json")) if result is not None else None
 
@@ -315,7 +294,8 @@ class PostgresRunStore(RunReads):
             return await cur.fetchall()
 
     def _record(self, row: Row) -> RunRecord:
-        return _record(row)
+        # psycopg decodes every column (JSONB to dicts, timestamps to datetimes).
+        return run_record(row)
 
     def _notifying(self, conn: AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
         """A transaction around a write and its NOTIFY; nothing when no NOTIFY is sent."""
@@ -378,7 +358,7 @@ class PostgresRunStore(RunReads):
             " RETURNING *",
             (owner, ttl_s, owner, run_id, _OPEN, owner),
         )
-        return _record(row) if row else None
+        return run_record(row) if row else None
 
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
         row = await self._one(
@@ -388,7 +368,7 @@ class PostgresRunStore(RunReads):
             " RETURNING *",
             (owner, ttl_s, owner, _OPEN),
         )
-        return _record(row) if row else None
+        return run_record(row) if row else None
 
     async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
         if not run_ids:
