@@ -64,7 +64,6 @@ SSE_DOC: dict[int | str, dict[str, Any]] = {
 
 
 def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunView:
-    answer = record.result.answer_fields() if record.result is not None else {}
     return RunView(
         run_id=record.id,
         status=record.status,
@@ -77,7 +76,7 @@ def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunVie
         created_at=record.created_at,
         updated_at=record.updated_at,
         nodes=nodes,
-        **answer,
+        **record.answer_fields(),
     )
 
 
