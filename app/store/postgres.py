@@ -417,15 +417,7 @@ class PostgresRunStore(RunReads):
         return [r[0] for r in rows]
 
     async def pause(self, run_id: str, owner: str, type_: str, data: str, awaiting: str) -> int:
-        args = {
-            "run": run_id,
-            "owner": owner,
-            "open": _OPEN,
-            "type": type_,
-            "data": data,
-            "awaiting": awaiting,
-        }
-        return await self._write_event(_PAUSE, args)
+        return await self._write_event(_PAUSE, run_id, owner, type_, data, awaiting=awaiting)
 
     async def answer_waiting(self, run_id: str, answer: dict[str, Any]) -> bool:
         async with self._connection() as conn, self._notifying(conn):
@@ -480,32 +472,28 @@ class PostgresRunStore(RunReads):
 
     # -- the event log -------------------------------------------------------------------------
     async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
-        args = {"run": run_id, "owner": owner, "open": _OPEN, "type": type_, "data": data}
-        return await self._write_event(_APPEND, args)
+        return await self._write_event(_APPEND, run_id, owner, type_, data)
 
     async def finish(
         self, run_id: str, owner: str, type_: str, data: str, result: RunResult
     ) -> int:
-        args = {
-            "run": run_id,
-            "owner": owner,
-            "open": _OPEN,
-            "type": type_,
-            "data": data,
-            "status": result.status,
-            "result": _json(result),
-        }
-        return await self._write_event(_FINISH, args)
+        return await self._write_event(
+            _FINISH, run_id, owner, type_, data, status=result.status, result=_json(result)
+        )
 
-    async def _write_event(self, statement: str, args: dict[str, Any]) -> int:
-        """Run an event-writing statement of the owner; the event's id."""
+    async def _write_event(
+        self, statement: str, run_id: str, owner: str, type_: str, data: str, **more: Any
+    ) -> int:
+        """Run an event-writing statement of the owner (with the `more` arguments it takes);
+        the event's id."""
+        args = {"run": run_id, "owner": owner, "open": _OPEN, "type": type_, "data": data, **more}
         async with self._connection() as conn, self._notifying(conn):
             cur = await conn.execute(statement, args)
             row = await cur.fetchone()
             if row is None:
-                raise LeaseLost(f"run {args['run']} is not held by {args['owner']}")
+                raise LeaseLost(f"run {run_id} is not held by {owner}")
             seq = int(row[0])
-            await self._notify(conn, EVENTS_CHANNEL, f"{args['run']}:{seq}")
+            await self._notify(conn, EVENTS_CHANNEL, f"{run_id}:{seq}")
         return seq
 
     async def delete_run(self, run_id: str) -> bool:
