@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +37,10 @@ from agents.engine import Engine
 from agents.params import RunParams
 from app.backends.model_limiter_redis import RedisLimiter
 from app.backends.redis import shared_redis
-from bench.engine_runs import bench_settings
+from bench.engine_runs import Latency, bench_settings
 from bench.models import CountingModels, Delayed
 from bench.scenarios import TASK, scenario
+from bench.workers import REDIS_URL
 from calls.ratelimit import LimiterSource, ModelLimiter, model_limiter, reset_model_limiters
 from testkit.fakes import FakeCall, Reply
 from testkit.policy_models import ThroughPolicy
@@ -50,7 +50,6 @@ logger = logging.getLogger(__name__)
 CAPS = {"fixed 16": 16, "adaptive": 256}  # the ceiling each runs with
 RETRY_AFTER_S = 0.2  # what the provider's refusal asks: come back shortly
 REPLICAS = 2
-REDIS_URL = os.environ.get("LATS_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 @dataclass(frozen=True)
@@ -58,9 +57,7 @@ class InFlightConfig:
     clients: tuple[int, ...] = (50, 200)
     duration_s: float = 30.0
     provider_in_flight: int = 64
-    low_s: float = 0.15
-    high_s: float = 0.35
-    seed: int = 7
+    latency: Latency = field(default_factory=lambda: Latency(seed=7, low_s=0.15, high_s=0.35))
 
 
 class Provider:
@@ -130,8 +127,9 @@ async def _point(
         model_retry_base_delay_s=0.05,
         max_active_runs=clients,
     )
+    latency = config.latency
     provider = Provider(
-        Delayed(scenario("small"), config.seed, config.low_s, config.high_s),
+        Delayed(scenario("small"), latency.seed, latency.low_s, latency.high_s),
         config.provider_in_flight,
     )
     fakes = CountingModels(provider)  # type: ignore[arg-type]
@@ -223,7 +221,7 @@ async def run_in_flight(config: InFlightConfig, work: Path) -> dict[str, Any]:
             "clients": list(config.clients),
             "duration_s": config.duration_s,
             "provider_in_flight": config.provider_in_flight,
-            "latency_ms": [config.low_s * 1000, config.high_s * 1000],
+            "latency_ms": [config.latency.low_s * 1000, config.latency.high_s * 1000],
         },
         "points": points,
     }

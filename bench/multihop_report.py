@@ -51,22 +51,24 @@ def head_to_head(rows: list[dict[str, Any]], a: str, b: str, key: str) -> tuple[
     )
 
 
-def _compared(rows: list[dict[str, Any]], a: str, b: str) -> list[str]:
-    """`a` against `b` on answer and supporting-fact F1, as phrases for the page."""
+def _compared(multihop: dict[str, Any], a: str, b: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """`a` against `b` on answer and supporting-fact F1, as phrases for the page, with `a`'s
+    rows; nothing unless both ran."""
+    totals = multihop["totals"]
+    if a not in totals or b not in totals:
+        return [], []
+    rows = multihop["rows"]
     parts = []
     for key, label in (("f1", "answer F1"), ("sp_f1", "supporting-fact F1")):
         won, lost, tied = head_to_head(rows, a, b, key)
         parts.append(f"{label}: better on {won}, worse on {lost}, tied on {tied}")
-    return parts
+    return parts, [row for row in rows if row["config"] == a]
 
 
 def _head_to_head_lines(multihop: dict[str, Any]) -> list[str]:
-    totals = multihop["totals"]
-    if "chain" not in totals or "mcts" not in totals:
+    parts, mine = _compared(multihop, "mcts", "chain")
+    if not parts:
         return []
-    rows = multihop["rows"]
-    parts = _compared(rows, "mcts", "chain")
-    mine = [row for row in rows if row["config"] == "mcts"]
     alone = sum(1 for row in mine if row["paths"] <= 1)
     exhausted = sum(
         1 for row in mine if row["paths"] <= 1 and row["stop_reason"] == "frontier_exhausted"
@@ -89,12 +91,9 @@ def _head_to_head_lines(multihop: dict[str, Any]) -> list[str]:
 def _reserve_lines(multihop: dict[str, Any]) -> list[str]:
     """`reserve` (the default search reviving pruned candidates) against the default, over
     the questions both have."""
-    totals = multihop["totals"]
-    if "reserve" not in totals or "mcts" not in totals:
+    parts, mine = _compared(multihop, "reserve", "mcts")
+    if not parts:
         return []
-    rows = multihop["rows"]
-    parts = _compared(rows, "reserve", "mcts")
-    mine = [row for row in rows if row["config"] == "reserve"]
     more = sum(1 for row in mine if row["paths"] >= 2)
     return [
         "",

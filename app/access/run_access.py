@@ -21,7 +21,7 @@ from agents.params import RunParams
 from app.access.limits import KeyLimits, StreamSlot
 from app.access.tenancy import SINGLE_USER, Caller
 from app.errors import ServiceError
-from app.runs.manager import RunEnded, RunManager
+from app.runs.manager import NewRun, RunEnded, RunManager
 from app.store.base import FINISHED, RunRecord, RunStatus, StoredEvent, ThreadRecord, TooManyOpen
 
 logger = logging.getLogger(__name__)
@@ -93,13 +93,9 @@ class Runs:
             await self.thread(thread_id)
         limits = self.limits
         try:
+            max_open = limits.max_runs(self.caller) if limits is not None else None
             return await self.manager.submit_with_event(
-                task,
-                params,
-                tenant=self.caller.tenant,
-                thread_id=thread_id,
-                webhook=webhook,
-                max_open=limits.max_runs(self.caller) if limits is not None else None,
+                NewRun(task, params, self.caller.tenant, thread_id, webhook, max_open)
             )
         except TooManyOpen as refused:
             if limits is None:

@@ -22,7 +22,7 @@ import logging
 import uuid
 from collections.abc import Iterable
 
-from app.backends.redis import LUA_NOW, RedisUnavailable, SharedRedis, shared_redis
+from app.backends.redis import LUA_DUE, LUA_NOW, RedisUnavailable, SharedRedis, shared_redis
 
 logger = logging.getLogger(__name__)
 
@@ -32,15 +32,13 @@ RENEW_S = 10.0
 
 # KEYS: the key's arrival-time string. ARGV: interval (1/rps), burst. Returns {'1'|'0', wait}.
 _REQUEST = (
-    LUA_NOW
+    LUA_DUE
     + """
 local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
-local tat = math.max(now, tonumber(redis.call('GET', KEYS[1]) or '0'))
-local wait = tat - now - (burst - 1) * interval
+local wait = due - now - (burst - 1) * interval
 if wait > 0 then return {'0', string.format('%.6f', wait)} end
-local ttl_ms = math.ceil((tat + interval - now) * 1000) + 1
-redis.call('SET', KEYS[1], string.format('%.6f', tat + interval), 'PX', ttl_ms)
+keep(due + interval)
 return {'1', '0'}
 """
 )

@@ -43,6 +43,17 @@ LUA_NOW = """local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 """
 
+# A time kept under KEYS[1] until it passes (a rate's next free start): `due`, the kept time, or
+# now when none is kept or it has passed; `keep(t)` keeps `t` there in its place.
+LUA_DUE = (
+    LUA_NOW
+    + """local due = math.max(now, tonumber(redis.call('GET', KEYS[1]) or '0'))
+local function keep(t)
+  redis.call('SET', KEYS[1], string.format('%.6f', t), 'PX', math.ceil((t - now) * 1000) + 1)
+end
+"""
+)
+
 
 class RedisUnavailable(Exception):
     """Redis is marked down, or this call just failed to reach it: degrade."""

@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import KW_ONLY, dataclass
 
-from app.backends.redis import LUA_NOW, RedisUnavailable, SharedRedis, shared_redis
+from app.backends.redis import LUA_DUE, RedisUnavailable, SharedRedis, shared_redis
 from tools.runtime import Clock, LimiterRegistry, RateLimiter, Sleep
 
 DEFAULT_PREFIX = "plantree:tool-rate"
@@ -26,18 +26,15 @@ NO_LIMIT_S = 1e18  # "wait as long as it takes" for the script (Lua cannot read 
 # KEYS: the tool's key. ARGV: interval, max wait (s). Returns {granted '1'|'0', start, now} as
 # strings (Lua numbers would be cut to integers on the way out). A refusal writes nothing.
 _RESERVE = (
-    LUA_NOW
+    LUA_DUE
     + """
 local interval = tonumber(ARGV[1])
 local max_wait = tonumber(ARGV[2])
-local start = math.max(now, tonumber(redis.call('GET', KEYS[1]) or '0'))
 local function reply(granted)
-  return {granted, string.format('%.6f', start), string.format('%.6f', now)}
+  return {granted, string.format('%.6f', due), string.format('%.6f', now)}
 end
-if start - now > max_wait then return reply('0') end
-local next_start = start + interval
-local ttl_ms = math.ceil((next_start - now) * 1000) + 1
-redis.call('SET', KEYS[1], string.format('%.6f', next_start), 'PX', ttl_ms)
+if due - now > max_wait then return reply('0') end
+keep(due + interval)
 return reply('1')
 """
 )

@@ -19,23 +19,24 @@ MAX_COMMAND_STEP_CHARS = 500
 MAX_WEBHOOK_CHARS = 2048
 
 
+def request_config(*examples: dict[str, Any]) -> ConfigDict:
+    """A request body's model config: unknown fields refused, immutable, and strict (a JSON
+    body's types are the schema's: "3" is not an integer, "true" not a boolean), with
+    `examples` shown in the schema."""
+    return ConfigDict(
+        extra="forbid", frozen=True, strict=True, json_schema_extra={"examples": list(examples)}
+    )
+
+
 class SolveRequest(RunParams):
     """A task plus optional run parameters; every parameter has a default and bounds."""
 
-    # strict: a JSON body's types are the schema's ("3" is not an integer, "true" not a boolean)
-    model_config = ConfigDict(
-        extra="forbid",
-        frozen=True,
-        strict=True,
-        json_schema_extra={
-            "examples": [
-                {
-                    "task": "Which transformer variants beat the original on long-context tasks?",
-                    "max_paths": 3,
-                    "max_candidates": 2,
-                }
-            ]
-        },
+    model_config = request_config(
+        {
+            "task": "Which transformer variants beat the original on long-context tasks?",
+            "max_paths": 3,
+            "max_candidates": 2,
+        }
     )
 
     task: str = Field(min_length=1, max_length=MAX_TASK_CHARS, description="The research question.")
@@ -117,34 +118,20 @@ class ThreadView(BaseModel):
 class ResumeRequest(PlanDecision):
     """The answer to a run waiting for its plan's approval."""
 
-    model_config = ConfigDict(
-        extra="forbid",
-        frozen=True,
-        strict=True,
-        json_schema_extra={
-            "examples": [
-                {"action": "approve"},
-                {"action": "edit", "steps": ["Find the 2024 figures", "Compare them"]},
-                {"action": "reject"},
-            ]
-        },
+    model_config = request_config(
+        {"action": "approve"},
+        {"action": "edit", "steps": ["Find the 2024 figures", "Compare them"]},
+        {"action": "reject"},
     )
 
 
 class CommandRequest(BaseModel):
     """A steering command for a running search, applied at its next scheduling round."""
 
-    model_config = ConfigDict(
-        extra="forbid",
-        frozen=True,
-        strict=True,
-        json_schema_extra={
-            "examples": [
-                {"command": "prune", "node_id": "n1.2"},
-                {"command": "boost", "node_id": "n1.3"},
-                {"command": "add_step", "node_id": "n1", "step": "Check the 2024 figures"},
-            ]
-        },
+    model_config = request_config(
+        {"command": "prune", "node_id": "n1.2"},
+        {"command": "boost", "node_id": "n1.3"},
+        {"command": "add_step", "node_id": "n1", "step": "Check the 2024 figures"},
     )
 
     command: Literal["prune", "boost", "add_step"] = Field(

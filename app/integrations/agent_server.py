@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from agents.nodes.approval import PlanDecision
 from agents.params import RunParams
@@ -48,10 +48,19 @@ class BadInput(ValueError):
         self.field = field
 
 
-def _empty(value: dict[str, Any] | None, what: str) -> dict[str, Any] | None:
-    if value:
-        raise ValueError(f"{what} is not stored by plantree; send none")
-    return value
+def _stored_none(what: str) -> AfterValidator:
+    """Refuses metadata with anything in it: plantree does not store it."""
+
+    def empty(value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value:
+            raise ValueError(f"{what} is not stored by plantree; send none")
+        return value
+
+    return AfterValidator(empty)
+
+
+ThreadMetadata = Annotated[dict[str, Any] | None, _stored_none("thread metadata")]
+RunMetadata = Annotated[dict[str, Any] | None, _stored_none("run metadata")]
 
 
 class ThreadCreate(BaseModel):
@@ -59,12 +68,7 @@ class ThreadCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    metadata: dict[str, Any] | None = Field(default=None, description="Must be empty.")
-
-    @field_validator("metadata")
-    @classmethod
-    def _none_kept(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        return _empty(value, "thread metadata")
+    metadata: ThreadMetadata = Field(default=None, description="Must be empty.")
 
 
 class ThreadSearch(BaseModel):
@@ -74,16 +78,11 @@ class ThreadSearch(BaseModel):
 
     ids: list[str] | None = Field(default=None, max_length=100)
     status: Literal["idle", "busy", "interrupted", "error"] | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: ThreadMetadata = None
     limit: int = Field(default=10, ge=1, le=100)
     offset: int = Field(default=0, ge=0, le=1_000_000)
     sort_by: Literal["created_at"] | None = None
     sort_order: Literal["desc"] | None = None
-
-    @field_validator("metadata")
-    @classmethod
-    def _none_kept(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        return _empty(value, "thread metadata")
 
 
 class HistoryRequest(BaseModel):
@@ -129,7 +128,7 @@ class RunCreate(BaseModel):
     command: Command | None = None
     config: RunConfig | None = None
     context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = Field(default=None, description="Must be empty.")
+    metadata: RunMetadata = Field(default=None, description="Must be empty.")
     stream_mode: StreamModeName | list[StreamModeName] = "values"
     stream_subgraphs: bool = Field(default=False, description="Accepted; there are none.")
     stream_resumable: bool = Field(default=True, description="Every stream is resumable.")
@@ -141,11 +140,6 @@ class RunCreate(BaseModel):
     if_not_exists: Literal["reject"] | None = None
     feedback_keys: list[str] | None = None
     langsmith_tracer: dict[str, Any] | None = None
-
-    @field_validator("metadata")
-    @classmethod
-    def _none_kept(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        return _empty(value, "run metadata")
 
     def modes(self) -> tuple[StreamModeName, ...]:
         modes = [self.stream_mode] if isinstance(self.stream_mode, str) else self.stream_mode

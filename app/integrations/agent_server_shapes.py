@@ -107,13 +107,12 @@ def values(runs: Sequence[RunRecord]) -> dict[str, Any]:
     if not runs:
         return {"messages": []}
     last = runs[-1]
-    answer = last.result.answer_fields() if last.result is not None else {}
     state = {
         "run_id": last.id,
         "status": last.status,
         "task": last.task,
         "params": last.params,
-        **answer,
+        **last.answer_fields(),
     }
     return {"messages": messages(runs), **state}
 

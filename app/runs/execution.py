@@ -116,60 +116,56 @@ class RunWriter:
         await shielded(self._append(event))
 
     async def _append(self, event: Event) -> None:
+        run_id = self.live.run_id
+
+        def write(data: str) -> Awaitable[int]:
+            return self.store.append_event(run_id, self.owner, event.type, data)
+
+        if await self._write(f"event {event.type}", event, write) is not None:
+            self.wake(run_id)
+
+    async def _write(
+        self,
+        what: str,
+        event: Event,
+        write: Callable[[str], Awaitable[int]],
+        turn_ends: Callable[[], None] | None = None,
+    ) -> float | None:
+        """Store `event` by `write` (given its JSON), fenced, then move the live run on when
+        the write ends this writer's turn (`turn_ends`: a pause, an end) and hand the event to
+        its followers; the seconds that took, or None when nothing was written: the lease was
+        gone, or was lost or the store stayed out too long (the run is then lost here)."""
         live = self.live
         async with live.lock:
             if not live.may_write:
-                return
+                return None
             data = event.model_dump_json()
+            started = time.perf_counter()
             try:
-                seq = await self._store(
-                    lambda: self.store.append_event(live.run_id, self.owner, event.type, data),
-                    event.type,
-                    data,
-                )
+                seq = await self._store(lambda: write(data), event.type, data)
             except OutageTooLong as e:
                 self._given_up(e)
-                return
+                return None
             except LeaseLost:
-                logger.warning("run=%s lease lost; event %s dropped", live.run_id, event.type)
+                logger.warning("run=%s lease lost before its %s was stored", live.run_id, what)
                 live.lose()
-                return
+                return None
+            if turn_ends is not None:
+                turn_ends()
             await live.push(StoredEvent(seq=seq, type=event.type, data=data))
-        self.wake(live.run_id)
-
-    async def _last_write(
-        self, what: str, write: Callable[[], Awaitable[int]], type_: str, data: str
-    ) -> int | None:
-        """The event id of a write that ends this writer's turn (a pause, an end), or None when
-        the lease was lost or the store stayed out too long (the run is then lost here)."""
-        try:
-            return await self._store(write, type_, data)
-        except OutageTooLong as e:
-            self._given_up(e)
-        except LeaseLost:
-            logger.warning("run=%s lease lost before its %s was stored", self.live.run_id, what)
-            self.live.lose()
-        return None
+        return time.perf_counter() - started
 
     async def pause(self, event: Event, awaiting: str) -> bool:
         """Store the event the run stops on with its wait for an answer, at once; False if the
         lease was gone (nothing written). Callers shield it."""
-        live = self.live
-        async with live.lock:
-            if not live.may_write:
-                return False
-            data = event.model_dump_json()
-            seq = await self._last_write(
-                "pause",
-                lambda: self.store.pause(live.run_id, self.owner, event.type, data, awaiting),
-                event.type,
-                data,
-            )
-            if seq is None:
-                return False
-            live.pause()
-            await live.push(StoredEvent(seq=seq, type=event.type, data=data))
-        self.wake(live.run_id)
+        run_id = self.live.run_id
+
+        def write(data: str) -> Awaitable[int]:
+            return self.store.pause(run_id, self.owner, event.type, data, awaiting)
+
+        if await self._write("pause", event, write, self.live.pause) is None:
+            return False
+        self.wake(run_id)
         return True
 
     async def finish(self, terminal: Event, result: RunResult) -> bool:
@@ -177,23 +173,15 @@ class RunWriter:
         lease was gone (nothing written). Callers shield it."""
         live = self.live
         from_engine = terminal is live.held_terminal  # the engine's sink already reported it
-        async with live.lock:
-            if not live.may_write:
-                return False
-            data = terminal.model_dump_json()
-            started = time.perf_counter()
-            seq = await self._last_write(
-                "end",
-                lambda: self.store.finish(live.run_id, self.owner, terminal.type, data, result),
-                terminal.type,
-                data,
-            )
-            if seq is None:
-                return False
-            live.end()
-            await live.push(StoredEvent(seq=seq, type=terminal.type, data=data))
+
+        def write(data: str) -> Awaitable[int]:
+            return self.store.finish(live.run_id, self.owner, terminal.type, data, result)
+
+        took = await self._write("end", terminal, write, live.end)
+        if took is None:
+            return False
         if not from_engine:
-            observers.written(terminal, live.run_id, time.perf_counter() - started)
+            observers.written(terminal, live.run_id, took)
         self.wake(live.run_id)
         self.ended(live.run_id)
         return True

@@ -173,27 +173,16 @@ class RunManager:
         otherwise it is stored for whichever worker frees up first, if fewer than
         `max_queued_runs` runs already wait in the store (else `QueueFull`). A model, tool or
         webhook the server does not accept raises `RunOptionRefused`."""
-        record, _ = await self.submit_with_event(
-            task, params, tenant, thread_id=thread_id, webhook=webhook
-        )
+        record, _ = await self.submit_with_event(NewRun(task, params, tenant, thread_id, webhook))
         return record
 
-    async def submit_with_event(
-        self,
-        task: str,
-        params: RunParams,
-        tenant: str | None = None,
-        *,
-        thread_id: str | None = None,
-        webhook: str | None = None,
-        max_open: int | None = None,
-    ) -> tuple[RunRecord, StoredEvent]:
-        """`submit`, with the run's first event (`run_started`) as stored: a stream of the new
-        run begins with it instead of reading it back. With `max_open`, raises `TooManyOpen`
-        (nothing stored) when `tenant` already has that many unfinished runs."""
-        self.options.check_params(params)
-        await self.options.check_webhook(webhook)
-        new = NewRun(task, params, tenant, thread_id, webhook, max_open)
+    async def submit_with_event(self, new: NewRun) -> tuple[RunRecord, StoredEvent]:
+        """`submit` of `new`, with the run's first event (`run_started`) as stored: a stream
+        of the new run begins with it instead of reading it back. With `new.max_open`, raises
+        `TooManyOpen` (nothing stored) when its tenant already has that many unfinished
+        runs."""
+        self.options.check_params(new.params)
+        await self.options.check_webhook(new.webhook)
         if not (self.worker and self.queue.has_room):
             await self.admission.admit()
             return await self._create(new, lease=None)

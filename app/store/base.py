@@ -122,6 +122,10 @@ class RunRecord(BaseModel):
         "without giving it back (a crash, an out-of-memory kill, a lease left to expire).",
     )
 
+    def answer_fields(self) -> dict[str, Any]:
+        """How the run ended, as `RunAnswer`'s fields; none while it has not."""
+        return self.result.answer_fields() if self.result is not None else {}
+
 
 class WebhookDelivery(BaseModel):
     """How the run's end was told to its webhook: the attempts so far and the last outcome."""

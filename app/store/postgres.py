@@ -42,7 +42,7 @@ from app.store.base import (
     TooManyOpen,
     WebhookDelivery,
 )
-from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
+from app.store.reads import OPEN_SQL, Dialect, Row, RunReads, run_record
 from app.store.upgrade import TERMINAL, result_of_terminal
 
 EVENTS_CHANNEL = "lats_events"
@@ -220,27 +220,6 @@ _CREATE_STARTED = (
 )
 
 
-def _record(row: Row) -> RunRecord:
-    return RunRecord(
-        id=row["id"],
-        task=row["task"],
-        params=row["params"],
-        status=row["status"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        result=RunResult.model_validate(row["result"]) if row["result"] is not None else None,
-        owner=row["owner"],
-        tenant=row["tenant"],
-        thread_id=row["thread_id"],
-        awaiting=row["awaiting"],
-        answer=row["answer"],
-        cancel_requested=row["cancel_requested"],
-        takeovers=row["takeovers"],
-        webhook=row["webhook"],
-        delivery=WebhookDelivery.model_validate(row["delivery"]) if row["delivery"] else None,
-    )
-
-
 def _json(result: RunResult | None) -> Jsonb | None:
     return Jsonb(result.model_dump(mode="json")) if result is not None else None
 
@@ -315,7 +294,8 @@ class PostgresRunStore(RunReads):
             return await cur.fetchall()
 
     def _record(self, row: Row) -> RunRecord:
-        return _record(row)
+        # psycopg decodes every column (JSONB to dicts, timestamps to datetimes).
+        return run_record(row)
 
     def _notifying(self, conn: AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
         """A transaction around a write and its NOTIFY; nothing when no NOTIFY is sent."""
@@ -378,7 +358,7 @@ class PostgresRunStore(RunReads):
             " RETURNING *",
             (owner, ttl_s, owner, run_id, _OPEN, owner),
         )
-        return _record(row) if row else None
+        return run_record(row) if row else None
 
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
         row = await self._one(
@@ -388,7 +368,7 @@ class PostgresRunStore(RunReads):
             " RETURNING *",
             (owner, ttl_s, owner, _OPEN),
         )
-        return _record(row) if row else None
+        return run_record(row) if row else None
 
     async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
         if not run_ids:
@@ -437,15 +417,7 @@ class PostgresRunStore(RunReads):
         return [r[0] for r in rows]
 
     async def pause(self, run_id: str, owner: str, type_: str, data: str, awaiting: str) -> int:
-        args = {
-            "run": run_id,
-            "owner": owner,
-            "open": _OPEN,
-            "type": type_,
-            "data": data,
-            "awaiting": awaiting,
-        }
-        return await self._write_event(_PAUSE, args)
+        return await self._write_event(_PAUSE, run_id, owner, type_, data, awaiting=awaiting)
 
     async def answer_waiting(self, run_id: str, answer: dict[str, Any]) -> bool:
         async with self._connection() as conn, self._notifying(conn):
@@ -500,32 +472,28 @@ class PostgresRunStore(RunReads):
 
     # -- the event log -------------------------------------------------------------------------
     async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
-        args = {"run": run_id, "owner": owner, "open": _OPEN, "type": type_, "data": data}
-        return await self._write_event(_APPEND, args)
+        return await self._write_event(_APPEND, run_id, owner, type_, data)
 
     async def finish(
         self, run_id: str, owner: str, type_: str, data: str, result: RunResult
     ) -> int:
-        args = {
-            "run": run_id,
-            "owner": owner,
-            "open": _OPEN,
-            "type": type_,
-            "data": data,
-            "status": result.status,
-            "result": _json(result),
-        }
-        return await self._write_event(_FINISH, args)
+        return await self._write_event(
+            _FINISH, run_id, owner, type_, data, status=result.status, result=_json(result)
+        )
 
-    async def _write_event(self, statement: str, args: dict[str, Any]) -> int:
-        """Run an event-writing statement of the owner; the event's id."""
+    async def _write_event(
+        self, statement: str, run_id: str, owner: str, type_: str, data: str, **more: Any
+    ) -> int:
+        """Run an event-writing statement of the owner (with the `more` arguments it takes);
+        the event's id."""
+        args = {"run": run_id, "owner": owner, "open": _OPEN, "type": type_, "data": data, **more}
         async with self._connection() as conn, self._notifying(conn):
             cur = await conn.execute(statement, args)
             row = await cur.fetchone()
             if row is None:
-                raise LeaseLost(f"run {args['run']} is not held by {args['owner']}")
+                raise LeaseLost(f"run {run_id} is not held by {owner}")
             seq = int(row[0])
-            await self._notify(conn, EVENTS_CHANNEL, f"{args['run']}:{seq}")
+            await self._notify(conn, EVENTS_CHANNEL, f"{run_id}:{seq}")
         return seq
 
     async def delete_run(self, run_id: str) -> bool:

@@ -134,6 +134,13 @@ class RunReads(ABC):
         await self._one("SELECT 1 AS n", ())
 
 
+def run_record(row: Row, **decoded: Any) -> RunRecord:
+    """The record a runs row holds: each field is its column's value, or, for a column the
+    backend stores encoded, the decoded value given by name."""
+    values = {name: row[name] for name in RunRecord.model_fields if name not in decoded}
+    return RunRecord.model_validate(values | decoded)
+
+
 def _thread(row: Row) -> ThreadRecord:
     created = row["created_at"]
     return ThreadRecord(

@@ -27,7 +27,7 @@ from app.store.base import (
     WebhookDelivery,
 )
 from app.store.disk import DiskSpace, WriteKind
-from app.store.reads import OPEN_SQL, Dialect, Row, RunReads
+from app.store.reads import OPEN_SQL, Dialect, Row, RunReads, run_record
 from app.store.sqlite_writer import BatchWriter
 from app.store.upgrade import TERMINAL, result_of_terminal
 
@@ -130,22 +130,15 @@ def _now() -> str:
 
 
 def _record(row: Row) -> RunRecord:
-    return RunRecord(
-        id=row["id"],
-        task=row["task"],
+    # SQLite keeps JSON and times as text, and booleans as integers.
+    return run_record(
+        row,
         params=json.loads(row["params"]),
-        status=row["status"],
         created_at=datetime.fromisoformat(row["created_at"]),
         updated_at=datetime.fromisoformat(row["updated_at"]),
         result=RunResult.model_validate_json(row["result"]) if row["result"] else None,
-        owner=row["owner"],
-        tenant=row["tenant"],
-        thread_id=row["thread_id"],
-        awaiting=row["awaiting"],
         answer=json.loads(row["answer"]) if row["answer"] else None,
         cancel_requested=bool(row["cancel_requested"]),
-        takeovers=row["takeovers"],
-        webhook=row["webhook"],
         delivery=WebhookDelivery.model_validate_json(row["delivery"]) if row["delivery"] else None,
     )
 

@@ -35,7 +35,6 @@ def webhook_id(run_id: str) -> str:
 def payload(record: RunRecord) -> bytes:
     """The body: `{type, timestamp, data}` as Standard Webhooks suggests; `data` is the run as
     `GET /runs/{id}` shows it, without its tree."""
-    answer = record.result.answer_fields() if record.result is not None else {}
     data = {
         "run_id": record.id,
         "status": record.status,
@@ -44,7 +43,7 @@ def payload(record: RunRecord) -> bytes:
         "created_at": record.created_at.isoformat(),
         "updated_at": record.updated_at.isoformat(),
         "url": f"/runs/{record.id}",
-        **{name: _plain(value) for name, value in answer.items()},
+        **{name: _plain(value) for name, value in record.answer_fields().items()},
     }
     body = {"type": EVENT_TYPE, "timestamp": datetime.now(UTC).isoformat(), "data": data}
     return json.dumps(body, separators=(",", ":"), default=str).encode()

@@ -8,7 +8,7 @@ import logging
 from fastapi import APIRouter
 
 from app.http.deps import CallerRuns
-from app.http.routes.runs import ERRORS
+from app.http.routes.runs import conflict
 from app.http.schemas import CommandAccepted, CommandRequest, ErrorBody
 
 logger = logging.getLogger(__name__)
@@ -21,8 +21,7 @@ router = APIRouter(tags=["runs"])
     response_model=CommandAccepted,
     summary="Steer a running search",
     responses={
-        **ERRORS,
-        409: {"model": ErrorBody, "description": "The run has ended (`run_ended`)."},
+        **conflict("The run has ended (`run_ended`)."),
         429: {
             "model": ErrorBody,
             "description": "The run has taken its most commands (200, `too_many_commands`).",

@@ -55,6 +55,15 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         "description": "The embedded store's disk is full (`storage_full`); see Retry-After.",
     },
 }
+
+
+def conflict(
+    description: str, errors: dict[int | str, dict[str, Any]] = ERRORS
+) -> dict[int | str, dict[str, Any]]:
+    """`errors` with the 409 of a route that the state of its run (or thread) can refuse."""
+    return {**errors, 409: {"model": ErrorBody, "description": description}}
+
+
 SSE_DOC: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-Sent Events; each `data:` is one event of docs/events.md.",
@@ -64,7 +73,6 @@ SSE_DOC: dict[int | str, dict[str, Any]] = {
 
 
 def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunView:
-    answer = record.result.answer_fields() if record.result is not None else {}
     return RunView(
         run_id=record.id,
         status=record.status,
@@ -77,7 +85,7 @@ def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunVie
         created_at=record.created_at,
         updated_at=record.updated_at,
         nodes=nodes,
-        **answer,
+        **record.answer_fields(),
     )
 
 
@@ -224,10 +232,7 @@ async def cancel_run(run_id: str, runs: CallerRuns) -> RunView:
     "/runs/{run_id}/resume",
     response_model=RunView,
     summary="Answer a run waiting for its plan's approval",
-    responses={
-        **ERRORS,
-        409: {"model": ErrorBody, "description": "The run is not waiting for an answer."},
-    },
+    responses=conflict("The run is not waiting for an answer."),
 )
 async def resume_run(run_id: str, body: ResumeRequest, runs: CallerRuns) -> RunView:
     """For a run started with `approve_plan` and stopped at its `interrupt` event: `approve`
@@ -241,10 +246,7 @@ async def resume_run(run_id: str, body: ResumeRequest, runs: CallerRuns) -> RunV
     "/runs/{run_id}",
     status_code=204,
     summary="Delete a finished run and its events",
-    responses={
-        **ERRORS,
-        409: {"model": ErrorBody, "description": "The run has not ended; cancel it first."},
-    },
+    responses=conflict("The run has not ended; cancel it first."),
 )
 async def delete_run(run_id: str, runs: CallerRuns) -> Response:
     """A finished run (done, failed or cancelled) is removed with its whole event log; an

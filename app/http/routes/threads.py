@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Response
 
 from app.http.deps import CallerRuns
-from app.http.routes.runs import ERRORS, view
+from app.http.routes.runs import ERRORS, conflict, view
 from app.http.schemas import ID_PATTERN, ErrorBody, ThreadView
 from app.store.base import RunRecord, ThreadRecord
 
@@ -59,10 +59,7 @@ async def get_thread(thread_id: ThreadId, runs: CallerRuns) -> ThreadView:
     "/{thread_id}",
     status_code=204,
     summary="Delete a thread with its finished runs",
-    responses={
-        **THREAD_ERRORS,
-        409: {"model": ErrorBody, "description": "A run of the thread has not ended."},
-    },
+    responses=conflict("A run of the thread has not ended.", THREAD_ERRORS),
 )
 async def delete_thread(thread_id: ThreadId, runs: CallerRuns) -> Response:
     """The thread and its runs (each with its event log) are removed in one transaction, once
