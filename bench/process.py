@@ -58,9 +58,11 @@ class ServerProcess:
         log_path: Path,
         start_timeout_s: float = 60.0,
         module: str = "bench.serve",
+        root: Path = ROOT,
     ) -> None:
         self.args = args
         self.module = module
+        self.root = root  # the checkout whose code the process runs
         self.log_path = log_path
         self.start_timeout_s = start_timeout_s
         self.proc: asyncio.subprocess.Process | None = None
@@ -76,7 +78,8 @@ class ServerProcess:
             "-m",
             self.module,
             *self.args,
-            cwd=ROOT,
+            cwd=self.root,
+            env={**os.environ, "PYTHONPATH": str(self.root)},
             stdout=asyncio.subprocess.PIPE,
             stderr=self._log,
         )

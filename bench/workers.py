@@ -44,7 +44,7 @@ import httpx
 from bench import cpu_share
 from bench.engine_runs import Latency, add_server_arguments, bench_settings, server_args
 from bench.load import ClientResult, solve
-from bench.process import ServerProcess, proc_cpu_s
+from bench.process import ROOT, ServerProcess, proc_cpu_s
 from bench.scenarios import TASK, ScenarioName, params_for
 from bench.stats import percentile
 
@@ -189,15 +189,16 @@ def _service_cpu_s() -> dict[str, float]:
 
 @contextlib.asynccontextmanager
 async def deployment(
-    config: WorkersConfig, workers: int, database_url: str, work_dir: Path
+    config: WorkersConfig, workers: int, database_url: str, work_dir: Path, root: Path = ROOT
 ) -> AsyncIterator[list[ServerProcess]]:
-    """The API process and `workers` worker processes, all ready; the API first. They start
-    side by side (a start is mostly imports)."""
+    """The API process and `workers` worker processes of the checkout at `root`, all ready;
+    the API first. They start side by side (a start is mostly imports)."""
     procs = [
         ServerProcess(
             _child_args("api", config, database_url),
             work_dir / f"workers-{workers}-api.log",
             module="bench.workers",
+            root=root,
         )
     ]
     procs += [
@@ -205,6 +206,7 @@ async def deployment(
             _child_args("worker", config, database_url),
             work_dir / f"workers-{workers}-worker{i}.log",
             module="bench.workers",
+            root=root,
         )
         for i in range(workers)
     ]

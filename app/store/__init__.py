@@ -13,6 +13,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.settings import Settings
 from app.store.base import RunStore
+from app.store.saver_guard import GuardedWrites
 from app.store.sqlite import BUSY_TIMEOUT_MS, SqliteRunStore
 from app.store.sqlite_saver import DiskAwareSqliteSaver
 
@@ -48,7 +49,7 @@ async def _setup_once(url: str, saver: BaseCheckpointSaver[str]) -> None:
 @asynccontextmanager
 async def open_backend(
     settings: Settings,
-) -> AsyncIterator[tuple[RunStore, BaseCheckpointSaver[str]]]:
+) -> AsyncIterator[tuple[RunStore, GuardedWrites]]:
     """Postgres when `database_url` is set, else SQLite files under `data_dir`."""
     if settings.database_url:
         from psycopg.rows import dict_row

@@ -16,12 +16,13 @@ from datetime import UTC
 from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
 from app.store.base import RunRecord, RunStore, StoredEvent
 from app.store.migrate_tables import RunTables
+from app.store.saver_guard import GuardedWrites
 
 
 @dataclass
@@ -31,7 +32,7 @@ class Side:
 
     identity: str  # the same store however it is spelled, never with a password
     store: RunStore
-    saver: BaseCheckpointSaver[str]
+    saver: GuardedWrites
     tables: RunTables
 
 
@@ -169,7 +170,7 @@ class Runs:
         await side.tables.write_run(content.record, content.events)
 
 
-async def _put(saver: BaseCheckpointSaver[str], thread_id: str, t: CheckpointTuple) -> None:
+async def _put(saver: GuardedWrites, thread_id: str, t: CheckpointTuple) -> None:
     ns = _ns(t.config)
     parent = RunnableConfig(configurable={"thread_id": thread_id, "checkpoint_ns": ns})
     if (parent_id := _checkpoint_id(t.parent_config)) is not None:
@@ -180,7 +181,7 @@ async def _put(saver: BaseCheckpointSaver[str], thread_id: str, t: CheckpointTup
     for task_id, channel, value in _writes(t):
         by_task.setdefault(task_id, []).append((channel, value))
     for task_id, writes in by_task.items():
-        await saver.aput_writes(stored, writes, task_id)
+        await saver.acopy_writes(stored, writes, task_id)
 
 
 class Threads:

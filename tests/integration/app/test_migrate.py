@@ -123,7 +123,9 @@ async def _build(data_dir: Path, settings: Settings, make_engine: EngineMaker) -
             await _run(store, i, results[0])
         latest = await saver.aget_tuple({"configurable": {"thread_id": ENGINE_RUNS[-1]}})
         assert latest is not None
-        await saver.aput_writes(latest.config, [("phase", "search"), ("nodes", {})], "task-1")
+        # Pending state writes as an earlier version saved them beside each step's checkpoint
+        # (today a step's checkpoint carries them: app/store/saver_guard.py).
+        await saver.acopy_writes(latest.config, [("phase", "search"), ("nodes", {})], "task-1")
 
 
 @pytest.fixture
@@ -172,7 +174,8 @@ async def test_runs_go_to_postgres_and_back_with_equal_digests(
     assert on_postgres == expected == returned
     assert there.source_rows == there.target_rows == home.target_rows
     assert there.source_rows["checkpoints"] > len(ENGINE_RUNS)  # one per round, genuine
-    assert there.source_rows["checkpoint_writes"] > 2  # the engine's, and two of the test's
+    # The test's two; the engine's rounds leave none (their checkpoints carry them).
+    assert there.source_rows["checkpoint_writes"] == 2
     assert running is not None
     assert (running.status, running.owner) == ("running", None)  # free for a target's worker
     assert hooked is not None
