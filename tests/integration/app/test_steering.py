@@ -14,7 +14,7 @@ import pytest
 from pydantic import SecretStr
 
 from app.runs import manager
-from testkit.fakes import FakeCall, Reply, step_to_execute
+from testkit.fakes import FakeCall, Reply, executed_steps, step_to_execute
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
 
@@ -75,7 +75,7 @@ async def test_a_pruned_subtree_never_runs_and_an_added_step_runs(
             f"/runs/{run_id}/commands", json={"command": "prune", "node_id": "n1"}, headers=AS_ALICE
         )
 
-    executed = [step_to_execute(c) for c in svc.models.recorder.by_role("executor")]
+    executed = executed_steps(svc.models)
     assert [r.status_code for r in sent] == [202] * 4
     assert [r.json()["command_id"] for r in sent] == [1, 2, 3, 4]
     assert "C" not in executed
