@@ -13,6 +13,7 @@ from app.settings import Settings
 from testkit.fakes import FakeModels
 from testkit.gate import Gate
 from testkit.scenario import Scenario
+from tests.support.held_runs import start_held
 from tests.support.makers import ServiceMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C"]})
@@ -47,10 +48,9 @@ async def test_solve_rejoin_and_list_on_postgres(
 async def test_cancel_on_postgres(service_for: ServiceMaker, postgres_url: str) -> None:
     gate = Gate()
     async with service_for(gate, database_url=postgres_url) as svc:
-        run_id = (
-            await svc.client.post("/runs", json={"task": "t", "max_paths": 1, "use_cache": False})
-        ).json()["run_id"]
-        await gate.reached()
+        run_id = await start_held(
+            svc.client, gate, {"task": "t", "max_paths": 1, "use_cache": False}
+        )
         cancelled = (await svc.client.post(f"/runs/{run_id}/cancel")).json()
 
     assert cancelled["status"] == "cancelled"

@@ -13,6 +13,7 @@ from app.runs.retention import Retention
 from app.settings import Settings
 from app.store.sqlite import SqliteRunStore
 from testkit.gate import Gate
+from tests.support.held_runs import start_held
 from tests.support.makers import Opener, ServiceMaker
 from tests.support.runs import held_run
 
@@ -58,8 +59,7 @@ async def test_delete_answers_409_while_a_run_is_open_then_204_then_404(
 ) -> None:
     gate = Gate()
     async with service_for(gate) as svc:
-        run_id = (await svc.client.post("/runs", json=GATED)).json()["run_id"]
-        await gate.reached()
+        run_id = await start_held(svc.client, gate, GATED)
         refused = await svc.client.delete(f"/runs/{run_id}")
         gate.release.set()
         stream = (await svc.client.get(f"/runs/{run_id}/events")).text  # to its end

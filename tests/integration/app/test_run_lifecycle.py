@@ -8,6 +8,7 @@ from httpx_sse import aconnect_sse
 
 from testkit.gate import TREE_TO_B as TREE
 from testkit.gate import Gate
+from tests.support.held_runs import start_held
 from tests.support.makers import ServiceMaker
 
 BODY = {"task": "t", "max_paths": 1}
@@ -26,8 +27,7 @@ async def test_cancel_during_a_run_stops_its_calls_and_ends_with_cancelled(
 ) -> None:
     gate = Gate()
     async with service_for(gate) as svc:
-        run_id = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
-        await gate.reached()
+        run_id = await start_held(svc.client, gate, BODY)
         cancelled = await svc.client.post(f"/runs/{run_id}/cancel")
         again = await svc.client.post(f"/runs/{run_id}/cancel")
         types = await _terminal(svc.client, run_id)
@@ -43,8 +43,7 @@ async def test_cancel_during_a_run_stops_its_calls_and_ends_with_cancelled(
 async def test_cancel_before_start_ends_a_queued_run(service_for: ServiceMaker) -> None:
     gate = Gate()
     async with service_for(gate, max_active_runs=1) as svc:
-        first = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
-        await gate.reached()
+        first = await start_held(svc.client, gate, BODY)
         queued = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
         status_before = (await svc.client.get(f"/runs/{queued}")).json()["status"]
         cancelled = (await svc.client.post(f"/runs/{queued}/cancel")).json()
@@ -73,8 +72,7 @@ async def test_cancel_after_the_end_is_a_no_op(service_for: ServiceMaker) -> Non
 async def test_a_full_queue_answers_429_with_retry_after(service_for: ServiceMaker) -> None:
     gate = Gate()
     async with service_for(gate, max_active_runs=1, max_queued_runs=1) as svc:
-        await svc.client.post("/runs", json=BODY)
-        await gate.reached()
+        await start_held(svc.client, gate, BODY)
         second = await svc.client.post("/runs", json=BODY)
         third = await svc.client.post("/runs", json=BODY)
         gate.release.set()
