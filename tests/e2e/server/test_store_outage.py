@@ -72,11 +72,12 @@ def proxied_env(env: dict[str, str], postgres_url: str, proxy: TcpProxy) -> dict
 
 
 @contextlib.contextmanager
-def held_runs(
-    procs: list[ServerProcess], env: dict[str, str], outage_s: str
-) -> Iterator[tuple[HeldSteps, ServerProcess, list[str]]]:
+def outage_under_held_runs(
+    procs: list[ServerProcess], env: dict[str, str], proxy: TcpProxy, outage_s: str
+) -> Iterator[tuple[ServerProcess, list[str]]]:
     """A service on a simulator of `HeldSteps`, waiting out outages up to `outage_s`, with
-    `RUNS` runs each held at its held step: the script, the service and the runs' ids."""
+    `RUNS` runs each held at its held step; then the database is cut at `proxy` and the held
+    steps answer, so the runs' next writes meet the outage: the service and the runs' ids."""
     script = HeldSteps()
     with GeminiSimulator(script) as sim:
         service = ServerProcess(
@@ -87,7 +88,9 @@ def held_runs(
         run_ids = start_runs(service.url)
         for _ in run_ids:
             assert script.held.acquire(timeout=60)
-        yield script, service, run_ids
+        proxy.cut()
+        script.release.set()
+        yield service, run_ids
 
 
 def histories(service: ServerProcess, run_ids: list[str]) -> list[list[Event]]:
@@ -99,10 +102,7 @@ def histories(service: ServerProcess, run_ids: list[str]) -> list[list[Event]]:
 def test_runs_in_flight_wait_out_a_postgres_outage_and_the_api_answers_503_meanwhile(
     proxied_env: dict[str, str], procs: list[ServerProcess], proxy: TcpProxy
 ) -> None:
-    with held_runs(procs, proxied_env, "60") as (script, service, run_ids):
-        proxy.cut()
-        # The held steps answer now: the runs' next writes meet the outage.
-        script.release.set()
+    with outage_under_held_runs(procs, proxied_env, proxy, "60") as (service, run_ids):
         with (
             httpx.Client(base_url=service.url, timeout=60) as client,
             ThreadPoolExecutor(3) as pool,
@@ -143,9 +143,7 @@ def test_runs_in_flight_wait_out_a_postgres_outage_and_the_api_answers_503_meanw
 def test_runs_stopped_by_an_outage_longer_than_their_wait_are_resumed_when_it_ends(
     proxied_env: dict[str, str], procs: list[ServerProcess], proxy: TcpProxy
 ) -> None:
-    with held_runs(procs, proxied_env, "1") as (script, service, run_ids):
-        proxy.cut()
-        script.release.set()
+    with outage_under_held_runs(procs, proxied_env, proxy, "1") as (service, run_ids):
         wait_for(
             lambda: all(f"run={run_id} stops here" in service.log() for run_id in run_ids),
             "the runs to stop on the outage",
