@@ -4,6 +4,8 @@ never while anything else can run, never past the budget, never without the para
 
 from __future__ import annotations
 
+from typing import Any
+
 from agents.events import EventSink, discard
 from agents.params import RunParams
 from agents.result import RunResult
@@ -23,19 +25,19 @@ SCENARIO = Scenario(
 
 
 async def _search(
-    make_engine: EngineMaker, params: RunParams, sink: EventSink = discard
+    make_engine: EngineMaker, sink: EventSink = discard, **params: Any
 ) -> tuple[RunResult, list[str]]:
-    """SCENARIO searched with `params`: the result, and the steps executed in their order."""
+    """SCENARIO searched one step at a time with `params`: the result, and the steps executed
+    in their order."""
     engine, models = make_engine(SCENARIO)
-    result = await engine.run("t", params, sink=sink)
+    result = await engine.run("t", RunParams(max_concurrency=1, **params), sink=sink)
     return result, executed_steps(models)
 
 
 async def test_pruned_candidates_run_best_first_once_the_frontier_is_empty(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
-    params = RunParams(max_paths=3, max_concurrency=1, reserve=True)
-    result, executed = await _search(make_engine, params, events)
+    result, executed = await _search(make_engine, events, max_paths=3, reserve=True)
 
     assert result.status == "done"
     assert result.stop_reason == "max_paths"
@@ -58,15 +60,13 @@ async def test_pruned_candidates_run_best_first_once_the_frontier_is_empty(
 async def test_the_reserve_waits_for_the_paths_wanted_and_the_budget(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
-    params = RunParams(max_paths=2, max_concurrency=1, reserve=True)
-    two, executed = await _search(make_engine, params, events)
+    two, executed = await _search(make_engine, events, max_paths=2, reserve=True)
 
     assert two.stop_reason == "max_paths"
     assert executed == ["A", "B", "C"]  # D stays pruned: two paths were enough
 
     # plan 1, A 1+1, B 1+1+1: 6 calls leave too few for another path and the vote's reserve.
-    tight = RunParams(max_paths=3, max_llm_calls=7, max_concurrency=1, reserve=True)
-    short, executed = await _search(make_engine, tight)
+    short, executed = await _search(make_engine, max_paths=3, max_llm_calls=7, reserve=True)
 
     assert short.stop_reason == "budget_llm_calls"
     assert "C" not in executed
@@ -76,7 +76,7 @@ async def test_the_reserve_waits_for_the_paths_wanted_and_the_budget(
 async def test_without_the_parameter_pruned_candidates_stay_pruned(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
-    result, executed = await _search(make_engine, RunParams(max_paths=3, max_concurrency=1), events)
+    result, executed = await _search(make_engine, events, max_paths=3)
 
     assert result.stop_reason == "frontier_exhausted"
     assert executed == ["A", "B"]
