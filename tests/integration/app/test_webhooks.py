@@ -119,6 +119,13 @@ async def _hooked_run(
     return receiver, run
 
 
+def _assert_delivered(run: dict[str, Any], attempts: int) -> None:
+    """The run's webhook was delivered, answered 204 at its attempt number `attempts`."""
+    assert run["delivery"]["state"] == "delivered"
+    assert run["delivery"]["attempts"] == attempts
+    assert run["delivery"]["last_status"] == 204
+
+
 async def test_a_run_s_end_is_posted_signed_and_the_delivery_is_recorded(
     service_for: ServiceMaker,
 ) -> None:
@@ -133,9 +140,7 @@ async def test_a_run_s_end_is_posted_signed_and_the_delivery_is_recorded(
     assert sent["data"]["answer"] == run["answer"]
     assert headers["webhook-id"] == f"msg_{run['run_id']}"
     assert run["webhook"] == receiver.url
-    assert run["delivery"]["state"] == "delivered"
-    assert run["delivery"]["attempts"] == 1
-    assert run["delivery"]["last_status"] == 204
+    _assert_delivered(run, attempts=1)
 
 
 async def test_a_delivery_answered_500_is_retried_with_the_same_id(
@@ -146,9 +151,7 @@ async def test_a_delivery_answered_500_is_retried_with_the_same_id(
     assert len(receiver.received) == 3
     assert len({headers["webhook-id"] for headers, _ in receiver.received}) == 1
     assert all(_verifies(headers, body) for headers, body in receiver.received)
-    assert run["delivery"]["state"] == "delivered"
-    assert run["delivery"]["attempts"] == 3
-    assert run["delivery"]["last_status"] == 204
+    _assert_delivered(run, attempts=3)
 
 
 async def test_a_delivery_that_keeps_failing_gives_up_after_its_attempts(
