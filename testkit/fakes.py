@@ -182,6 +182,11 @@ def step_to_execute(call: FakeCall) -> str:
     return match.group(1).strip()
 
 
+def executed_steps(models: FakeModels) -> list[str]:
+    """The steps `models`' executor was asked to run, in the order of the calls."""
+    return [step_to_execute(c) for c in models.recorder.by_role("executor")]
+
+
 def last_done_step(call: FakeCall) -> str:
     """The last step shown as done in a replanner/responder prompt (the path's leaf)."""
     steps = _DONE_STEP.findall(call.prompt)

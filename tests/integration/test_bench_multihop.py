@@ -8,9 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.__main__ import main as bench_main
 from bench.multihop import DEFAULT_CONFIGS, MultihopConfig, run_multihop, scripted_models
 from bench.multihop_report import section
+from tests.support.bench import run_bench
 
 # The reader answers with the title of the passage ranked first for the question's words.
 RIGHT = {
@@ -70,23 +70,9 @@ def test_python_m_bench_only_multihop_writes_multihop_json_with_f1_per_question(
 ) -> None:
     data = tmp_path / "one.jsonl"
     data.write_text(json.dumps(RIGHT) + "\n", encoding="utf-8")
-    results = tmp_path / "results"
 
-    code = bench_main(
-        [
-            "--only",
-            "multihop",
-            "--data",
-            str(data),
-            "--model",
-            "scripted",
-            "--configs",
-            "chain,mcts",
-            "--results",
-            str(results),
-            "--docs",
-            str(tmp_path / "benchmarks.md"),
-        ]
+    code, results = run_bench(
+        "multihop", tmp_path, "--data", str(data), "--model", "scripted", "--configs", "chain,mcts"
     )
 
     out = json.loads((results / "multihop.json").read_text(encoding="utf-8"))

@@ -7,16 +7,12 @@ from __future__ import annotations
 
 from agents.params import RunParams
 from testkit.event_log import EventLog
-from testkit.fakes import FakeModels, step_to_execute
+from testkit.fakes import executed_steps
 from testkit.scenario import Scenario
 from testkit.trace import tree_from_events
 from tests.support.makers import EngineMaker
 
 SCENARIO = Scenario(plan=["A", "B"], checks={"A": ["check A elsewhere"]})
-
-
-def _executed(models: FakeModels) -> list[str]:
-    return [step_to_execute(c) for c in models.recorder.by_role("executor")]
 
 
 async def test_with_paths_to_spare_the_checks_of_a_complete_path_run_as_a_second_path(
@@ -28,7 +24,7 @@ async def test_with_paths_to_spare_the_checks_of_a_complete_path_run_as_a_second
 
     assert result.status == "done"
     assert result.stop_reason == "max_paths"
-    assert _executed(models) == ["A", "check A elsewhere"]
+    assert executed_steps(models) == ["A", "check A elsewhere"]
     nodes = {n["id"]: n for n in result.nodes}
     assert nodes["n1"]["complete"]
     assert nodes["n1"]["answer"] == "answer via A"
@@ -53,7 +49,7 @@ async def test_with_one_path_wanted_the_checks_are_dropped(
     result = await engine.run("t", RunParams(max_paths=1), sink=events)
 
     assert result.status == "done"
-    assert _executed(models) == ["A"]
+    assert executed_steps(models) == ["A"]
     assert [n["id"] for n in result.nodes] == ["n1"]
     proposed = events.of("candidates")[0]
     assert proposed.complete
@@ -69,4 +65,4 @@ async def test_a_complete_path_without_checks_still_ends_the_search_when_nothing
     result = await engine.run("t", RunParams(max_paths=3))
 
     assert result.stop_reason == "frontier_exhausted"
-    assert _executed(models) == ["A"]
+    assert executed_steps(models) == ["A"]

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage
 from agents.params import RunParams
 from agents.result import RunResult
 from testkit.event_log import EventLog
-from testkit.fakes import FakeCall, FakeModels, Reply, step_to_execute
+from testkit.fakes import FakeCall, FakeModels, Reply, executed_steps, step_to_execute
 from testkit.scenario import Scenario
 from tests.support.makers import EngineMaker
 
@@ -78,7 +78,7 @@ async def test_token_budget_stops_before_the_next_call(
     result = await engine.run("task?", RunParams(max_tokens=1000, max_paths=10), sink=events)
 
     assert result.stop_reason == "budget_tokens"
-    executed = [step_to_execute(c) for c in models.recorder.by_role("executor")]
+    executed = executed_steps(models)
     # A, then B/C/D start together (concurrency 4); whatever else ran, nothing started after.
     assert executed[0] == "A"
     assert len(executed) <= 4

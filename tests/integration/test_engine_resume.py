@@ -13,9 +13,10 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from agents.engine import Engine
 from agents.errors import RunNotFound
 from agents.params import RunParams
+from agents.result import RunResult
 from app.settings import Settings
 from testkit.event_log import EventLog
-from testkit.fakes import FakeCall, FakeModels, Reply, step_to_execute
+from testkit.fakes import FakeCall, FakeModels, Reply, executed_steps, step_to_execute
 from testkit.scenario import Scenario
 from tests.support.makers import EngineMaker
 
@@ -40,6 +41,20 @@ async def _saver(path: Path, kind: type[AsyncSqliteSaver] = SignallingSaver) -> 
     saver = await manager.__aenter__()
     saver.written = asyncio.Event()  # type: ignore[attr-defined]
     return saver, manager
+
+
+async def _resumed(
+    settings: Settings, db: Path, run_id: str
+) -> tuple[RunResult, FakeModels, EventLog]:
+    """`run_id` resumed by a fresh engine on the checkpoints in `db`: the result, the new
+    engine's models, and the events it sent."""
+    saver, manager = await _saver(db)
+    models = FakeModels(TREE)
+    engine = Engine(settings=settings, models=models, tools=[], checkpointer=saver)
+    events = EventLog()
+    result = await engine.resume(run_id, sink=events)
+    await manager.__aexit__(None, None, None)
+    return result, models, events
 
 
 async def test_a_stopped_run_resumes_from_its_checkpoint_without_redoing_finished_nodes(
@@ -72,14 +87,9 @@ async def test_a_stopped_run_resumes_from_its_checkpoint_without_redoing_finishe
     saved_done = sorted(n["step"] for n in nodes.values() if n["status"] == "done")
     assert saved_done == ["A", "B", "C"]
 
-    saver2, manager2 = await _saver(db)
-    second_models = FakeModels(TREE)
-    second = Engine(settings=settings, models=second_models, tools=[], checkpointer=saver2)
-    events = EventLog()
-    result = await second.resume("r1", sink=events)
-    await manager2.__aexit__(None, None, None)
+    result, second_models, events = await _resumed(settings, db, "r1")
 
-    assert [step_to_execute(c) for c in second_models.recorder.by_role("executor")] == ["D"]
+    assert executed_steps(second_models) == ["D"]
     assert second_models.recorder.by_role("planner") == []
     assert len(second_models.recorder.by_role("responder")) == 1
     assert result.status == "done"
@@ -190,17 +200,12 @@ async def test_a_run_whose_last_step_saved_its_writes_but_no_checkpoint_resumes_
     assert snapshot.next == ()
     assert [t.name for t in snapshot.tasks] == ["search"]
 
-    saver2, manager2 = await _saver(db)
-    second_models = FakeModels(TREE)
-    second = Engine(settings=settings, models=second_models, tools=[], checkpointer=saver2)
-    events = EventLog()
-    result = await second.resume("r2", sink=events)
-    await manager2.__aexit__(None, None, None)
+    result, second_models, events = await _resumed(settings, db, "r2")
 
     assert result.status == "done"
     assert events.types()[-1] == "done"
     # The first engine's executed steps are not executed again.
-    first_steps = [step_to_execute(c) for c in first_models.recorder.by_role("executor")]
-    again = [step_to_execute(c) for c in second_models.recorder.by_role("executor")]
+    first_steps = executed_steps(first_models)
+    again = executed_steps(second_models)
     assert first_steps
     assert not set(first_steps) & set(again)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import StructuredTool
 
 from agents.fencing import fenced_spans
 from agents.params import RunParams
 from testkit.fakes import FakeCall, Reply, last_done_step
 from testkit.scenario import Scenario
 from tests.support.makers import EngineMaker
+from tests.support.page_search import PageSearch
 from tools.results import Hit, ToolResult, render_hits
 
 PAGES = {
@@ -29,18 +30,6 @@ PAGES = {
         "cite it as E2.",
     ),
 }
-
-
-def _search_tool() -> BaseTool:
-    async def search(query: str) -> ToolResult:
-        return render_hits("search", query, [PAGES[query]], 3000)
-
-    return StructuredTool.from_function(
-        coroutine=search,
-        name="search",
-        description="Search the web.",
-        response_format="content_and_artifact",
-    )
 
 
 class Citing(Scenario):
@@ -83,7 +72,7 @@ def _one_step(answer: dict[str, Any]) -> Citing:
 async def test_a_quote_of_the_evidence_is_verified_and_the_run_reports_it(
     make_engine: EngineMaker,
 ) -> None:
-    engine, models = make_engine(_one_step(GROUNDED), tools=[_search_tool()])
+    engine, models = make_engine(_one_step(GROUNDED), tools=[PageSearch(PAGES).tool()])
 
     result = await engine.run("What is the capital of France?", RunParams(max_paths=1))
 
@@ -107,7 +96,7 @@ async def test_a_quote_of_the_evidence_is_verified_and_the_run_reports_it(
 async def test_a_fabricated_quote_is_rejected_and_its_sentence_unsupported(
     make_engine: EngineMaker,
 ) -> None:
-    engine, _ = make_engine(_one_step(FABRICATED), tools=[_search_tool()])
+    engine, _ = make_engine(_one_step(FABRICATED), tools=[PageSearch(PAGES).tool()])
 
     result = await engine.run("What is the capital of France?", RunParams(max_paths=1))
 
@@ -138,7 +127,7 @@ async def test_an_instruction_planted_in_a_tool_result_cannot_verify_a_quote(
             "Find the capital": ("search", {"query": "capital"}),
         },
     )
-    engine, models = make_engine(scenario, tools=[_search_tool()])
+    engine, models = make_engine(scenario, tools=[PageSearch(PAGES).tool()])
 
     result = await engine.run("How long is the Seine?", RunParams(max_paths=1))
 
@@ -162,7 +151,7 @@ async def test_the_vote_leaves_out_an_ungrounded_candidate_when_a_grounded_one_e
         # Were it asked, the voter would take the fabricated answer.
         vote=lambda call: {"choice": call.enum[-1], "reason": "last"},
     )
-    engine, models = make_engine(scenario, tools=[_search_tool()])
+    engine, models = make_engine(scenario, tools=[PageSearch(PAGES).tool()])
     events: list[Any] = []
 
     async def sink(event: Any) -> None:

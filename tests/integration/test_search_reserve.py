@@ -4,9 +4,13 @@ never while anything else can run, never past the budget, never without the para
 
 from __future__ import annotations
 
+from typing import Any
+
+from agents.events import EventSink, discard
 from agents.params import RunParams
+from agents.result import RunResult
 from testkit.event_log import EventLog
-from testkit.fakes import FakeModels, step_to_execute
+from testkit.fakes import executed_steps
 from testkit.scenario import Scenario
 from testkit.trace import tree_from_events
 from tests.support.makers import EngineMaker
@@ -20,22 +24,25 @@ SCENARIO = Scenario(
 )
 
 
-def _executed(models: FakeModels) -> list[str]:
-    return [step_to_execute(c) for c in models.recorder.by_role("executor")]
+async def _search(
+    make_engine: EngineMaker, sink: EventSink = discard, **params: Any
+) -> tuple[RunResult, list[str]]:
+    """SCENARIO searched one step at a time with `params`: the result, and the steps executed
+    in their order."""
+    engine, models = make_engine(SCENARIO)
+    result = await engine.run("t", RunParams(max_concurrency=1, **params), sink=sink)
+    return result, executed_steps(models)
 
 
 async def test_pruned_candidates_run_best_first_once_the_frontier_is_empty(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
-    engine, models = make_engine(SCENARIO)
-
-    params = RunParams(max_paths=3, max_concurrency=1, reserve=True)
-    result = await engine.run("t", params, sink=events)
+    result, executed = await _search(make_engine, events, max_paths=3, reserve=True)
 
     assert result.status == "done"
     assert result.stop_reason == "max_paths"
     # B first (live), then the reserve: C (prior 0.4) before D (0.2).
-    assert _executed(models) == ["A", "B", "C", "D"]
+    assert executed == ["A", "B", "C", "D"]
     assert [e.node_id for e in events.of("pruned")] == ["n1.2", "n1.3"]
     revived = events.of("revived")
     assert [e.node_id for e in revived] == ["n1.2", "n1.3"]
@@ -53,31 +60,24 @@ async def test_pruned_candidates_run_best_first_once_the_frontier_is_empty(
 async def test_the_reserve_waits_for_the_paths_wanted_and_the_budget(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
-    engine, models = make_engine(SCENARIO)
-
-    params = RunParams(max_paths=2, max_concurrency=1, reserve=True)
-    two = await engine.run("t", params, sink=events)
+    two, executed = await _search(make_engine, events, max_paths=2, reserve=True)
 
     assert two.stop_reason == "max_paths"
-    assert _executed(models) == ["A", "B", "C"]  # D stays pruned: two paths were enough
+    assert executed == ["A", "B", "C"]  # D stays pruned: two paths were enough
 
-    engine, models = make_engine(SCENARIO)
     # plan 1, A 1+1, B 1+1+1: 6 calls leave too few for another path and the vote's reserve.
-    tight = RunParams(max_paths=3, max_llm_calls=7, max_concurrency=1, reserve=True)
-    short = await engine.run("t", tight)
+    short, executed = await _search(make_engine, max_paths=3, max_llm_calls=7, reserve=True)
 
     assert short.stop_reason == "budget_llm_calls"
-    assert "C" not in _executed(models)
+    assert "C" not in executed
     assert short.metrics["llm_calls"] <= 7
 
 
 async def test_without_the_parameter_pruned_candidates_stay_pruned(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
-    engine, models = make_engine(SCENARIO)
-
-    result = await engine.run("t", RunParams(max_paths=3, max_concurrency=1), sink=events)
+    result, executed = await _search(make_engine, events, max_paths=3)
 
     assert result.stop_reason == "frontier_exhausted"
-    assert _executed(models) == ["A", "B"]
+    assert executed == ["A", "B"]
     assert events.of("revived") == []

@@ -10,7 +10,7 @@ from agents.engine import Engine
 from agents.params import RunParams
 from app.settings import Settings
 from testkit.event_log import EventLog
-from testkit.fakes import FakeModels, step_to_execute
+from testkit.fakes import FakeModels, executed_steps
 from testkit.scenario import Scenario
 from testkit.trace import tree_from_events
 from tests.support.makers import EngineMaker
@@ -31,10 +31,6 @@ SCENARIO = Scenario(
     priors={"B": 0.9, "C": 0.3, "D": 0.6, "B1": 0.5, "B2": 0.4, "C1": 0.5, "D1": 0.8},
     values={"A": 0.5, "B": 0.1, "C": 0.3, "D": 0.9, "B1": 0.2, "B2": 0.2, "C1": 0.3, "D1": 0.9},
 )
-
-
-def _order(models: FakeModels) -> list[str]:
-    return [step_to_execute(c) for c in models.recorder.by_role("executor")]
 
 
 @pytest.mark.parametrize(
@@ -62,7 +58,7 @@ async def test_each_strategy_orders_the_same_tree_its_own_way(
     )
 
     assert result.status == "done"
-    assert _order(models) == expected
+    assert executed_steps(models) == expected
 
 
 async def test_pruned_candidates_do_not_run_while_live_ones_give_the_paths_wanted(
@@ -83,8 +79,8 @@ async def test_pruned_candidates_do_not_run_while_live_ones_give_the_paths_wante
         "n1.2": "score 0.10 below 0.20: judged weak",
         "n1.3": "not viable: judged off topic",
     }
-    assert "weak" not in _order(models)
-    assert "off topic" not in _order(models)
+    assert "weak" not in executed_steps(models)
+    assert "off topic" not in executed_steps(models)
     assert all("Step to execute: weak" not in c.prompt for c in models.recorder.calls)
     assert result.metrics["nodes_by_status"]["pruned"] == 2
     assert events.of("revived") == []  # the reserve waits for paths still wanted
@@ -119,7 +115,7 @@ async def test_a_favoured_branch_that_dead_ends_makes_the_search_backtrack(
         RunParams(strategy=strategy, max_concurrency=1, beam_width=1),  # type: ignore[arg-type]
     )
 
-    assert _order(models) == ["A", "favourite", "fallback"]
+    assert executed_steps(models) == ["A", "favourite", "fallback"]
     assert result.answer == "answer via fallback"
 
 
@@ -136,7 +132,7 @@ async def test_early_stop_ends_the_search_once_a_path_is_good_enough(
 
     assert result.stop_reason == "early_stop"
     assert result.path == ["n1", "n1.3", "n1.3.1"]  # A → D → D1 (value 0.9, three steps)
-    assert "B1" not in _order(models)
+    assert "B1" not in executed_steps(models)
     assert events.types()[-2:] in (["vote", "done"],)
 
 

@@ -1,10 +1,11 @@
-"""The real app served by uvicorn on a free loopback port, inside the test's event loop."""
+"""The real app (or any ASGI app) served by uvicorn on a free loopback port, inside the test's
+event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +40,18 @@ async def serve(
     models = FakeModels(script)
     factory = ThroughPolicy(models, settings, limiters=limiters) if policy else models
     app = create_app(settings, models=factory, tools=tools or [])
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    async with (
+        serving(app, lifespan="on") as url,
+        httpx.AsyncClient(base_url=url, timeout=20) as client,
+    ):
+        yield Service(url=url, client=client, models=models)
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Callable[..., Any], **options: Any) -> AsyncIterator[str]:
+    """Serve the ASGI `app` with uvicorn (`options` for its config) on a free loopback port;
+    yields its base URL once it accepts connections, and stops it after."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", **options)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:
@@ -49,9 +61,7 @@ async def serve(
                     task.result()  # surfaces a start-up failure
                 await asyncio.sleep(0.01)  # polling uvicorn's flag: it has no start event
         port = server.servers[0].sockets[0].getsockname()[1]
-        url = f"http://127.0.0.1:{port}"
-        async with httpx.AsyncClient(base_url=url, timeout=20) as client:
-            yield Service(url=url, client=client, models=models)
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         await task

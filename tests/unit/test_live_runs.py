@@ -21,6 +21,12 @@ async def _launched(lives: LiveRuns, run_id: str = "r1") -> LiveRun:
     return live
 
 
+def _assert_cannot_end_or_be_cancelled(live: LiveRun) -> None:
+    assert not live.cancel()
+    with pytest.raises(IllegalTransition):
+        live.end()
+
+
 async def test_a_run_starts_queued_and_runs_once_it_has_a_slot() -> None:
     lives = LiveRuns()
     live = lives.launch("r1", [], _idle)
@@ -91,9 +97,7 @@ def test_an_ended_run_ignores_a_late_lease_loss_and_cannot_be_cancelled() -> Non
     live.lose()
 
     assert live.phase is Phase.ENDED
-    assert not live.cancel()
-    with pytest.raises(IllegalTransition):
-        live.end()
+    _assert_cannot_end_or_be_cancelled(live)
 
 
 def test_a_paused_run_neither_writes_nor_holds_its_lease_and_cannot_end_or_be_cancelled() -> None:
@@ -106,9 +110,7 @@ def test_a_paused_run_neither_writes_nor_holds_its_lease_and_cannot_end_or_be_ca
     assert live.phase is Phase.PAUSED
     assert not live.may_write
     assert not live.holds_lease
-    assert not live.cancel()
-    with pytest.raises(IllegalTransition):
-        live.end()
+    _assert_cannot_end_or_be_cancelled(live)
 
 
 def test_a_stop_delivered_while_queued_wins_over_the_slot() -> None:

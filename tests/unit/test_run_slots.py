@@ -14,6 +14,16 @@ async def _settle() -> None:
         await asyncio.sleep(0)
 
 
+async def _b_started_while_a_is_in_its_tool() -> tuple[RunSlots, object, object]:
+    """Slots of limit 1: job `a` started and went into a tool call, then job `b` started."""
+    slots = RunSlots(1)
+    a, b = object(), object()
+    slots.started(a)
+    await slots.to_tool(a)
+    slots.started(b)
+    return slots, a, b
+
+
 async def test_a_job_in_a_tool_call_frees_its_model_slot_for_a_new_job() -> None:
     slots = RunSlots(2)
     a, b = object(), object()
@@ -29,11 +39,7 @@ async def test_a_job_in_a_tool_call_frees_its_model_slot_for_a_new_job() -> None
 
 
 async def test_tool_slots_are_bounded_and_a_waiting_job_holds_no_model_slot() -> None:
-    slots = RunSlots(1)
-    a, b = object(), object()
-    slots.started(a)
-    await slots.to_tool(a)
-    slots.started(b)
+    slots, a, b = await _b_started_while_a_is_in_its_tool()
 
     waiting = asyncio.create_task(slots.to_tool(b))  # the one tool slot is a's
     await _settle()
@@ -48,11 +54,7 @@ async def test_tool_slots_are_bounded_and_a_waiting_job_holds_no_model_slot() ->
 
 
 async def test_a_job_back_from_its_tool_waits_for_a_model_slot_ahead_of_new_jobs() -> None:
-    slots = RunSlots(1)
-    a, b = object(), object()
-    slots.started(a)
-    await slots.to_tool(a)
-    slots.started(b)  # took the model slot a gave back
+    slots, a, b = await _b_started_while_a_is_in_its_tool()  # b took the model slot a gave back
 
     back = asyncio.create_task(slots.to_model(a))
     await _settle()
@@ -66,11 +68,7 @@ async def test_a_job_back_from_its_tool_waits_for_a_model_slot_ahead_of_new_jobs
 
 
 async def test_a_parallel_tool_call_waits_with_its_job_and_an_ended_job_frees_waiters() -> None:
-    slots = RunSlots(1)
-    a, b = object(), object()
-    slots.started(a)
-    await slots.to_tool(a)
-    slots.started(b)
+    slots, a, b = await _b_started_while_a_is_in_its_tool()
     first = asyncio.create_task(slots.to_tool(b))
     second = asyncio.create_task(slots.to_tool(b))  # b's parallel call: same tool slot
     await _settle()

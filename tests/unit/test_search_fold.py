@@ -26,6 +26,14 @@ def _executed(fold: TreeFold, node_id: str = "n1") -> None:
     fold.take_events()
 
 
+def _expanded(outcome: ExpandOutcome, **params: object) -> TreeFold:
+    """A fold (with `params`) whose root ran and was then expanded as `outcome` says."""
+    fold = _fold(**params)
+    _executed(fold)
+    fold.apply(Job("expand", "n1"), outcome, METRICS)
+    return fold
+
+
 def test_a_started_step_is_running_and_announced() -> None:
     fold = _fold()
 
@@ -48,8 +56,6 @@ def test_a_finished_step_is_stored_and_reported_with_the_metrics() -> None:
 
 
 def test_an_expansion_backs_up_progress_creates_judged_children_and_prunes_weak_ones() -> None:
-    fold = _fold(min_score=0.3)
-    _executed(fold)
     outcome = ExpandOutcome(
         complete=False,
         steps=["good", "weak"],
@@ -58,7 +64,7 @@ def test_an_expansion_backs_up_progress_creates_judged_children_and_prunes_weak_
         scores=[Judged(0.8, True, "direct"), Judged(0.1, True, "tangent")],
     )
 
-    fold.apply(Job("expand", "n1"), outcome, METRICS)
+    fold = _expanded(outcome, min_score=0.3)
 
     nodes = fold.nodes
     assert (nodes["n1"]["score"], nodes["n1"]["value_sum"], nodes["n1"]["visits"]) == (0.6, 0.6, 1)
@@ -76,24 +82,14 @@ def test_an_expansion_backs_up_progress_creates_judged_children_and_prunes_weak_
 
 
 def test_a_path_whose_every_child_is_pruned_is_complete() -> None:
-    fold = _fold()
-    _executed(fold)
-
-    fold.apply(
-        Job("expand", "n1"),
-        ExpandOutcome(False, ["x"], [], scores=[Judged(0.9, False, "off topic")]),
-        METRICS,
-    )
+    fold = _expanded(ExpandOutcome(False, ["x"], [], scores=[Judged(0.9, False, "off topic")]))
 
     assert fold.nodes["n1"]["complete"] is True
     assert fold.nodes["n1.1"]["error"] == "not viable: off topic"
 
 
 def test_unjudged_children_have_no_prior_and_are_never_pruned() -> None:
-    fold = _fold(min_score=0.9)
-    _executed(fold)
-
-    fold.apply(Job("expand", "n1"), ExpandOutcome(False, ["x", "y"], []), METRICS)
+    fold = _expanded(ExpandOutcome(False, ["x", "y"], []), min_score=0.9)
 
     assert [(fold.nodes[i]["prior"], fold.nodes[i]["status"]) for i in ("n1.1", "n1.2")] == [
         (None, "pending"),
@@ -102,10 +98,7 @@ def test_unjudged_children_have_no_prior_and_are_never_pruned() -> None:
 
 
 def test_children_beyond_max_nodes_are_dropped_and_the_tree_is_capped() -> None:
-    fold = _fold(max_nodes=2)
-    _executed(fold)
-
-    fold.apply(Job("expand", "n1"), ExpandOutcome(False, ["x", "y"], []), METRICS)
+    fold = _expanded(ExpandOutcome(False, ["x", "y"], []), max_nodes=2)
 
     assert sorted(fold.nodes) == ["n1", "n1.1"]
     assert fold.capped is True
@@ -175,8 +168,6 @@ def test_prune_reasons_name_the_rule_and_the_judges_reason() -> None:
 def test_an_expansion_without_a_progress_score_is_observed_through_its_best_live_candidate() -> (
     None
 ):
-    fold = _fold(min_score=0.3)
-    _executed(fold)
     outcome = ExpandOutcome(
         complete=False,
         steps=["weak", "good", "off"],
@@ -184,7 +175,7 @@ def test_an_expansion_without_a_progress_score_is_observed_through_its_best_live
         scores=[Judged(0.1, True, ""), Judged(0.7, True, ""), Judged(0.9, False, "off topic")],
     )
 
-    fold.apply(Job("expand", "n1"), outcome, METRICS)
+    fold = _expanded(outcome, min_score=0.3)
 
     # 0.9 is not viable and 0.1 is pruned: the best live score, 0.7, is one visit of n1.
     assert (fold.nodes["n1"]["score"], fold.nodes["n1"]["value_sum"]) == (None, 0.7)
@@ -203,10 +194,8 @@ def test_an_expansion_with_only_unscored_or_no_live_candidates_backs_nothing_up(
 
 
 def test_events_that_move_values_carry_the_engines_node_value_up_the_path() -> None:
-    fold = _fold()
-    _executed(fold)
     judged = [Judged(0.8, True, ""), Judged(0.4, True, "")]
-    fold.apply(Job("expand", "n1"), ExpandOutcome(False, ["B", "C"], [], scores=judged), METRICS)
+    fold = _expanded(ExpandOutcome(False, ["B", "C"], [], scores=judged))
     fold.take_events()
 
     fold.started(Job("execute", "n1.1"))
@@ -219,15 +208,13 @@ def test_events_that_move_values_carry_the_engines_node_value_up_the_path() -> N
 
 
 def test_the_reserve_revives_the_best_judged_prune_and_never_a_callers() -> None:
-    fold = _fold(min_score=0.3)
-    _executed(fold)
     outcome = ExpandOutcome(
         complete=False,
         steps=["weak", "weaker", "mine"],
         dropped=[],
         scores=[Judged(0.2, True, "tangent"), Judged(0.1, True, ""), Judged(0.9, True, "")],
     )
-    fold.apply(Job("expand", "n1"), outcome, METRICS)
+    fold = _expanded(outcome, min_score=0.3)
     # The caller prunes the one live candidate, n1.3 (as agents/steering.py does).
     steered = steer(fold.nodes, SteerCommand(id=1, command="prune", node_id="n1.3"), fold.params)
     for record in steered.updates.values():

@@ -10,32 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.__main__ import main
+from tests.support.bench import run_bench
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+# Two questions, the single chain and the default search, at most 8 model calls a question.
+OPTIONS = ("--limit", "2", "--model", "local", "--configs", "chain,mcts", "--budget", "8")
 
 
 def test_two_questions_with_the_bundled_model_end_to_end(tmp_path: Path) -> None:
-    results = tmp_path / "results"
-
-    code = main(
-        [
-            "--only",
-            "multihop",
-            "--limit",
-            "2",
-            "--model",
-            "local",
-            "--configs",
-            "chain,mcts",
-            "--budget",
-            "8",
-            "--results",
-            str(results),
-            "--docs",
-            str(tmp_path / "b.md"),
-        ]
-    )
+    code, results = run_bench("multihop", tmp_path, *OPTIONS)
 
     out = json.loads((results / "multihop.json").read_text(encoding="utf-8"))
     assert code == 0

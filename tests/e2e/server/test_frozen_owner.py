@@ -19,8 +19,9 @@ from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator, SimRequest, Text
 from testkit.gemini_sim import Reply as SimReply
 from testkit.process import ServerProcess
-from testkit.storm import BODY, check_history
+from testkit.storm import BODY
 from testkit.waiting import wait_for
+from tests.support.storm import assert_whole_history
 
 logger = logging.getLogger(__name__)
 pytestmark = pytest.mark.timeout(300)
@@ -108,9 +109,7 @@ def test_a_frozen_owner_woken_after_its_runs_were_taken_over_writes_nothing(
         stale_answered = [r for r in sim.requests if r.api_key == FROZEN_KEY and r.status == 200]
 
     for run_id, events in zip(run_ids, histories, strict=True):
-        history = check_history(taker.url, run_id, events)
-        assert history.whole, (run_id, history.problems)
-        assert history.terminal == "done"
+        assert assert_whole_history(taker.url, run_id, events) == "done"
         assert after[run_id] == traces[run_id]  # nothing landed after the wake-up
         assert STALE not in after[run_id]
     assert len([r for r in stale_answered if HELD_STEP in r.prompt]) == RUNS

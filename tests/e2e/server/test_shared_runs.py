@@ -18,19 +18,12 @@ from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator, SimRequest
 from testkit.gemini_sim import Reply as SimReply
 from testkit.process import ServerProcess, start_side_by_side
-from testkit.storm import BODY, check_history, storm
-from tests.support.storm import assert_whole
+from testkit.storm import BODY, storm
+from tests.support.storm import assert_whole, assert_whole_history
 
 logger = logging.getLogger(__name__)
 # Several service processes start and work on 2 shared cores: minutes, not the default 2.
 pytestmark = pytest.mark.timeout(600)
-
-
-def check_whole(url: str, run_id: str, events: list[Event]) -> str | None:
-    """The history rules for one run, asserted; its terminal type."""
-    history = check_history(url, run_id, events)
-    assert history.whole, (run_id, history.problems)
-    return history.terminal
 
 
 def test_two_serve_processes_share_one_sqlite_data_dir(
@@ -117,7 +110,7 @@ def test_a_stream_and_a_cancel_on_the_process_that_does_not_own_the_run(
         script.release.set()
 
     assert cancelled["status"] == "cancelled"
-    assert check_whole(other.url, run_id, events) == "cancelled"
+    assert assert_whole_history(other.url, run_id, events) == "cancelled"
     assert "node_started" in [kind for _, kind, _ in events]  # followed live, not replayed only
     logger.info("%s: cancel through the other process took %.3fs", backend, cancel_s)
 
@@ -148,7 +141,7 @@ def test_a_killed_owners_run_is_finished_by_another_process_after_its_lease_expi
         taken_s = time.monotonic() - killed_at
         executed_after = _executed(sim.requests[seen:])
 
-    assert check_whole(other.url, run_id, events) == "done"
+    assert assert_whole_history(other.url, run_id, events) == "done"
     assert events[: len(before)] == before  # the history went on, no id reused
     assert "Find sources" in executed_before
     assert "Find sources" not in executed_after  # a completed node never runs again

@@ -3,7 +3,9 @@ show at the end; a run can be cancelled, reloaded mid-run, and reopened from the
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import AsyncIterator
 
 from playwright.async_api import Page, expect
 
@@ -11,6 +13,7 @@ from testkit.gate import Gate
 from testkit.scenario import Scenario
 from tests.support.browser import BROWSER_TESTS, node, node_ids, open_page, run_id_of
 from tests.support.makers import ServiceMaker
+from tests.support.server import Service
 
 pytestmark = BROWSER_TESTS
 
@@ -18,21 +21,26 @@ pytestmark = BROWSER_TESTS
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C"]})
 
 
-async def start_from_form(page: Page, task: str) -> None:
-    await page.fill("#task", task)
-    await page.fill("#param-max_paths", "2")
-    await page.select_option("#param-strategy", "dfs")  # runs B and C side by side
-    await page.click("#start")
+@contextlib.asynccontextmanager
+async def started_from_form(
+    page: Page, service_for: ServiceMaker, task: str
+) -> AsyncIterator[tuple[Gate, Service]]:
+    """The page on a service of TREE with B's executor held by the gate, and a run of `task`
+    started from its form: the gate and the service."""
+    gate = Gate(TREE, "B")
+    async with service_for(gate) as svc:
+        await open_page(page, svc.url)
+        await page.fill("#task", task)
+        await page.fill("#param-max_paths", "2")
+        await page.select_option("#param-strategy", "dfs")  # runs B and C side by side
+        await page.click("#start")
+        yield gate, svc
 
 
 async def test_a_started_run_grows_live_and_ends_with_the_voted_path_highlighted(
     page: Page, service_for: ServiceMaker
 ) -> None:
-    gate = Gate(TREE, "B")
-    async with service_for(gate) as svc:
-        await open_page(page, svc.url)
-        await start_from_form(page, "Which branch answers best?")
-
+    async with started_from_form(page, service_for, "Which branch answers best?") as (gate, svc):
         await expect(node(page, "A")).to_have_attribute("data-status", "done")
         await expect(node(page, "B")).to_have_attribute("data-status", "running")
         await expect(node(page, "C")).to_have_class(re.compile(r"\bcandidate\b"))
@@ -66,10 +74,7 @@ async def test_a_started_run_grows_live_and_ends_with_the_voted_path_highlighted
 async def test_cancel_stops_the_running_run_and_its_steps(
     page: Page, service_for: ServiceMaker
 ) -> None:
-    gate = Gate(TREE, "B")
-    async with service_for(gate) as svc:
-        await open_page(page, svc.url)
-        await start_from_form(page, "Cancel me")
+    async with started_from_form(page, service_for, "Cancel me") as (gate, svc):
         await expect(node(page, "B")).to_have_attribute("data-status", "running")
         await page.click("#cancel")
 
@@ -87,10 +92,7 @@ async def test_cancel_stops_the_running_run_and_its_steps(
 async def test_a_reload_mid_run_restores_the_tree_and_follows_the_rest(
     page: Page, service_for: ServiceMaker
 ) -> None:
-    gate = Gate(TREE, "B")
-    async with service_for(gate) as svc:
-        await open_page(page, svc.url)
-        await start_from_form(page, "Reload me")
+    async with started_from_form(page, service_for, "Reload me") as (gate, _):
         await expect(node(page, "C")).to_have_class(re.compile(r"\bcandidate\b"))
         before = await node_ids(page, ".node")
         address = page.url

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from playwright.async_api import Page, expect
 
-from testkit.fakes import step_to_execute
+from testkit.fakes import executed_steps
 from testkit.gate import Gate
 from testkit.scenario import Scenario
 from tests.support.browser import BROWSER_TESTS, node, open_page, run_id_of
@@ -67,6 +67,6 @@ async def test_prune_and_add_step_buttons_steer_the_running_search(
         await expect(node(page, "D")).to_have_attribute("data-status", "done")
         await expect(page.locator("#node-steer")).to_be_hidden()  # an ended run takes none
 
-    executed = [step_to_execute(c) for c in svc.models.recorder.by_role("executor")]
+    executed = executed_steps(svc.models)
     assert "C" not in executed
     assert "D" in executed

@@ -6,7 +6,9 @@ also after the service was restarted."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -14,6 +16,7 @@ import httpx
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
 from tests.support.mcp import mcp_session
+from tests.support.server import Service
 
 TREE = Scenario(plan=["A", "B"], replans={"A": ["B"]})
 BODY = {"task": "What is B?", "max_paths": 1, "approve_plan": True}
@@ -34,6 +37,14 @@ async def events_until(client: httpx.AsyncClient, run_id: str, last: str) -> lis
 async def waiting_run(client: httpx.AsyncClient) -> tuple[str, list[dict[str, Any]]]:
     run_id: str = (await client.post("/runs", json=BODY)).json()["run_id"]
     return run_id, await events_until(client, run_id, "interrupt")
+
+
+@contextlib.asynccontextmanager
+async def waiting_service(service_for: ServiceMaker) -> AsyncIterator[tuple[Service, str]]:
+    """A service of TREE holding one run waiting at its plan, and that run's id."""
+    async with service_for(TREE) as svc:
+        run_id, _ = await waiting_run(svc.client)
+        yield svc, run_id
 
 
 async def test_a_run_waits_at_its_plan_without_calls_then_runs_it_when_approved(
@@ -70,8 +81,7 @@ async def test_a_run_waits_at_its_plan_without_calls_then_runs_it_when_approved(
 async def test_a_rejected_plan_ends_the_run_cancelled_without_a_search_call(
     service_for: ServiceMaker,
 ) -> None:
-    async with service_for(TREE) as svc:
-        run_id, _ = await waiting_run(svc.client)
+    async with waiting_service(service_for) as (svc, run_id):
         await svc.client.post(f"/runs/{run_id}/resume", json={"action": "reject"})
         after = await events_until(svc.client, run_id, "cancelled")
         run = (await svc.client.get(f"/runs/{run_id}")).json()
@@ -103,8 +113,7 @@ async def test_an_edited_plan_is_followed_after_a_restart_of_the_service(
 
 
 async def test_a_cancel_ends_a_waiting_run(service_for: ServiceMaker) -> None:
-    async with service_for(TREE) as svc:
-        run_id, _ = await waiting_run(svc.client)
+    async with waiting_service(service_for) as (svc, run_id):
         cancelled = await svc.client.post(f"/runs/{run_id}/cancel")
 
     assert cancelled.json()["status"] == "cancelled"
@@ -113,8 +122,7 @@ async def test_a_cancel_ends_a_waiting_run(service_for: ServiceMaker) -> None:
 async def test_answers_that_make_no_sense_are_422_and_a_run_not_waiting_409(
     service_for: ServiceMaker,
 ) -> None:
-    async with service_for(TREE) as svc:
-        run_id, _ = await waiting_run(svc.client)
+    async with waiting_service(service_for) as (svc, run_id):
         bad = [
             await svc.client.post(f"/runs/{run_id}/resume", json=body)
             for body in (

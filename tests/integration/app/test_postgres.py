@@ -11,8 +11,8 @@ from agents.engine import Engine
 from agents.params import RunParams
 from app.settings import Settings
 from testkit.fakes import FakeModels
-from testkit.gate import Gate
 from testkit.scenario import Scenario
+from tests.support.held_runs import service_with_held_run
 from tests.support.makers import ServiceMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C"]})
@@ -45,12 +45,9 @@ async def test_solve_rejoin_and_list_on_postgres(
 
 
 async def test_cancel_on_postgres(service_for: ServiceMaker, postgres_url: str) -> None:
-    gate = Gate()
-    async with service_for(gate, database_url=postgres_url) as svc:
-        run_id = (
-            await svc.client.post("/runs", json={"task": "t", "max_paths": 1, "use_cache": False})
-        ).json()["run_id"]
-        await gate.reached()
+    body = {"task": "t", "max_paths": 1, "use_cache": False}
+    held = service_with_held_run(service_for, body, database_url=postgres_url)
+    async with held as (svc, gate, run_id):
         cancelled = (await svc.client.post(f"/runs/{run_id}/cancel")).json()
 
     assert cancelled["status"] == "cancelled"

@@ -13,6 +13,7 @@ from app.runs.retention import Retention
 from app.settings import Settings
 from app.store.sqlite import SqliteRunStore
 from testkit.gate import Gate
+from tests.support.held_runs import service_with_held_run
 from tests.support.makers import Opener, ServiceMaker
 from tests.support.runs import held_run
 
@@ -56,10 +57,7 @@ async def test_the_sweep_deletes_only_runs_that_ended_before_the_cutoff(
 async def test_delete_answers_409_while_a_run_is_open_then_204_then_404(
     service_for: ServiceMaker,
 ) -> None:
-    gate = Gate()
-    async with service_for(gate) as svc:
-        run_id = (await svc.client.post("/runs", json=GATED)).json()["run_id"]
-        await gate.reached()
+    async with service_with_held_run(service_for, GATED) as (svc, gate, run_id):
         refused = await svc.client.delete(f"/runs/{run_id}")
         gate.release.set()
         stream = (await svc.client.get(f"/runs/{run_id}/events")).text  # to its end

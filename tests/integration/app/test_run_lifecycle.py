@@ -8,6 +8,7 @@ from httpx_sse import aconnect_sse
 
 from testkit.gate import TREE_TO_B as TREE
 from testkit.gate import Gate
+from tests.support.held_runs import service_with_held_run
 from tests.support.makers import ServiceMaker
 
 BODY = {"task": "t", "max_paths": 1}
@@ -24,10 +25,7 @@ async def _terminal(svc_client: object, run_id: str) -> list[str]:
 async def test_cancel_during_a_run_stops_its_calls_and_ends_with_cancelled(
     service_for: ServiceMaker,
 ) -> None:
-    gate = Gate()
-    async with service_for(gate) as svc:
-        run_id = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
-        await gate.reached()
+    async with service_with_held_run(service_for, BODY) as (svc, gate, run_id):
         cancelled = await svc.client.post(f"/runs/{run_id}/cancel")
         again = await svc.client.post(f"/runs/{run_id}/cancel")
         types = await _terminal(svc.client, run_id)
@@ -41,10 +39,7 @@ async def test_cancel_during_a_run_stops_its_calls_and_ends_with_cancelled(
 
 
 async def test_cancel_before_start_ends_a_queued_run(service_for: ServiceMaker) -> None:
-    gate = Gate()
-    async with service_for(gate, max_active_runs=1) as svc:
-        first = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
-        await gate.reached()
+    async with service_with_held_run(service_for, BODY, max_active_runs=1) as (svc, gate, first):
         queued = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
         status_before = (await svc.client.get(f"/runs/{queued}")).json()["status"]
         cancelled = (await svc.client.post(f"/runs/{queued}/cancel")).json()
@@ -71,10 +66,8 @@ async def test_cancel_after_the_end_is_a_no_op(service_for: ServiceMaker) -> Non
 
 
 async def test_a_full_queue_answers_429_with_retry_after(service_for: ServiceMaker) -> None:
-    gate = Gate()
-    async with service_for(gate, max_active_runs=1, max_queued_runs=1) as svc:
-        await svc.client.post("/runs", json=BODY)
-        await gate.reached()
+    held = service_with_held_run(service_for, BODY, max_active_runs=1, max_queued_runs=1)
+    async with held as (svc, gate, _):
         second = await svc.client.post("/runs", json=BODY)
         third = await svc.client.post("/runs", json=BODY)
         gate.release.set()

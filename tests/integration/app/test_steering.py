@@ -5,7 +5,6 @@ that has ended is a 409."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -14,8 +13,10 @@ import pytest
 from pydantic import SecretStr
 
 from app.runs import manager
-from testkit.fakes import FakeCall, Reply, step_to_execute
+from testkit.fakes import executed_steps
+from testkit.gate import Gate
 from testkit.scenario import Scenario
+from tests.support.held_runs import start_held
 from tests.support.makers import ServiceMaker
 
 ALICE = "alice-secret-4d1c"
@@ -24,20 +25,9 @@ AS_ALICE = {"Authorization": f"Bearer {ALICE}"}
 BODY = {"task": "t", "max_paths": 5, "max_concurrency": 1}
 
 
-class HeldAtB(Scenario):
-    """A -> B, C, E; the executor of B waits until `release`, so commands sent meanwhile
-    land before the next round."""
-
-    def __init__(self) -> None:
-        super().__init__(plan=["A"], replans={"A": ["B", "C", "E"]})
-        self.b_started = asyncio.Event()
-        self.release = asyncio.Event()
-
-    async def __call__(self, call: FakeCall) -> Reply:
-        if call.role == "executor" and step_to_execute(call) == "B":
-            self.b_started.set()
-            await self.release.wait()
-        return self.reply(call)
+# A -> B, C, E; a gate on it holds B's executor, so commands sent meanwhile land before the
+# next round.
+TREE = Scenario(plan=["A"], replans={"A": ["B", "C", "E"]})
 
 
 async def events_to_end(client: httpx.AsyncClient, run_id: str) -> list[dict[str, Any]]:
@@ -50,11 +40,9 @@ async def events_to_end(client: httpx.AsyncClient, run_id: str) -> list[dict[str
 async def test_a_pruned_subtree_never_runs_and_an_added_step_runs(
     service_for: ServiceMaker,
 ) -> None:
-    scenario = HeldAtB()
-    async with service_for(scenario, **KEYS) as svc:
-        run_id = (await svc.client.post("/runs", json=BODY, headers=AS_ALICE)).json()["run_id"]
-        async with asyncio.timeout(20):
-            await scenario.b_started.wait()
+    gate = Gate(TREE)
+    async with service_for(gate, **KEYS) as svc:
+        run_id = await start_held(svc.client, gate, BODY, headers=AS_ALICE, within_s=20)
         nodes = {
             n["step"]: n["id"]
             for n in (await svc.client.get(f"/runs/{run_id}", headers=AS_ALICE)).json()["nodes"]
@@ -68,14 +56,14 @@ async def test_a_pruned_subtree_never_runs_and_an_added_step_runs(
                 {"command": "boost", "node_id": nodes["A"]},
             )
         ]
-        scenario.release.set()
+        gate.release.set()
         events = await events_to_end(svc.client, run_id)
         run = (await svc.client.get(f"/runs/{run_id}", headers=AS_ALICE)).json()
         late = await svc.client.post(
             f"/runs/{run_id}/commands", json={"command": "prune", "node_id": "n1"}, headers=AS_ALICE
         )
 
-    executed = [step_to_execute(c) for c in svc.models.recorder.by_role("executor")]
+    executed = executed_steps(svc.models)
     assert [r.status_code for r in sent] == [202] * 4
     assert [r.json()["command_id"] for r in sent] == [1, 2, 3, 4]
     assert "C" not in executed
@@ -103,15 +91,13 @@ async def test_a_pruned_subtree_never_runs_and_an_added_step_runs(
 async def test_a_command_for_an_unknown_node_is_refused_in_its_event(
     service_for: ServiceMaker,
 ) -> None:
-    scenario = HeldAtB()
-    async with service_for(scenario) as svc:
-        run_id = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
-        async with asyncio.timeout(20):
-            await scenario.b_started.wait()
+    gate = Gate(TREE)
+    async with service_for(gate) as svc:
+        run_id = await start_held(svc.client, gate, BODY, within_s=20)
         sent = await svc.client.post(
             f"/runs/{run_id}/commands", json={"command": "prune", "node_id": "n9.9"}
         )
-        scenario.release.set()
+        gate.release.set()
         response = await svc.client.get(f"/runs/{run_id}/events", timeout=30)
 
     steered = [
@@ -153,18 +139,16 @@ async def test_a_run_takes_at_most_its_share_of_commands(
     service_for: ServiceMaker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(manager, "MAX_COMMANDS_PER_RUN", 2)
-    scenario = HeldAtB()
-    async with service_for(scenario) as svc:
-        run_id = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
-        async with asyncio.timeout(20):
-            await scenario.b_started.wait()
+    gate = Gate(TREE)
+    async with service_for(gate) as svc:
+        run_id = await start_held(svc.client, gate, BODY, within_s=20)
         sent = [
             await svc.client.post(
                 f"/runs/{run_id}/commands", json={"command": "boost", "node_id": "n1.3"}
             )
             for _ in range(3)
         ]
-        scenario.release.set()
+        gate.release.set()
 
     assert [r.status_code for r in sent] == [202, 202, 429]
     assert sent[-1].json()["code"] == "too_many_commands"

@@ -44,6 +44,23 @@ def _run(thread_id: str, task: str, at: datetime) -> RunRecord:
     )
 
 
+async def _check_migrated(store: SqliteRunStore | PostgresRunStore) -> None:
+    """The run "old", written before threads, reads back on no thread, and a new run on a new
+    thread is listed with that thread; `store` is closed."""
+    try:
+        old = await store.get_run("old")
+        await store.create_thread(ThreadRecord(id="t1", created_at=datetime.now(UTC)))
+        record = _run("t1", "new", datetime.now(UTC))
+        await store.create_run(record)
+        on_thread = await store.thread_runs("t1")
+    finally:
+        await store.close()
+
+    assert old is not None
+    assert old.thread_id is None
+    assert [r.id for r in on_thread] == [record.id]
+
+
 async def test_a_thread_lists_its_runs_oldest_first_and_deletes_them_once_ended(
     open_store: Opener,
 ) -> None:
@@ -113,18 +130,7 @@ async def test_a_runs_table_from_before_threads_gets_the_thread_column_sqlite(
         )
     db.close()
     store = await SqliteRunStore.open(path)
-    try:
-        old = await store.get_run("old")
-        await store.create_thread(ThreadRecord(id="t1", created_at=datetime.now(UTC)))
-        record = _run("t1", "new", datetime.now(UTC))
-        await store.create_run(record)
-        on_thread = await store.thread_runs("t1")
-    finally:
-        await store.close()
-
-    assert old is not None
-    assert old.thread_id is None
-    assert [r.id for r in on_thread] == [record.id]
+    await _check_migrated(store)
 
 
 async def test_a_runs_table_from_before_threads_gets_the_thread_column_postgres(
@@ -137,15 +143,4 @@ async def test_a_runs_table_from_before_threads_gets_the_thread_column_postgres(
             " VALUES ('old', 't', '{}', 'done', now(), now())"
         )
     store = await PostgresRunStore.open(postgres_url)
-    try:
-        old = await store.get_run("old")
-        await store.create_thread(ThreadRecord(id="t1", created_at=datetime.now(UTC)))
-        record = _run("t1", "new", datetime.now(UTC))
-        await store.create_run(record)
-        on_thread = await store.thread_runs("t1")
-    finally:
-        await store.close()
-
-    assert old is not None
-    assert old.thread_id is None
-    assert [r.id for r in on_thread] == [record.id]
+    await _check_migrated(store)

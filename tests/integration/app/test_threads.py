@@ -10,13 +10,13 @@ from typing import Any
 
 import httpx
 from langchain_core.messages import AIMessage
-from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import SecretStr
 
 from testkit.fakes import FakeCall, Reply, last_done_step, step_to_execute, tool_call
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
-from tools.results import Hit, ToolResult, render_hits
+from tests.support.page_search import PageSearch
+from tools.results import Hit
 
 CAPITAL_URL = "https://en.wikipedia.org/wiki/France"
 PAGES = {
@@ -38,25 +38,6 @@ FOLLOW_UP = "Which river flows through the capital of France?"
 KNOWN_BLOCK = "Already known from earlier questions on this thread"
 _ITEM = re.compile(r"^\[(E\d+)\] ", re.MULTILINE)
 _TASK = re.compile(r"^Task: (.*)$", re.MULTILINE)
-
-
-class Searches:
-    """The search tool, with the queries it was asked."""
-
-    def __init__(self) -> None:
-        self.queries: list[str] = []
-
-    def tool(self) -> BaseTool:
-        async def search(query: str) -> ToolResult:
-            self.queries.append(query)
-            return render_hits("search", query, [PAGES[query]], 3000)
-
-        return StructuredTool.from_function(
-            coroutine=search,
-            name="search",
-            description="Search the web.",
-            response_format="content_and_artifact",
-        )
 
 
 def evidence_id(prompt: str, quote: str) -> str | None:
@@ -123,7 +104,7 @@ async def ask(client: httpx.AsyncClient, task: str, **extra: Any) -> dict[str, A
 async def test_a_follow_up_on_a_thread_searches_less_and_cites_the_earlier_evidence(
     service_for: ServiceMaker,
 ) -> None:
-    cold_search, thread_search = Searches(), Searches()
+    cold_search, thread_search = PageSearch(PAGES), PageSearch(PAGES)
     async with service_for(reader(), tools=[cold_search.tool()]) as svc:
         await ask(svc.client, FOLLOW_UP)
     async with service_for(reader(), tools=[thread_search.tool()]) as svc:
@@ -147,7 +128,7 @@ async def test_a_follow_up_on_a_thread_searches_less_and_cites_the_earlier_evide
 
 
 async def test_deleting_a_thread_deletes_its_runs(service_for: ServiceMaker) -> None:
-    searches = Searches()
+    searches = PageSearch(PAGES)
     async with service_for(reader(), tools=[searches.tool()]) as svc:
         thread_id = (await svc.client.post("/threads")).json()["thread_id"]
         run = await ask(svc.client, FIRST, thread_id=thread_id)
@@ -171,7 +152,7 @@ def as_(key: str) -> dict[str, str]:
 async def test_another_key_gets_404_for_a_thread_and_cannot_ask_on_it(
     service_for: ServiceMaker,
 ) -> None:
-    async with service_for(reader(), tools=[Searches().tool()], **KEYS) as svc:
+    async with service_for(reader(), tools=[PageSearch(PAGES).tool()], **KEYS) as svc:
         made = await svc.client.post("/threads", headers=as_(ALICE))
         thread_id = made.json()["thread_id"]
         by_bob = {
@@ -195,7 +176,7 @@ async def test_another_key_gets_404_for_a_thread_and_cannot_ask_on_it(
 
 
 async def test_a_malformed_thread_id_is_a_422_not_a_500(service_for: ServiceMaker) -> None:
-    async with service_for(reader(), tools=[Searches().tool()]) as svc:
+    async with service_for(reader(), tools=[PageSearch(PAGES).tool()]) as svc:
         body = await svc.client.post("/runs", json={"task": FIRST, "thread_id": "no/such id"})
         path = await svc.client.get("/threads/" + "x" * 65)
         missing = await svc.client.post("/runs", json={"task": FIRST, "thread_id": "abc"})

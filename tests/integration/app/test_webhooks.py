@@ -16,7 +16,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from pydantic import SecretStr
 
 from agents.params import RunParams
@@ -28,6 +27,7 @@ from app.webhooks.delivery import DeliveryPolicy, WebhookSender
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
+from tests.support.server import serving
 
 TREE = Scenario(plan=["A"], replans={"A": []})
 SECRET_BYTES = b"receiver-and-server-share-this"
@@ -62,21 +62,9 @@ class Receiver:
 @contextlib.asynccontextmanager
 async def receiving(*statuses: int) -> AsyncIterator[Receiver]:
     receiver = Receiver(list(statuses))
-    config = uvicorn.Config(receiver, host="127.0.0.1", port=0, log_level="warning")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                if task.done():
-                    task.result()  # surfaces a start-up failure
-                await asyncio.sleep(0.01)  # uvicorn has no start event
-        port = server.servers[0].sockets[0].getsockname()[1]
-        receiver.url = f"http://127.0.0.1:{port}/hooks/run-ended"
+    async with serving(receiver) as url:
+        receiver.url = f"{url}/hooks/run-ended"
         yield receiver
-    finally:
-        server.should_exit = True
-        await task
 
 
 def _verifies(headers: dict[str, str], body: bytes) -> bool:
@@ -115,16 +103,33 @@ async def _start(svc: Any, webhook: str) -> Any:
     return await svc.client.post("/runs", json={"task": "What is A?", "webhook": webhook})
 
 
-async def test_a_run_s_end_is_posted_signed_and_the_delivery_is_recorded(
-    service_for: ServiceMaker,
-) -> None:
+async def _hooked_run(
+    service_for: ServiceMaker, statuses: list[int], **settings: Any
+) -> tuple[Receiver, dict[str, Any]]:
+    """A run made with a webhook to a receiver answering `statuses`, on a service with the
+    secret, private hosts allowed and `settings`: the receiver, and the run once its delivery
+    has ended."""
     async with (
-        receiving() as receiver,
-        service_for(TREE, webhook_secret=SECRET, webhook_allow_private=True) as svc,
+        receiving(*statuses) as receiver,
+        service_for(TREE, webhook_secret=SECRET, webhook_allow_private=True, **settings) as svc,
     ):
         response = await _start(svc, receiver.url)
         assert response.status_code == 202
         run = await _delivered(svc, response.json()["run_id"])
+    return receiver, run
+
+
+def _assert_delivered(run: dict[str, Any], attempts: int) -> None:
+    """The run's webhook was delivered, answered 204 at its attempt number `attempts`."""
+    assert run["delivery"]["state"] == "delivered"
+    assert run["delivery"]["attempts"] == attempts
+    assert run["delivery"]["last_status"] == 204
+
+
+async def test_a_run_s_end_is_posted_signed_and_the_delivery_is_recorded(
+    service_for: ServiceMaker,
+) -> None:
+    receiver, run = await _hooked_run(service_for, [])
 
     [(headers, body)] = receiver.received
     assert _verifies(headers, body)
@@ -135,46 +140,26 @@ async def test_a_run_s_end_is_posted_signed_and_the_delivery_is_recorded(
     assert sent["data"]["answer"] == run["answer"]
     assert headers["webhook-id"] == f"msg_{run['run_id']}"
     assert run["webhook"] == receiver.url
-    assert run["delivery"]["state"] == "delivered"
-    assert run["delivery"]["attempts"] == 1
-    assert run["delivery"]["last_status"] == 204
+    _assert_delivered(run, attempts=1)
 
 
 async def test_a_delivery_answered_500_is_retried_with_the_same_id(
     service_for: ServiceMaker,
 ) -> None:
-    async with (
-        receiving(500, 503) as receiver,
-        service_for(
-            TREE, webhook_secret=SECRET, webhook_allow_private=True, webhook_retry_base_s=0.01
-        ) as svc,
-    ):
-        response = await _start(svc, receiver.url)
-        run = await _delivered(svc, response.json()["run_id"])
+    receiver, run = await _hooked_run(service_for, [500, 503], webhook_retry_base_s=0.01)
 
     assert len(receiver.received) == 3
     assert len({headers["webhook-id"] for headers, _ in receiver.received}) == 1
     assert all(_verifies(headers, body) for headers, body in receiver.received)
-    assert run["delivery"]["state"] == "delivered"
-    assert run["delivery"]["attempts"] == 3
-    assert run["delivery"]["last_status"] == 204
+    _assert_delivered(run, attempts=3)
 
 
 async def test_a_delivery_that_keeps_failing_gives_up_after_its_attempts(
     service_for: ServiceMaker,
 ) -> None:
-    async with (
-        receiving(500, 500, 500, 500) as receiver,
-        service_for(
-            TREE,
-            webhook_secret=SECRET,
-            webhook_allow_private=True,
-            webhook_retry_base_s=0.01,
-            webhook_max_attempts=2,
-        ) as svc,
-    ):
-        response = await _start(svc, receiver.url)
-        run = await _delivered(svc, response.json()["run_id"])
+    receiver, run = await _hooked_run(
+        service_for, [500] * 4, webhook_retry_base_s=0.01, webhook_max_attempts=2
+    )
 
     assert len(receiver.received) == 2
     assert run["status"] == "done"

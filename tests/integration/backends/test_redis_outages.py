@@ -116,6 +116,14 @@ class Outage:
             self.hung = HungServer(self.port)
         return self.hung
 
+    @contextlib.contextmanager
+    def unreached(self) -> Iterator[None]:
+        """Asserts that nothing done inside reaches a server on the port (`watch`)."""
+        watch = self.watch()
+        touched = watch.touched()
+        yield
+        assert watch.touched() == touched
+
     def recover(self) -> None:
         """A real Redis on the port, and the rest interval over."""
         if self.hung is not None:
@@ -227,14 +235,12 @@ async def test_the_model_cache_misses_while_redis_is_down_and_recovers(
     assert took < WITHIN_S
     check.marked_down_once()
 
-    watch = outage.watch()
-    touched = watch.touched()
-    for _ in range(3):
-        _, took = await _timed(lambda: store.aput("k", "reply"))
-        assert took < AT_ONCE_S
-        assert await store.aget("k") is None
-        assert store.get("k") is None  # the synchronous path shares the one policy
-    assert watch.touched() == touched
+    with outage.unreached():
+        for _ in range(3):
+            _, took = await _timed(lambda: store.aput("k", "reply"))
+            assert took < AT_ONCE_S
+            assert await store.aget("k") is None
+            assert store.get("k") is None  # the synchronous path shares the one policy
 
     outage.recover()
     await store.aput("k", "reply")
@@ -261,13 +267,11 @@ async def test_the_model_rate_falls_back_to_the_process_while_redis_is_down_and_
     assert permit.fallback
     check.marked_down_once()
 
-    watch = outage.watch()
-    touched = watch.touched()
-    for _ in range(3):
-        permit = await limiter.acquire()
-        assert permit.fallback
-        await limiter.release(permit, "ok")
-    assert watch.touched() == touched
+    with outage.unreached():
+        for _ in range(3):
+            permit = await limiter.acquire()
+            assert permit.fallback
+            await limiter.release(permit, "ok")
 
     outage.recover()
     permit = await limiter.acquire()
@@ -318,13 +322,11 @@ async def test_the_tool_rate_is_spaced_in_the_process_while_redis_is_down_and_re
     assert slot.fallback
     check.marked_down_once()
 
-    watch = outage.watch()
-    touched = watch.touched()
-    for _ in range(3):
-        slot = await limiter.reserve()
-        assert slot is not None
-        assert slot.fallback
-    assert watch.touched() == touched
+    with outage.unreached():
+        for _ in range(3):
+            slot = await limiter.reserve()
+            assert slot is not None
+            assert slot.fallback
 
     outage.recover()
     slot = await limiter.reserve()
@@ -374,16 +376,14 @@ async def test_signals_work_in_the_process_while_redis_is_down_and_resubscribe(
         assert not signals.subscribed
         check.marked_down_once()
 
-        watch = outage.watch()
-        touched = watch.touched()
-        with signals.watch("run-1") as news:
-            news.clear()
-            signals.event_written("run-1")  # the publish is dropped; the local follower wakes
-            assert news.is_set()
-        await signals.publish_cancel("run-2")
-        assert cancelled == ["run-2"]
-        await asyncio.sleep(RELISTEN_WAIT_S)  # the listener looks at the policy meanwhile
-        assert watch.touched() == touched
+        with outage.unreached():
+            with signals.watch("run-1") as news:
+                news.clear()
+                signals.event_written("run-1")  # the publish is dropped; the local follower wakes
+                assert news.is_set()
+            await signals.publish_cancel("run-2")
+            assert cancelled == ["run-2"]
+            await asyncio.sleep(RELISTEN_WAIT_S)  # the listener looks at the policy meanwhile
 
         outage.recover()
         assert await _until(lambda: signals.subscribed)
@@ -497,17 +497,15 @@ async def test_key_limits_count_in_the_process_while_redis_is_down_and_recover(
     assert took < WITHIN_S
     check.marked_down_once()
 
-    watch = outage.watch()
-    touched = watch.touched()
-    await limits.request(alice)  # the process's bucket: its burst of 2
-    with pytest.raises(RateLimited):
-        await limits.request(alice)
-    slot = await limits.stream_slot(alice)
-    with pytest.raises(RateLimited):
-        await limits.stream_slot(alice)
-    assert limits.open_streams(alice) == 1  # counted here
-    slot.release()
-    assert watch.touched() == touched  # nothing reached a server while down
+    with outage.unreached():
+        await limits.request(alice)  # the process's bucket: its burst of 2
+        with pytest.raises(RateLimited):
+            await limits.request(alice)
+        slot = await limits.stream_slot(alice)
+        with pytest.raises(RateLimited):
+            await limits.stream_slot(alice)
+        assert limits.open_streams(alice) == 1  # counted here
+        slot.release()
 
     outage.recover()
     await limits.request(alice)  # Redis's own count starts afresh

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 
 import pytest
@@ -18,16 +18,21 @@ Pair = Callable[..., tuple[RedisLimiter, RedisLimiter]]
 
 
 @pytest.fixture
-def pair(redis_url: str, redis_prefix: str) -> Pair:
-    """`pair(**options)`: two limiters, as two processes hold them, on this test's prefix."""
+async def pair(redis_url: str, redis_prefix: str) -> AsyncIterator[Pair]:
+    """`pair(**options)`: two limiters, as two processes hold them, on this test's prefix;
+    every limiter made is closed after the test."""
+    made: list[RedisLimiter] = []
 
     def make(**kwargs: object) -> tuple[RedisLimiter, RedisLimiter]:
         options: dict[str, object] = {"ceiling": None, "burst": 1, "max_in_flight": 8, **kwargs}
         first = RedisLimiter(redis_url, "m", prefix=redis_prefix, **options)  # type: ignore[arg-type]
         second = RedisLimiter(redis_url, "m", prefix=redis_prefix, **options)  # type: ignore[arg-type]
+        made.extend((first, second))
         return first, second
 
-    return make
+    yield make
+    for limiter in made:
+        await limiter.aclose()
 
 
 async def test_a_429_seen_by_one_process_cuts_and_pauses_the_other(pair: Pair) -> None:
@@ -45,8 +50,6 @@ async def test_a_429_seen_by_one_process_cuts_and_pauses_the_other(pair: Pair) -
     assert int(state["cuts"]) == 1
     assert int(state["rate_limited"]) == 1
     assert waited >= 0.2  # the retry delay held the other process back too
-    for limiter in (one, other):
-        await limiter.aclose()
 
 
 async def test_requests_sent_before_a_cut_do_not_cut_again(pair: Pair) -> None:
@@ -60,8 +63,6 @@ async def test_requests_sent_before_a_cut_do_not_cut_again(pair: Pair) -> None:
     state = await one.shared_state()
     assert int(state["cuts"]) == 1
     assert float(state["rate"]) == pytest.approx(rate_after_first)
-    for limiter in (one, other):
-        await limiter.aclose()
 
 
 async def test_a_slot_waiting_when_another_process_cuts_waits_for_the_pause(pair: Pair) -> None:
@@ -83,8 +84,6 @@ async def test_a_slot_waiting_when_another_process_cuts_waits_for_the_pause(pair
     await other.release(second, "ok")
     state = await one.shared_state()
     assert (int(state["cuts"]), int(state["epoch"]), int(state["grants"])) == (1, 1, 3)
-    for limiter in (one, other):
-        await limiter.aclose()
 
 
 async def test_successes_grow_the_shared_rate_up_to_the_ceiling(pair: Pair) -> None:
@@ -99,8 +98,6 @@ async def test_successes_grow_the_shared_rate_up_to_the_ceiling(pair: Pair) -> N
     grown = float((await other.shared_state())["rate"])
     assert cut < grown <= 50.0
     assert one.stats().rate == pytest.approx(other.stats().rate or 0.0, rel=0.2)
-    for limiter in (one, other):
-        await limiter.aclose()
 
 
 async def test_an_unreachable_redis_falls_back_to_the_process_s_own_rate() -> None:
@@ -131,8 +128,6 @@ async def test_the_cap_bounds_the_calls_in_flight_of_every_process_together(pair
         await limiter.release(permit, "ok")
     assert (await one.shared_cap())["held"] == "0"
     assert (one.stats().in_flight, other.stats().in_flight) == (0, 0)
-    for limiter in (one, other):
-        await limiter.aclose()
 
 
 async def test_a_429_in_one_process_cuts_the_cap_of_the_other(pair: Pair) -> None:
@@ -145,8 +140,6 @@ async def test_a_429_in_one_process_cuts_the_cap_of_the_other(pair: Pair) -> Non
     assert float(state["cap"]) == pytest.approx(7.0)  # 10 * 0.7
     assert other.stats().max_in_flight == 7
     assert int(state["cuts"]) == 1
-    for limiter in (one, other):
-        await limiter.aclose()
 
 
 async def test_the_shared_cap_follows_the_in_process_rules(pair: Pair) -> None:
@@ -176,7 +169,6 @@ async def test_the_shared_cap_follows_the_in_process_rules(pair: Pair) -> None:
     assert control.cuts >= 2  # the rules were exercised: the 429 and the slowdown
     assert int(state["cuts"]) == control.cuts
     assert state["held"] == "0"
-    await limiter.aclose()
 
 
 async def test_a_place_held_by_a_process_that_died_comes_back_after_its_hold(pair: Pair) -> None:
@@ -189,8 +181,6 @@ async def test_a_place_held_by_a_process_that_died_comes_back_after_its_hold(pai
 
     assert loop.time() - started >= 0.3
     await alive.release(permit, "ok")
-    for limiter in (dead, alive):
-        await limiter.aclose()
 
 
 async def test_a_process_not_heard_of_gives_its_places_back_when_the_cap_is_full(
@@ -205,8 +195,6 @@ async def test_a_process_not_heard_of_gives_its_places_back_when_the_cap_is_full
 
     assert loop.time() - started >= 0.3
     await alive.release(permit, "ok")
-    for limiter in (dead, alive):
-        await limiter.aclose()
 
 
 async def test_a_process_that_keeps_calling_keeps_its_places(pair: Pair) -> None:
@@ -220,8 +208,6 @@ async def test_a_process_that_keeps_calling_keeps_its_places(pair: Pair) -> None
     await busy.release(held, "ok")
     await busy.release(await asyncio.wait_for(asking, 1.0), "ok")
     assert (await busy.shared_cap())["held"] == "0"
-    for limiter in (busy, other):
-        await limiter.aclose()
 
 
 async def test_a_caller_that_stops_waiting_holds_no_place(pair: Pair) -> None:
@@ -236,8 +222,6 @@ async def test_a_caller_that_stops_waiting_holds_no_place(pair: Pair) -> None:
     await one.release(first, "ok")
     assert (await one.shared_cap())["held"] == "0"
     await other.release(await asyncio.wait_for(other.acquire(), 1.0), "ok")
-    for limiter in (one, other):
-        await limiter.aclose()
 
 
 async def test_callers_waiting_for_rate_slots_do_not_queue_behind_each_other(pair: Pair) -> None:
@@ -253,4 +237,3 @@ async def test_callers_waiting_for_rate_slots_do_not_queue_behind_each_other(pai
     assert (await one.shared_cap())["held"] == "3"
     for permit in await asyncio.gather(*callers):
         await one.release(permit, "ok")
-    await one.aclose()

@@ -355,14 +355,24 @@ async def _until(event: threading.Event) -> None:
     assert await asyncio.to_thread(event.wait, 10)
 
 
+async def _one_in_flight_and_one_waiting(
+    runtime: ToolRuntime, fetch: GatedFetch, query: str, again: str
+) -> tuple[asyncio.Task[ToolResult], asyncio.Task[ToolResult]]:
+    """A call of `query` held in `fetch`, and a call of `again` started after it."""
+    first = asyncio.create_task(runtime.run(query, fetch, _classify))
+    await _until(fetch.entered)
+    second = asyncio.create_task(runtime.run(again, fetch, _classify))
+    await asyncio.sleep(0)
+    return first, second
+
+
 async def test_identical_calls_in_flight_make_one_call_and_share_its_result(clock: Any) -> None:
     runtime = _runtime(clock)
     fetch = GatedFetch()
 
-    first = asyncio.create_task(runtime.run("Tree of thoughts", fetch, _classify))
-    await _until(fetch.entered)
-    second = asyncio.create_task(runtime.run("tree of thoughts", fetch, _classify))
-    await asyncio.sleep(0)
+    first, second = await _one_in_flight_and_one_waiting(
+        runtime, fetch, "Tree of thoughts", "tree of thoughts"
+    )
     fetch.gate.set()
     a, b = await asyncio.gather(first, second)
 
@@ -378,10 +388,7 @@ async def test_when_the_call_in_flight_is_cancelled_the_waiting_one_goes_to_the_
     runtime = _runtime(clock)
     fetch = GatedFetch()
 
-    first = asyncio.create_task(runtime.run("bees", fetch, _classify))
-    await _until(fetch.entered)
-    second = asyncio.create_task(runtime.run("bees", fetch, _classify))
-    await asyncio.sleep(0)
+    first, second = await _one_in_flight_and_one_waiting(runtime, fetch, "bees", "bees")
     first.cancel()
     fetch.gate.set()
     result = await second

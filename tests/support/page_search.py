@@ -1,0 +1,31 @@
+"""A stand-in `search` tool that answers each query with its page from a fixed table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from langchain_core.tools import BaseTool, StructuredTool
+
+from tools.results import Hit, ToolResult, render_hits
+
+
+class PageSearch:
+    """The search tool over `pages` (query -> its one hit), with the queries it was asked."""
+
+    def __init__(self, pages: Mapping[str, Hit]) -> None:
+        self.pages = pages
+        self.queries: list[str] = []
+
+    def tool(self) -> BaseTool:
+        """The tool, as the executor is handed it."""
+
+        async def search(query: str) -> ToolResult:
+            self.queries.append(query)
+            return render_hits("search", query, [self.pages[query]], 3000)
+
+        return StructuredTool.from_function(
+            coroutine=search,
+            name="search",
+            description="Search the web.",
+            response_format="content_and_artifact",
+        )
