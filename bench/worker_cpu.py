@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import sys
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,7 +93,8 @@ async def measure(root: Path, config: WorkerCpuConfig, work_dir: Path) -> Measur
             await asyncio.sleep(0.5)  # the warm-up's last writes
             cpu0, api0 = worker.cpu_s(), api.cpu_s()
             xact0, redis0 = _transactions(database), await _redis_commands()
-            _, ended = await closed_loop(api.url, load, root.name)
+            tag = f"{root.name} {uuid.uuid4().hex}"  # tasks no cache has seen
+            _, ended = await closed_loop(api.url, load, tag)
             cpu, api_cpu = worker.cpu_s() - cpu0, api.cpu_s() - api0
             xact = _transactions(database) - xact0
             commands = await _redis_commands() - redis0
