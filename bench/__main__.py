@@ -49,6 +49,8 @@ from bench.storm import run_storm_bench
 from bench.storm import summary as storm_summary
 from bench.tool_spacing import ToolSpacingConfig, run_tool_spacing
 from bench.tool_spacing import summary as tool_spacing_summary
+from bench.worker_cpu import WorkerCpuConfig, run_worker_cpu
+from bench.worker_cpu import summary as worker_cpu_summary
 from bench.workers import WorkersConfig, run_workers
 from bench.workers import summary as workers_summary
 from testkit.storm import StormConfig
@@ -60,7 +62,7 @@ BENCHMARKS = ("search", "load", "memory", "quality", "quota", "cpu", "workers", 
 # a local one; the local model's KV prefix reuse for minutes with Qwen), or strike faults for
 # minutes (faults: Postgres, a redis-server binary, root for its tmpfs; the in-flight cap) or
 # soak for half an hour.
-OPT_IN = ("multihop", "local_prefix", "faults", "soak", "in_flight", "tool_spacing")
+OPT_IN = ("multihop", "local_prefix", "faults", "soak", "in_flight", "tool_spacing", "worker_cpu")
 # `--smoke` without `--only`: all but the ones that need Postgres and Redis (their smoke tests
 # are tests/e2e/bench/test_bench_workers.py and test_bench_storm.py).
 NEEDS_SERVICES = ("workers", "storm")
@@ -98,6 +100,9 @@ SMOKE: dict[str, Any] = {
     "faults": FaultsConfig(faults=("postgres_down", "worker_killed"), runs=3, hold_s=1.0),
     "in_flight": InFlightConfig(clients=(4,), duration_s=2.0, provider_in_flight=8),
     "tool_spacing": ToolSpacingConfig(interval_s=0.2, repetitions=1, low_s=0.002, high_s=0.008),
+    "worker_cpu": WorkerCpuConfig(
+        load=WorkersConfig(clients=2, duration_s=2.0, ramp_s=0.2), pairs=1
+    ),
     "soak": SoakConfig(
         duration_s=16.0, warmup_s=2.0, window_s=8.0, restart_every_s=8.0, runs_per_s=2.0, clients=8
     ),
@@ -116,6 +121,7 @@ FULL: dict[str, Any] = {
     "soak": SoakConfig(),
     "in_flight": InFlightConfig(),
     "tool_spacing": ToolSpacingConfig(),
+    "worker_cpu": WorkerCpuConfig(pairs=5),
 }
 # `--quick`: the speed benchmarks at one repetition and three load levels (a few minutes).
 QUICK_SPEED: dict[str, Any] = {
@@ -125,7 +131,17 @@ QUICK_SPEED: dict[str, Any] = {
 
 
 # The results the report takes by name, each kept in `<name>.json`.
-_SECTIONS = ("quota", "cpu", "storm", "multihop", "faults", "soak", "in_flight", "tool_spacing")
+_SECTIONS = (
+    "quota",
+    "cpu",
+    "storm",
+    "multihop",
+    "faults",
+    "soak",
+    "in_flight",
+    "tool_spacing",
+    "worker_cpu",
+)
 
 
 def _save(path: Path, data: Any) -> None:
@@ -193,6 +209,9 @@ async def _run(
     if "tool_spacing" in only:
         logger.info("benchmark 15: a tool spaced 3 s apart, one call per step")
         out["tool_spacing"] = await run_tool_spacing(configs["tool_spacing"], work / "tools")
+    if "worker_cpu" in only:
+        logger.info("benchmark 16: a worker's CPU per run on Postgres + Redis")
+        out["worker_cpu"] = await run_worker_cpu(configs["worker_cpu"], work / "worker_cpu")
     if "soak" in only:
         minutes = configs["soak"].duration_s / 60
         logger.info("benchmark 13: a soak of %g minutes", minutes)
@@ -303,7 +322,8 @@ def _parser() -> argparse.ArgumentParser:
         "--cpu-against",
         type=Path,
         default=None,
-        help="another checkout whose CPU per run is measured side by side with this one",
+        help="another checkout whose CPU per run (benchmarks 8 and 16) is measured side by side "
+        "with this one",
     )
     parser.add_argument(
         "--model-path",
@@ -382,7 +402,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.quick and not args.smoke:
             configs = {**configs, **QUICK_SPEED, "quality": QUICK}
         if args.cpu_against is not None:
-            configs = {**configs, "cpu": replace(configs["cpu"], against=args.cpu_against)}
+            configs = {
+                **configs,
+                "cpu": replace(configs["cpu"], against=args.cpu_against),
+                "worker_cpu": replace(configs["worker_cpu"], against=args.cpu_against),
+            }
         if args.soak_minutes is not None:
             soak = replace(configs["soak"], duration_s=args.soak_minutes * 60)
             configs = {**configs, "soak": soak}
@@ -425,6 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "faults": faults_summary,
         "in_flight": in_flight_summary,
         "tool_spacing": tool_spacing_summary,
+        "worker_cpu": worker_cpu_summary,
         "soak": soak_summary,
     }
     extra = "".join(

@@ -482,6 +482,7 @@ def write(
     soak: dict[str, Any] | None = None,
     in_flight: dict[str, Any] | None = None,
     tool_spacing: dict[str, Any] | None = None,
+    worker_cpu: dict[str, Any] | None = None,
 ) -> None:
     """Render docs/benchmarks.md from whichever results exist."""
     lines = [
@@ -550,6 +551,7 @@ def write(
         (soak, faults_report.soak_section),
         (in_flight, speed_report.in_flight_section),
         (tool_spacing, speed_report.tool_spacing_section),
+        (worker_cpu, speed_report.worker_cpu_section),
     ]
     for data, section in sections:
         if data is not None:
@@ -558,6 +560,7 @@ def write(
     if quality is not None:
         closing[-1:-1] = quality_report.closing(quality)
     closing[-1:-1] = faults_report.closing(faults, soak)
+    closing[-1:-1] = speed_report.worker_cpu_closing(worker_cpu)
     lines += closing
     lines += [
         "## Smoke tests",

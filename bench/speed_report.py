@@ -164,3 +164,55 @@ def tool_spacing_section(data: dict[str, Any]) -> list[str]:
         "",
     ]
     return lines
+
+
+def worker_cpu_section(data: dict[str, Any]) -> list[str]:
+    """Benchmark 16: this checkout's worker CPU per run, beside the other checkout's."""
+    this = data["this"]
+    lines = [
+        "## 16. A worker's CPU per run on Postgres + Redis",
+        "",
+        "**What it measures.** `python -m bench --only worker_cpu --cpu-against DIR` (or "
+        "`python -m bench.worker_cpu --against DIR`): the deployment of benchmark 9 with one "
+        "worker (an API-only process and a worker process on the local Postgres and Redis, "
+        "scripted models behind the production call policy, 100-400 ms a call, the `small` "
+        f"tree), {data['clients']} closed-loop clients for {data['duration_s']:g} s, every "
+        "task new to the caches. Per run that ended `done`: the worker's CPU (user + system), "
+        "the database's committed transactions (both processes') and the Redis server's "
+        "commands (both processes', the scripts' own commands included). Each measurement is "
+        "a fresh database and fresh processes; the two checkouts alternate, and the ratio is "
+        "taken within each pair. Medians (min-max).",
+        "",
+        "| code | runs | worker CPU ms per run | transactions per run | Redis commands per run |",
+        "|---|---|---|---|---|",
+    ]
+    rows = [("this checkout", this, data["runs"])]
+    if (against := data.get("against")) is not None:
+        rows.insert(0, (f"`{against['tree']}`", against, against["runs"]))
+    for label, side, runs in rows:
+        lines.append(
+            f"| {label} | {sum(runs)} | {fmt(side['worker_cpu_ms_per_run'], 1)} "
+            f"| {fmt(side['transactions_per_run'], 1)} | {fmt(side['redis_commands_per_run'], 0)} |"
+        )
+    if against is not None:
+        lines += [
+            "",
+            f"**Ratio within each pair: {fmt(against['ratio'])}** (goal 0.70: 30 % less). What "
+            "changed: a round's state writes land with its checkpoint instead of in a "
+            "transaction of their own as well (docs/architecture.md, *The service*: the "
+            "checkpointer).",
+        ]
+    lines.append("")
+    return lines
+
+
+def worker_cpu_closing(data: dict[str, Any] | None) -> list[str]:
+    """Benchmark 16's target, for the closing note (when it was measured against a checkout)."""
+    if data is None or data.get("against") is None:
+        return []
+    ratio = data["against"]["ratio"]
+    met = "**met**" if ratio["median"] <= 0.7 else "**missed**"
+    return [
+        f"- A worker's CPU per run on Postgres + Redis, 30 % less: {met} (ratio "
+        f"{fmt(ratio)} against `{data['against']['tree']}`)."
+    ]

@@ -146,6 +146,16 @@ async def run_worker_cpu(config: WorkerCpuConfig, work_dir: Path) -> dict[str, A
     return out
 
 
+def summary(data: dict[str, Any]) -> list[str]:
+    """The benchmark's lines in `python -m bench`'s closing summary."""
+    this = data["this"]["worker_cpu_ms_per_run"]["median"]
+    line = f"worker CPU per run {this:.1f} ms"
+    if (against := data.get("against")) is not None:
+        theirs = against["worker_cpu_ms_per_run"]["median"]
+        line += f" against {theirs:.1f} ms ({against['tree']}): {against['ratio']['median']:.2f}x"
+    return [line]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.worker_cpu", description=__doc__)
     default = WorkerCpuConfig()
