@@ -26,6 +26,9 @@ from app.http.routes import (
     threads,
     ui,
 )
+from app.http.routes import (
+    metrics as metrics_route,
+)
 from app.integrations import mcp_server, metrics, telemetry
 from app.service import run_service
 from app.settings import Settings, get_settings
@@ -66,6 +69,7 @@ def create_app(
     )
     errors.add_handlers(app)
     app.include_router(health.router)
+    app.include_router(metrics_route.router)  # /metrics
     app.include_router(runs.router)
     app.include_router(threads.router)
     app.include_router(commands.router)
@@ -122,7 +126,7 @@ def _add_middleware(app: FastAPI, settings: Settings, hosts: frozenset[str] | No
     The body limit is added here rather than as FastAPI's `max_body_size` (which would sit
     outside all of these), so its plain 413 gets the headers and the JSON body as well."""
     app.add_middleware(HostCheck, allowed=hosts)
-    metrics.install(app)  # HttpMetrics, /metrics and the run observer
+    metrics.install(app)  # HttpMetrics and the run observer
     app.add_middleware(RequestBodyLimitMiddleware, max_body_size=settings.max_body_bytes)
     app.add_middleware(errors.UnexpectedErrors)
     app.add_middleware(security_headers.SecurityHeaders)

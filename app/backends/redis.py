@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from app.backends.redis_health import HealthObserver, RedisHealth, Ticket
+from app.integrations.metrics import REDIS_OUTAGES, REDIS_UP
 
 T = TypeVar("T")
 
@@ -313,10 +314,6 @@ class PrometheusHealth:
     `plantree_redis_outages_total{redis,kind}`."""
 
     def __init__(self, name: str) -> None:
-        # Imported here: the metrics module brings the HTTP layer, which a benchmark using a
-        # shared limiter does not need until it has a Redis.
-        from app.integrations.metrics import REDIS_OUTAGES, REDIS_UP
-
         self._name = name
         self._up = REDIS_UP.labels(name)
         self._outages = REDIS_OUTAGES

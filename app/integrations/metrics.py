@@ -1,5 +1,5 @@
-"""Prometheus metrics at `/metrics`: runs, the run queue, model and tool calls, the cache,
-event latency and HTTP requests.
+"""Prometheus metrics, served at `/metrics` (app/http/routes/metrics.py): runs, the run queue,
+model and tool calls, the cache, event latency and HTTP requests.
 
 Model and tool figures come from the readings of every call (a subscriber to the call
 observers, through `agents.observers`), run figures from the run's events, queue figures from
@@ -17,9 +17,8 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from fastapi import APIRouter, FastAPI, Response
+from fastapi import FastAPI
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     REGISTRY,
     CollectorRegistry,
     Counter,
@@ -34,7 +33,6 @@ from agents import observers
 from agents.events import STATUS_OF_TERMINAL, Event, RunError
 from agents.observers import RunObserver
 from app.http.asgi import HttpMiddleware
-from app.http.auth import Authorized
 from app.runs.queue import LocalRunQueue, RunQueue
 from app.settings import Settings
 from calls.readings import ModelReading, ToolReading
@@ -246,21 +244,12 @@ def exposition() -> bytes:
     return generate_latest(REGISTRY)
 
 
-router = APIRouter(tags=["operations"])
-
-
-@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
-async def metrics(_: Authorized) -> Response:
-    return Response(exposition(), media_type=CONTENT_TYPE_LATEST)
-
-
 def watched_queue(settings: Settings) -> WatchedQueue:
     """The service's in-process run queue, reporting to the metrics."""
     return WatchedQueue(LocalRunQueue(settings.max_active_runs, settings.max_queued_runs))
 
 
 def install(app: FastAPI) -> None:
-    """`/metrics`, the HTTP middleware and the run observer."""
+    """The HTTP middleware and the run observer (`/metrics` is app/http/routes/metrics.py)."""
     observers.add(OBSERVER)
     app.add_middleware(HttpMetrics)
-    app.include_router(router)
