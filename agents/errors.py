@@ -5,43 +5,31 @@ from __future__ import annotations
 from calls.errors import LatsError
 
 
-class PlanFailed(LatsError):
+class PlanFailed(LatsError, code="plan"):
     """The planner produced no usable plan, even after being shown why its reply failed."""
 
-    code = "plan"
 
-
-class NoResult(LatsError):
+class NoResult(LatsError, code="no_result"):
     """The search ended without any candidate answer: no research step succeeded."""
 
-    code = "no_result"
 
-
-class RunNotFound(LatsError):
+class RunNotFound(LatsError, code="not_found"):
     """No run (or no checkpoint for it) exists under the given id."""
 
-    code = "not_found"
 
-
-class AwaitingApproval(LatsError):
+class AwaitingApproval(LatsError, code="awaiting_approval"):
     """The run stopped after its planner: it waits for its plan to be approved, edited or
     rejected (`approve_plan`), its state checkpointed. Not a failure."""
-
-    code = "awaiting_approval"
 
     def __init__(self, run_id: str, steps: list[str]) -> None:
         super().__init__(f"run {run_id} waits for its plan to be approved")
         self.steps = steps
 
 
-class RunNotFinished(LatsError):
+class RunNotFinished(LatsError, code="run_not_finished"):
     """The run has not ended, so it cannot be deleted (cancel it first)."""
 
-    code = "run_not_finished"
 
-
-class StorageFull(LatsError):
+class StorageFull(LatsError, code="storage_full"):
     """The run's history or checkpoint could not be written: the store's disk is full. The
     run ends with this error (its end fits in space the store keeps in reserve)."""
-
-    code = "storage_full"

@@ -7,7 +7,7 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -356,13 +356,27 @@ def _positive(text: str) -> int:
 
 
 # -- entry --------------------------------------------------------------------------------------
+def _command(sub: Any, func: Callable[[argparse.Namespace], int], about: str) -> Any:
+    """The subcommand named after `func`, which runs it."""
+    p = sub.add_parser(func.__name__, help=about)
+    p.set_defaults(func=func)
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="-v: INFO logs, the libraries' included; -vv: DEBUG",
+    )
+    return p
+
+
 def _remote(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument("--url", required=required, help="a running server, e.g. http://127.0.0.1:8000")
     p.add_argument("--api-key", default=None, help="sent as Authorization: Bearer")
 
 
 def _service_commands(sub: Any) -> None:
-    p = sub.add_parser("serve", help="run the HTTP service (and a worker, unless --no-worker)")
+    p = _command(sub, serve, "run the HTTP service (and a worker, unless --no-worker)")
     p.add_argument(
         "--host",
         default="127.0.0.1",
@@ -375,15 +389,12 @@ def _service_commands(sub: Any) -> None:
         action="store_true",
         help="serve the API only; runs execute in `lats worker` processes",
     )
-    p.set_defaults(func=serve)
-    p = sub.add_parser("worker", help="execute runs, no HTTP (scale by starting more)")
-    p.set_defaults(func=worker)
-    p = sub.add_parser("mcp", help="serve the MCP tools over stdio (for desktop MCP clients)")
-    p.set_defaults(func=mcp)
+    _command(sub, worker, "execute runs, no HTTP (scale by starting more)")
+    _command(sub, mcp, "serve the MCP tools over stdio (for desktop MCP clients)")
 
 
 def _run_commands(sub: Any) -> None:
-    p = sub.add_parser("solve", help="answer a task, showing the search live")
+    p = _command(sub, solve, "answer a task, showing the search live")
     p.add_argument("task")
     _remote(p, required=False)
     p.add_argument(
@@ -400,31 +411,24 @@ def _run_commands(sub: Any) -> None:
         action="store_true",
         help="stop at the plan until `lats approve` answers it (--url)",
     )
-    p.set_defaults(func=solve)
-    p = sub.add_parser("thread", help="start a thread on a server; prints its id")
+    p = _command(sub, thread, "start a thread on a server; prints its id")
     _remote(p, required=True)
-    p.set_defaults(func=thread)
-    p = sub.add_parser("approve", help="answer a run waiting for its plan's approval")
+    p = _command(sub, approve, "answer a run waiting for its plan's approval")
     p.add_argument("run_id")
     p.add_argument("--edit", default=None, metavar="FILE", help="run these steps, one a line")
     p.add_argument("--reject", action="store_true", help="reject the plan: the run is cancelled")
     _remote(p, required=True)
-    p.set_defaults(func=approve)
-    p = sub.add_parser("runs", help="list runs on a server")
+    p = _command(sub, runs, "list runs on a server")
     _remote(p, required=True)
     p.add_argument("--status", default=None)
     p.add_argument("--limit", type=int, default=20)
-    p.set_defaults(func=runs)
-    p = sub.add_parser("show", help="show one run and its tree")
+    p = _command(sub, show, "show one run and its tree")
     p.add_argument("run_id")
     _remote(p, required=True)
-    p.set_defaults(func=show)
 
 
 def _store_commands(sub: Any) -> None:
-    p = sub.add_parser(
-        "migrate", help="copy every run, event and checkpoint to another store, and verify"
-    )
+    p = _command(sub, migrate, "copy every run, event and checkpoint to another store, and verify")
     where = "a postgresql:// URL or the data directory of a SQLite store"
     p.add_argument("--from", dest="source", required=True, help=where)
     p.add_argument("--to", dest="target", required=True, help=where)
@@ -434,7 +438,6 @@ def _store_commands(sub: Any) -> None:
         help="add to a target that holds other runs (a run on both sides must be equal)",
     )
     p.add_argument("--batch", type=_positive, default=100, help="runs read per page")
-    p.set_defaults(func=migrate)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -443,14 +446,6 @@ def parser() -> argparse.ArgumentParser:
     _service_commands(sub)
     _run_commands(sub)
     _store_commands(sub)
-    for command in sub.choices.values():
-        command.add_argument(
-            "-v",
-            "--verbose",
-            action="count",
-            default=0,
-            help="-v: INFO logs, the libraries' included; -vv: DEBUG",
-        )
     return top
 
 

@@ -4,11 +4,11 @@ limits, leases, keys), apart from the core's `calls.errors.LatsError` hierarchy.
 
 from __future__ import annotations
 
+from calls.errors import CodedError
 
-class ServiceError(Exception):
+
+class ServiceError(CodedError, code="service"):
     """Base of every error the service raises on purpose.
 
     `code` is a stable machine-readable name; `str(error)` is a message safe to show a user.
     """
-
-    code = "service"

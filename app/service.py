@@ -89,13 +89,12 @@ async def run_service(
             cache=cache,
             commands=store,  # steering commands wait in the run store
         )
-        signals = make_signals(settings, store)
         manager = RunManager(
             engine=engine,
             store=store,
             settings=settings,
             checkpointer=checkpointer,
-            signals=signals,
+            signals=make_signals(settings, store),
             worker=worker,
             queue=queue,
         )

@@ -157,13 +157,13 @@ def tool_spacing_section(data: dict[str, Any]) -> list[str]:
             f"| {fmt(c['throttled'], 0)} | {fmt(c['paths'], 0)} | {fmt(c['s_per_path'])} |"
         )
     speedup = data["speedup_per_path"]
-    lines += [
+    return [
+        *lines,
         "",
         f"Per completed path the defaults are **{speedup:.2f}x** the plain agent's speed with "
         "the same tool (goal 4x, as without tools).",
         "",
     ]
-    return lines
 
 
 def worker_cpu_section(data: dict[str, Any]) -> list[str]:

@@ -32,10 +32,8 @@ LIMITED = Counter(
 )
 
 
-class RateLimited(ServiceError):
+class RateLimited(ServiceError, code="rate_limited"):
     """A per-key limit refused the request; retry after `retry_after_s`."""
-
-    code = "rate_limited"
 
     def __init__(self, message: str, retry_after_s: int, code: str = "rate_limited") -> None:
         super().__init__(message)

@@ -28,16 +28,12 @@ logger = logging.getLogger(__name__)
 TRACE_PAGE = 500  # events read from the store at a time for a trace
 
 
-class ThreadNotFound(ServiceError):
+class ThreadNotFound(ServiceError, code="not_found"):
     """No thread under the given id (or another key's)."""
 
-    code = "not_found"
 
-
-class ThreadNotFinished(ServiceError):
+class ThreadNotFinished(ServiceError, code="thread_not_finished"):
     """A run of the thread has not ended, so the thread cannot be deleted."""
-
-    code = "thread_not_finished"
 
 
 @dataclass(frozen=True)

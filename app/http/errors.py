@@ -31,8 +31,8 @@ logger = logging.getLogger(__name__)
 RETRY_AFTER_S = 5
 
 
-class Unauthorized(ServiceError):
-    code = "unauthorized"
+class Unauthorized(ServiceError, code="unauthorized"):
+    """No API key, or one the service does not know."""
 
 
 _CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}

@@ -34,10 +34,8 @@ _RUNTIME_KEYS = frozenset(
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # when the presets are said to have been made
 
 
-class UnknownAssistant(ServiceError):
+class UnknownAssistant(ServiceError, code="not_found"):
     """An `assistant_id` that names no preset."""
-
-    code = "not_found"
 
 
 class BadInput(ValueError):

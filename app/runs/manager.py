@@ -49,22 +49,16 @@ CANCEL_WAIT_S = 10.0
 MAX_COMMANDS_PER_RUN = 200  # steering commands one run takes (each is an event of its log)
 
 
-class RunEnded(ServiceError):
+class RunEnded(ServiceError, code="run_ended"):
     """The run has ended: it takes no more commands."""
 
-    code = "run_ended"
 
-
-class TooManyCommands(ServiceError):
+class TooManyCommands(ServiceError, code="too_many_commands"):
     """The run has taken its most steering commands."""
 
-    code = "too_many_commands"
 
-
-class RunNotWaiting(ServiceError):
+class RunNotWaiting(ServiceError, code="run_not_waiting"):
     """The run is not waiting for an answer (it never did, was answered already, or ended)."""
-
-    code = "run_not_waiting"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,8 @@ from app.settings import Settings
 from app.webhooks.targets import Resolver, WebhookRefused, check_target, system_resolve
 
 
-class RunOptionRefused(ServiceError):
+class RunOptionRefused(ServiceError, code="option_refused"):
     """A run parameter the server does not accept (a model, a tool, a webhook)."""
-
-    code = "option_refused"
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)

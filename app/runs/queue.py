@@ -16,10 +16,8 @@ from typing import Protocol
 from app.errors import ServiceError
 
 
-class QueueFull(ServiceError):
+class QueueFull(ServiceError, code="queue_full"):
     """Too many runs are waiting; the caller should retry later."""
-
-    code = "queue_full"
 
 
 class RunQueue(Protocol):

@@ -45,27 +45,21 @@ FINISHED: frozenset[RunStatus] = frozenset({"done", "failed", "cancelled"})
 UNFINISHED: tuple[RunStatus, ...] = ("queued", "running", "interrupted")
 
 
-class LeaseLost(ServiceError):
+class LeaseLost(ServiceError, code="lease_lost"):
     """The writer no longer owns the run (its lease was taken over, or the run has ended)."""
 
-    code = "lease_lost"
 
-
-class TooManyOpen(ServiceError):
+class TooManyOpen(ServiceError, code="too_many_runs"):
     """The tenant already has `limit` unfinished runs: the new one was not stored."""
-
-    code = "too_many_runs"
 
     def __init__(self, limit: int) -> None:
         super().__init__(f"this key already has {limit} runs queued or running")
         self.limit = limit
 
 
-class StoreUnavailable(ServiceError):
+class StoreUnavailable(ServiceError, code="store_unavailable"):
     """The store could not be reached (refused, dropped or too slow): nothing is known to
     have been written; the caller may try again later."""
-
-    code = "store_unavailable"
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,16 +35,12 @@ logger = logging.getLogger(__name__)
 SHOWN_KEYS = 5  # ids named in a refusal or a mismatch
 
 
-class MigrationError(ServiceError):
+class MigrationError(ServiceError, code="migration"):
     """The migration cannot go on (a store unreachable, a target refused)."""
 
-    code = "migration"
 
-
-class LocationError(MigrationError):
+class LocationError(MigrationError, code="migration_location"):
     """A location that names no store the migration can use."""
-
-    code = "migration_location"
 
 
 @dataclass(frozen=True)

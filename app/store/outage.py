@@ -24,10 +24,8 @@ FIRST_RETRY_S = 0.25
 MAX_RETRY_S = 2.0
 
 
-class OutageTooLong(StoreUnavailable):
+class OutageTooLong(StoreUnavailable, code="store_unavailable"):
     """The store stayed unreachable longer than a run's writes may wait for it."""
-
-    code = "store_unavailable"
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,10 +28,8 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-class WebhookRefused(ServiceError):
+class WebhookRefused(ServiceError, code="webhook_refused"):
     """The webhook URL is not one the service sends to."""
-
-    code = "webhook_refused"
 
 
 async def system_resolve(host: str, port: int) -> list[str]:

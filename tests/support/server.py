@@ -25,6 +25,10 @@ class Service:
     client: httpx.AsyncClient
     models: FakeModels
 
+    async def get_each(self, *paths: str) -> list[httpx.Response]:
+        """GET each of `paths` in turn."""
+        return [await self.client.get(path) for path in paths]
+
 
 @contextlib.asynccontextmanager
 async def serve(

@@ -34,14 +34,39 @@ def test_role_override_wins_over_the_shared_model(monkeypatch: pytest.MonkeyPatc
     assert settings.model_for("planner") == "openai:gpt-x"
 
 
-def test_tools_are_read_comma_separated_and_unknown_names_fail(
+@pytest.mark.parametrize(
+    ("variable", "value", "read", "refused", "why"),
+    [
+        (
+            "LATS_TOOLS",
+            "wikipedia, arxiv",
+            ["wikipedia", "arxiv"],
+            "wikipedia,bing",
+            "unknown tool",
+        ),
+        (
+            "LATS_ALLOWED_MODELS",
+            "google_genai:gemini-2.5-pro, local",
+            ["google_genai:gemini-2.5-pro", "local"],
+            "gemini-2.5-pro",
+            "provider:model",
+        ),
+    ],
+)
+def test_lists_are_read_comma_separated_and_bad_entries_fail(
     monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+    read: list[str],
+    refused: str,
+    why: str,
 ) -> None:
-    monkeypatch.setenv("LATS_TOOLS", "wikipedia, arxiv")
-    assert Settings(_env_file=None).tools == ["wikipedia", "arxiv"]  # type: ignore[call-arg]
+    field = variable.removeprefix("LATS_").lower()
+    monkeypatch.setenv(variable, value)
+    assert getattr(Settings(_env_file=None), field) == read  # type: ignore[call-arg]
 
-    monkeypatch.setenv("LATS_TOOLS", "wikipedia,bing")
-    with pytest.raises(ValidationError, match="unknown tool"):
+    monkeypatch.setenv(variable, refused)
+    with pytest.raises(ValidationError, match=why):
         Settings(_env_file=None)  # type: ignore[call-arg]
 
 

@@ -10,7 +10,6 @@ from pydantic import ValidationError
 
 from agents.params import MAX_DOMAINS, MAX_TOOLS, RunParams
 from app.runs.options import RunOptionRefused, RunOptions
-from app.settings import Settings
 from calls.models import ResilientChatModel, RunModels, SettingsModelFactory
 from tests.support.model_settings import model_settings
 
@@ -90,14 +89,3 @@ def test_a_chosen_model_is_built_by_the_factory_once_per_model_string(
     )
     assert run.for_role("planner") is factory.for_role("planner")
     assert factory.for_role("planner") is not chosen
-
-
-def test_the_allow_list_is_read_comma_separated_and_bare_names_are_refused(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("LATS_ALLOWED_MODELS", "google_genai:gemini-2.5-pro, local")
-    assert Settings(_env_file=None).allowed_models == ["google_genai:gemini-2.5-pro", "local"]  # type: ignore[call-arg]
-
-    monkeypatch.setenv("LATS_ALLOWED_MODELS", "gemini-2.5-pro")
-    with pytest.raises(ValidationError, match="provider:model"):
-        Settings(_env_file=None)  # type: ignore[call-arg]

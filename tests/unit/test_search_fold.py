@@ -168,14 +168,10 @@ def test_prune_reasons_name_the_rule_and_the_judges_reason() -> None:
 def test_an_expansion_without_a_progress_score_is_observed_through_its_best_live_candidate() -> (
     None
 ):
-    outcome = ExpandOutcome(
-        complete=False,
-        steps=["weak", "good", "off"],
-        dropped=[],
-        scores=[Judged(0.1, True, ""), Judged(0.7, True, ""), Judged(0.9, False, "off topic")],
+    judged = [Judged(0.1, True, ""), Judged(0.7, True, ""), Judged(0.9, False, "off topic")]
+    fold = _expanded(
+        ExpandOutcome(False, ["weak", "good", "off"], [], scores=judged), min_score=0.3
     )
-
-    fold = _expanded(outcome, min_score=0.3)
 
     # 0.9 is not viable and 0.1 is pruned: the best live score, 0.7, is one visit of n1.
     assert (fold.nodes["n1"]["score"], fold.nodes["n1"]["value_sum"]) == (None, 0.7)
@@ -208,13 +204,10 @@ def test_events_that_move_values_carry_the_engines_node_value_up_the_path() -> N
 
 
 def test_the_reserve_revives_the_best_judged_prune_and_never_a_callers() -> None:
-    outcome = ExpandOutcome(
-        complete=False,
-        steps=["weak", "weaker", "mine"],
-        dropped=[],
-        scores=[Judged(0.2, True, "tangent"), Judged(0.1, True, ""), Judged(0.9, True, "")],
+    judged = [Judged(0.2, True, "tangent"), Judged(0.1, True, ""), Judged(0.9, True, "")]
+    fold = _expanded(
+        ExpandOutcome(False, ["weak", "weaker", "mine"], [], scores=judged), min_score=0.3
     )
-    fold = _expanded(outcome, min_score=0.3)
     # The caller prunes the one live candidate, n1.3 (as agents/steering.py does).
     steered = steer(fold.nodes, SteerCommand(id=1, command="prune", node_id="n1.3"), fold.params)
     for record in steered.updates.values():

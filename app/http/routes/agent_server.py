@@ -17,7 +17,7 @@ import logging
 from importlib.metadata import version
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Depends, Path, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
@@ -74,12 +74,16 @@ async def thread_of(
     return record, thread_runs, waiting
 
 
-async def run_of(runs: Runs, thread_id: str, run_id: str) -> RunRecord:
+async def run_of(thread_id: Id, run_id: Id, runs: CallerRuns) -> RunRecord:
+    """The run `run_id` of the caller's thread `thread_id` (not found: either is not)."""
     await runs.thread(thread_id)
     record = await runs.get(run_id)
     if record.thread_id != thread_id:
         raise RunNotFound(f"no run {run_id} on thread {thread_id}")
     return record
+
+
+ThreadRun = Annotated[RunRecord, Depends(run_of)]
 
 
 # -- info and assistants -----------------------------------------------------------------------

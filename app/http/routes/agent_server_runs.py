@@ -18,7 +18,7 @@ from agents.events import PAUSE_TYPES, TERMINAL_TYPES
 from app.access.run_access import Runs, ThreadNotFinished
 from app.http.deps import CallerRuns
 from app.http.event_stream import EventStreamResponse
-from app.http.routes.agent_server import Id, fields_error, invalid, run_of, thread_of
+from app.http.routes.agent_server import Id, ThreadRun, fields_error, invalid, thread_of
 from app.http.routes.runs import ERRORS
 from app.http.sse import HEARTBEAT, MAX_EVENT_ID, SSE_HEADERS, parse_last_event_id
 from app.integrations import agent_server_shapes as shapes
@@ -178,9 +178,7 @@ async def wait_run(
     await runs.thread(thread_id)
     record, _ = await _start(runs, thread_id, body)
     response.headers["Content-Location"] = _location(thread_id, record.id)
-    await runs.wait(record.id)
-    _, thread_runs, waiting = await thread_of(runs, thread_id)
-    return shapes.joined(thread_runs, waiting)
+    return await _joined(runs, thread_id, record.id)
 
 
 @router.get("/threads/{thread_id}/runs", summary="A thread's runs, newest first", responses=ERRORS)
@@ -201,16 +199,15 @@ async def list_runs(
     summary="Delete a run that has ended",
     responses=ERRORS,
 )
-async def delete_run(thread_id: Id, run_id: Id, runs: CallerRuns) -> Response:
+async def delete_run(run: ThreadRun, runs: CallerRuns) -> Response:
     """A run that has ended, with its events; one that has not is refused (409)."""
-    await run_of(runs, thread_id, run_id)
-    await runs.delete(run_id)
+    await runs.delete(run.id)
     return Response(status_code=204)
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}", summary="A run", responses=ERRORS)
-async def get_run(thread_id: Id, run_id: Id, runs: CallerRuns) -> dict[str, Any]:
-    return shapes.run(await run_of(runs, thread_id, run_id))
+async def get_run(run: ThreadRun) -> dict[str, Any]:
+    return shapes.run(run)
 
 
 @router.get(
@@ -220,8 +217,7 @@ async def get_run(thread_id: Id, run_id: Id, runs: CallerRuns) -> dict[str, Any]
     response_model=None,
 )
 async def join_stream(
-    thread_id: Id,
-    run_id: Id,
+    record: ThreadRun,
     runs: CallerRuns,
     stream_mode: Annotated[
         list[StreamModeName | Literal[""]] | None,
@@ -231,9 +227,8 @@ async def join_stream(
 ) -> StreamingResponse:
     """The run's parts after `Last-Event-ID` (from its start without one), then live until it
     ends or waits for its plan's answer."""
-    record = await run_of(runs, thread_id, run_id)
     start = parse_last_event_id(last_event_id) or 0
-    if start > MAX_EVENT_ID or start > await runs.last_event_id(run_id):
+    if start > MAX_EVENT_ID or start > await runs.last_event_id(record.id):
         raise RequestValidationError(
             [
                 {
@@ -250,32 +245,29 @@ async def join_stream(
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}/join", summary="Wait for a run", responses=ERRORS)
-async def join_run(thread_id: Id, run_id: Id, runs: CallerRuns) -> dict[str, Any]:
+async def join_run(thread_id: Id, run: ThreadRun, runs: CallerRuns) -> dict[str, Any]:
     """Waits until the run ends or waits for its plan's answer; the thread's values then."""
-    await run_of(runs, thread_id, run_id)
+    return await _joined(runs, thread_id, run.id)
+
+
+async def _joined(runs: Runs, thread_id: str, run_id: str) -> dict[str, Any]:
+    """Once the run has ended or waits for its plan's answer: its thread's values."""
     await runs.wait(run_id)
     _, thread_runs, waiting = await thread_of(runs, thread_id)
     return shapes.joined(thread_runs, waiting)
 
 
-@router.post(
-    "/threads/{thread_id}/runs/{run_id}/cancel",
-    summary="Cancel a run",
-    responses=ERRORS,
-    response_model=None,
-)
+@router.post("/threads/{thread_id}/runs/{run_id}/cancel", summary="Cancel a run", responses=ERRORS)
 async def cancel_run(
-    thread_id: Id,
-    run_id: Id,
+    run: ThreadRun,
     runs: CallerRuns,
     wait: Annotated[bool, Query()] = False,
     action: Annotated[str, Query(pattern="^interrupt$")] = "interrupt",
 ) -> JSONResponse:
     """`action=interrupt` only (a cancelled run keeps what it found); with `wait`, answers
     once the run has ended."""
-    await run_of(runs, thread_id, run_id)
-    record = await runs.cancel(run_id)
+    record = await runs.cancel(run.id)
     if wait:
-        record = await runs.wait(run_id)
-    logger.info("run=%s cancel asked by caller=%s (agent server API)", run_id, runs.caller.label)
+        record = await runs.wait(run.id)
+    logger.info("run=%s cancel asked by caller=%s (agent server API)", run.id, runs.caller.label)
     return JSONResponse(shapes.run(record), status_code=200 if wait else 202)

@@ -72,21 +72,14 @@ SSE_DOC: dict[int | str, dict[str, Any]] = {
 }
 
 
+# The stored fields a view shows as they are: those both have, but `answer`, which on a record
+# is a caller's answer to a waiting run and on a view the run's own.
+SHOWN_AS_STORED = (set(RunView.model_fields) & set(RunRecord.model_fields)) - {"answer"}
+
+
 def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunView:
-    return RunView(
-        run_id=record.id,
-        status=record.status,
-        awaiting=record.awaiting,
-        thread_id=record.thread_id,
-        webhook=record.webhook,
-        delivery=record.delivery,
-        task=record.task,
-        params=record.params,
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-        nodes=nodes,
-        **record.answer_fields(),
-    )
+    stored = record.model_dump(include=SHOWN_AS_STORED)
+    return RunView(run_id=record.id, nodes=nodes, **stored, **record.answer_fields())
 
 
 async def _framed(run_id: str, events: AsyncIterator[StoredEvent | None]) -> AsyncIterator[bytes]:

@@ -63,11 +63,9 @@ async def test_unknown_runs_are_404_everywhere(service_for: ServiceMaker) -> Non
 
 async def test_bad_query_parameters_are_422(service_for: ServiceMaker) -> None:
     async with service_for(TREE) as svc:
-        responses = [
-            await svc.client.get("/runs?limit=0"),
-            await svc.client.get("/runs?status=bogus"),
-            await svc.client.get("/runs/x/events?after=-1"),
-        ]
+        responses = await svc.get_each(
+            "/runs?limit=0", "/runs?status=bogus", "/runs/x/events?after=-1"
+        )
 
     assert [r.status_code for r in responses] == [422, 422, 422]
 

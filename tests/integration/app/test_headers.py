@@ -82,10 +82,9 @@ async def test_every_html_route_has_the_page_policy_and_framing_headers(
 
 async def test_static_files_have_the_headers_and_serve_no_page(service_for: ServiceMaker) -> None:
     async with service_for(TREE) as svc:
-        script = await svc.client.get("/static/js/main.js")
-        vendored = await svc.client.get("/static/vendor/swagger-ui.css")
-        page = await svc.client.get("/static/index.html")
-        listing = await svc.client.get("/static/")
+        script, vendored, page, listing = await svc.get_each(
+            "/static/js/main.js", "/static/vendor/swagger-ui.css", "/static/index.html", "/static/"
+        )
 
     assert script.status_code == vendored.status_code == 200
     assert_protected(script, API_CSP)
@@ -163,9 +162,7 @@ async def test_the_body_limits_413_gets_the_headers_and_the_json_body(
 
 async def test_each_redoc_page_gets_a_nonce_of_its_own(service_for: ServiceMaker) -> None:
     async with service_for(TREE) as svc:
-        first = await svc.client.get("/redoc")
-        second = await svc.client.get("/redoc")
-        index = await svc.client.get("/")
+        first, second, index = await svc.get_each("/redoc", "/redoc", "/")
 
     policies = {first.headers["content-security-policy"], second.headers["content-security-policy"]}
     assert len(policies) == 2

@@ -15,18 +15,8 @@ from pydantic import BaseModel, Field
 from app.settings import Settings
 from calls.errors import ModelError
 from calls.models import SettingsModelFactory
-from testkit.gemini_sim import (
-    Call,
-    Delayed,
-    Disconnect,
-    Fault,
-    Json,
-    Malformed,
-    SimRequest,
-    SimulatorMaker,
-    Slow,
-    Text,
-)
+from testkit.gemini_script import Call, Delayed, Disconnect, Fault, Json, Malformed, Slow, Text
+from testkit.gemini_sim import SimRequest, SimulatorMaker
 
 
 class Plan(BaseModel):
