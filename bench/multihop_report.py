@@ -109,6 +109,36 @@ def _reserve_lines(multihop: dict[str, Any]) -> list[str]:
     ]
 
 
+def wide_lines(multihop: dict[str, Any]) -> list[str]:
+    """The seed notebook's breadth and `beam` against the default, question by question."""
+    lines = []
+    for name, what in (
+        ("breadth", "the seed notebook's breadth: no evaluator, no pruning, 8 nodes a layer"),
+        ("beam", "the evaluator's best 2 nodes a layer"),
+    ):
+        parts, mine = _compared(multihop, name, "mcts")
+        if not parts:
+            continue
+        default = {r["id"]: r for r in multihop["rows"] if r["config"] == "mcts"}
+        wide = [row for row in mine if row["paths"] >= 2]
+        lost = sum(1 for row in wide if row["f1"] < default[row["id"]]["f1"])
+        lines += [
+            "",
+            f"`{name}` ({what}) against the default on the same {len(mine)} questions — "
+            f"{'; '.join(parts)}. It completed two paths or more on {len(wide)} of them "
+            f"(the default on {sum(1 for r in mine if default[r['id']]['paths'] >= 2)}), and on "
+            f"{lost} of those its answer scored lower than the default's one path.",
+        ]
+        theirs, ours = multihop["totals"][name], multihop["totals"]["mcts"]
+        if theirs["llm_calls"] > ours["llm_calls"] and theirs["f1"] <= ours["f1"]:
+            lines[-1] += (
+                f" It made {theirs['llm_calls']:.1f} model calls a question against the "
+                f"default's {ours['llm_calls']:.1f}, for an answer F1 of {theirs['f1']:.2f} "
+                f"against {ours['f1']:.2f}."
+            )
+    return lines
+
+
 def section(multihop: dict[str, Any]) -> list[str]:
     """The table, the command that made it, and how the published numbers differ."""
     config = multihop["config"]
@@ -153,6 +183,7 @@ def section(multihop: dict[str, Any]) -> list[str]:
             f"{t['wall_s']:.0f} s |"
         )
     lines += _head_to_head_lines(multihop)
+    lines += wide_lines(multihop)
     lines += _reserve_lines(multihop)
     reference = ", ".join(f"{name} {em:.2f}" for name, em in REFERENCE)
     lines += [
