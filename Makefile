@@ -24,8 +24,10 @@ $(BIN)/uv:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
 
+# Bytecode compiled once here: every process the service or the tests start then imports it
+# instead of compiling each module again (always so where PYTHONDONTWRITEBYTECODE is set).
 $(STAMP): pyproject.toml uv.lock | $(BIN)/uv
-	$(BIN)/uv sync --frozen --all-extras --all-groups --python $(BIN)/python
+	$(BIN)/uv sync --frozen --all-extras --all-groups --compile-bytecode --python $(BIN)/python
 	@touch $@
 
 run: install
@@ -105,6 +107,7 @@ test-deploy: install docker-tools
 	@trap 'deploy/offline/engine.sh stop' EXIT; $(BIN)/pytest -q --durations=10 -p no:cacheprovider tests/deploy
 
 test: lint typecheck $(COMPOSE_SCHEMA) $(CHROMIUM)
+	$(BIN)/python -m compileall -q agents app calls tools bench testkit tests >/dev/null
 	$(BIN)/pytest -q --durations=25 --ignore=tests/deploy
 	$(MAKE) --no-print-directory test-deploy
 

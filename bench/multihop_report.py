@@ -109,6 +109,10 @@ def _reserve_lines(multihop: dict[str, Any]) -> list[str]:
     ]
 
 
+def _mean(rows: list[dict[str, Any]], key: str) -> float:
+    return sum(float(row[key]) for row in rows) / len(rows) if rows else 0.0
+
+
 def wide_lines(multihop: dict[str, Any]) -> list[str]:
     """The seed notebook's breadth and `beam` against the default, question by question."""
     lines = []
@@ -129,12 +133,14 @@ def wide_lines(multihop: dict[str, Any]) -> list[str]:
             f"(the default on {sum(1 for r in mine if default[r['id']]['paths'] >= 2)}), and on "
             f"{lost} of those its answer scored lower than the default's one path.",
         ]
-        theirs, ours = multihop["totals"][name], multihop["totals"]["mcts"]
-        if theirs["llm_calls"] > ours["llm_calls"] and theirs["f1"] <= ours["f1"]:
+        ours = [default[row["id"]] for row in mine]
+        theirs_calls, ours_calls = _mean(mine, "llm_calls"), _mean(ours, "llm_calls")
+        theirs_f1, ours_f1 = _mean(mine, "f1"), _mean(ours, "f1")
+        if theirs_calls > ours_calls and theirs_f1 <= ours_f1:
             lines[-1] += (
-                f" It made {theirs['llm_calls']:.1f} model calls a question against the "
-                f"default's {ours['llm_calls']:.1f}, for an answer F1 of {theirs['f1']:.2f} "
-                f"against {ours['f1']:.2f}."
+                f" On those questions it made {theirs_calls:.1f} model calls a question against "
+                f"the default's {ours_calls:.1f}, for an answer F1 of {theirs_f1:.2f} against "
+                f"{ours_f1:.2f}."
             )
     return lines
 
@@ -182,6 +188,16 @@ def section(multihop: dict[str, Any]) -> list[str]:
             f"{t['llm_calls']:.1f} | {t['tokens']:.0f} | {_f(t['gold_seen'])} | "
             f"{t['wall_s']:.0f} s |"
         )
+    fewer = [
+        f"`{name}` {totals[name]['n']}" for name in names if totals[name]["n"] < config["questions"]
+    ]
+    if fewer:
+        lines += [
+            "",
+            f"Rows over fewer questions ({', '.join(fewer)}) are over the data's first ones: "
+            "compare them with the default over the same questions, as below, not with its "
+            "row.",
+        ]
     lines += _head_to_head_lines(multihop)
     lines += wide_lines(multihop)
     lines += _reserve_lines(multihop)
