@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from statistics import fmean
 from typing import Any
 
 # Published points of reference: the LATS paper's HotpotQA table (Zhou et al., ICML 2024),
@@ -109,10 +110,6 @@ def _reserve_lines(multihop: dict[str, Any]) -> list[str]:
     ]
 
 
-def _mean(rows: list[dict[str, Any]], key: str) -> float:
-    return sum(float(row[key]) for row in rows) / len(rows) if rows else 0.0
-
-
 def wide_lines(multihop: dict[str, Any]) -> list[str]:
     """The seed notebook's breadth and `beam` against the default, question by question."""
     lines = []
@@ -134,8 +131,8 @@ def wide_lines(multihop: dict[str, Any]) -> list[str]:
             f"{lost} of those its answer scored lower than the default's one path.",
         ]
         ours = [default[row["id"]] for row in mine]
-        theirs_calls, ours_calls = _mean(mine, "llm_calls"), _mean(ours, "llm_calls")
-        theirs_f1, ours_f1 = _mean(mine, "f1"), _mean(ours, "f1")
+        theirs_calls, ours_calls = (fmean(r["llm_calls"] for r in rs) for rs in (mine, ours))
+        theirs_f1, ours_f1 = (fmean(r["f1"] for r in rs) for rs in (mine, ours))
         if theirs_calls > ours_calls and theirs_f1 <= ours_f1:
             lines[-1] += (
                 f" On those questions it made {theirs_calls:.1f} model calls a question against "
