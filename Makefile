@@ -16,8 +16,9 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # pytest processes for `make test`, `make integration` and `make e2e`. A test file runs whole in
 # one of them (its module fixtures are built once); every test has its own database, Redis
-# prefix, ports and temporary folder, so two files never share state. Most e2e tests wait on
-# the processes they start: two at once finish the tiers in about half the time on 2 cores.
+# prefix, ports and temporary folder, so two files at once never touch each other's data. Most
+# e2e tests wait on the processes they start: two at once finish the tiers in about half the
+# time on 2 cores.
 TEST_WORKERS ?= 2
 
 .PHONY: install run test lint fmt typecheck unit integration e2e chromium docker-tools test-deploy \
