@@ -202,6 +202,16 @@ class VoteCast(_Event):
         default_factory=list,
         description="Leaf ids of candidates left out for groundedness under min_groundedness.",
     )
+    revived: list[str] = Field(
+        default_factory=list,
+        description="Leaf ids of paths run from the reserve: not voted on while a searched "
+        "path has an answer; they corroborate.",
+    )
+    agreeing: list[str] = Field(
+        default_factory=list,
+        description="Leaf ids of the other paths whose answer agrees with the chosen one; "
+        "their verified citations join the answer's.",
+    )
     values: dict[str, float] = Field(
         default_factory=dict,
         description="Each judged candidate's value (its leaf's node value), shown to the voter "

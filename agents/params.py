@@ -106,9 +106,10 @@ class RunParams(BaseModel):
     reserve: bool = Field(
         default=False,
         description="Revive the best pruned candidate when nothing else is left to run, more "
-        "paths are wanted and the budget can carry one (`revived` events); off by default: on "
-        "the multi-hop benchmark with the offline 0.5B model it cost answer F1 "
-        "(docs/benchmarks.md).",
+        "paths are wanted and the budget can carry one (`revived` events). A revived path's "
+        "answer is not voted on while a searched path has one: where it agrees with the chosen "
+        "answer, its verified citations join that answer's. Off by default: on the multi-hop "
+        "benchmark it cost a third more calls for no better answers (docs/benchmarks.md §11).",
     )
     satisfaction: Fraction | None = Field(
         default=None,

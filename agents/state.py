@@ -66,6 +66,7 @@ class NodeRecord(TypedDict):
     score: float | None
     value_sum: float
     visits: int
+    revived: bool  # run from the reserve: its paths corroborate, they are not voted on
 
 
 class FinalResult(TypedDict):
@@ -158,4 +159,5 @@ def new_node(
         score=None,
         value_sum=0.0,
         visits=0,
+        revived=False,
     )

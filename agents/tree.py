@@ -103,6 +103,12 @@ def runnable(nodes: Mapping[str, NodeRecord], busy: set[str]) -> list[NodeRecord
     return out
 
 
+def from_reserve(nodes: Mapping[str, NodeRecord], leaf: NodeRecord) -> bool:
+    """Whether the path ending at `leaf` runs through a candidate revived from the reserve
+    (a node kept from before the flag existed counts as not revived)."""
+    return any(node.get("revived", False) for node in path_to(nodes, leaf["id"]))
+
+
 def path_sources(path: Iterable[NodeRecord]) -> list[Source]:
     """The distinct sources of a path, first occurrence first."""
     seen: set[str] = set()

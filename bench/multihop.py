@@ -30,9 +30,12 @@ from urllib.parse import unquote
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agents.engine import Engine
+from agents.grounding.corroborate import agrees
 from agents.grounding.verify import Citation
 from agents.params import RunParams
+from agents.result import RunResult
 from agents.state import Source
+from agents.tree import from_reserve
 from app.settings import Settings
 from bench.engine_runs import bench_settings
 from bench.multihop_data import HOTPOTQA_DEV_100, Question, documents, load
@@ -50,16 +53,19 @@ from tools.runtime import RateLimiter, ToolRuntime, TtlCache, tool_threads
 logger = logging.getLogger(__name__)
 
 # Configuration name -> run-parameter overrides, applied over `FIXED`. `chain` is a plain
-# plan-and-execute agent (one path, never branching); the others are bench/quality.py's
-# strategies of the same names: `breadth` keeps every proposal, scores none and prunes none,
-# shallowest first; `mcts` is the service's default; `beam` keeps the best two per layer;
-# `reserve` is `mcts` with pruned candidates revived once nothing else is left (`reserve`).
+# plan-and-execute agent (one path, never branching, nothing revived); the others are
+# bench/quality.py's strategies of the same names at the service's defaults: `breadth` keeps
+# every proposal, scores none and prunes none, shallowest first; `mcts` is the service's
+# default; `beam` keeps the best two per layer. `reserve` is `mcts` with `reserve: true`:
+# pruned candidates run once nothing else is left, their paths corroborate. `chain-again` is
+# `chain` once more: how far two runs of one configuration differ.
 CONFIGS: dict[str, dict[str, Any]] = {
-    "chain": {"max_paths": 1, "max_candidates": 1},
+    "chain": {**STRATEGIES["chain"], "max_paths": 1},
     "breadth": STRATEGIES["breadth"],
     "mcts": STRATEGIES["mcts"],
     "beam": STRATEGIES["beam"],
     "reserve": {**STRATEGIES["mcts"], "reserve": True},
+    "chain-again": {**STRATEGIES["chain"], "max_paths": 1},
 }
 DEFAULT = "mcts"
 # What a benchmark run compares unless told otherwise: the issue's four.
@@ -135,6 +141,8 @@ class Row(TypedDict):
     paths: int
     wall_s: float
     gold_seen: float  # share of the gold paragraphs that any tool call of the run showed
+    revived: int  # answered paths run from the reserve
+    agreeing: int  # other answered paths whose answer agrees with the chosen one
     gold_on_path: float  # the same for the chosen path's sources
 
 
@@ -239,6 +247,7 @@ async def run_one(
     scores = score_question(question.answer, question.supporting_facts, predicted, facts)
     gold = {title for title, _ in question.supporting_facts}
     seen = _doc_ids([s for node in result.nodes for s in node["sources"]])
+    revived, agreeing = _paths_of(result)
     return {
         "id": question.id,
         "type": question.type,
@@ -270,7 +279,25 @@ async def run_one(
         "wall_s": round(wall, 3),
         "gold_seen": _share(gold, seen),
         "gold_on_path": _share(gold, _doc_ids(result.sources)),
+        "revived": revived,
+        "agreeing": agreeing,
     }
+
+
+def _paths_of(result: RunResult) -> tuple[int, int]:
+    """How many answered paths ran from the reserve, and how many agree with the chosen one."""
+    nodes = {node["id"]: node for node in result.nodes}
+    leaves = [node for node in result.nodes if node["answer"]]
+    chosen = nodes.get(result.chosen_id or "")
+    revived = sum(1 for leaf in leaves if from_reserve(nodes, leaf))
+    agreeing = sum(
+        1
+        for leaf in leaves
+        if chosen is not None
+        and leaf["id"] != chosen["id"]
+        and agrees(leaf["answer"] or "", chosen["answer"] or "")
+    )
+    return revived, agreeing
 
 
 def _done_rows(progress: Path | None) -> dict[tuple[str, str], Row]:

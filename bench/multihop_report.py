@@ -5,6 +5,8 @@ from __future__ import annotations
 from statistics import fmean
 from typing import Any
 
+from bench.stats import paired_interval
+
 # Published points of reference: the LATS paper's HotpotQA table (Zhou et al., ICML 2024),
 # gpt-3.5 with live Wikipedia search, 100 questions, exact match.
 REFERENCE = (
@@ -14,7 +16,7 @@ REFERENCE = (
     ("ToT", 0.55),
     ("LATS", 0.71),
 )
-ORDER = ("chain", "breadth", "mcts", "beam", "reserve")
+ORDER = ("chain", "breadth", "mcts", "beam", "reserve", "chain-again")
 
 
 def _f(value: Any) -> str:
@@ -54,7 +56,7 @@ def head_to_head(rows: list[dict[str, Any]], a: str, b: str, key: str) -> tuple[
 
 def _compared(multihop: dict[str, Any], a: str, b: str) -> tuple[list[str], list[dict[str, Any]]]:
     """`a` against `b` on answer and supporting-fact F1, as phrases for the page, with `a`'s
-    rows; nothing unless both ran."""
+    rows of the questions both ran; nothing unless both ran."""
     totals = multihop["totals"]
     if a not in totals or b not in totals:
         return [], []
@@ -63,50 +65,96 @@ def _compared(multihop: dict[str, Any], a: str, b: str) -> tuple[list[str], list
     for key, label in (("f1", "answer F1"), ("sp_f1", "supporting-fact F1")):
         won, lost, tied = head_to_head(rows, a, b, key)
         parts.append(f"{label}: better on {won}, worse on {lost}, tied on {tied}")
-    return parts, [row for row in rows if row["config"] == a]
+    theirs = {row["id"] for row in rows if row["config"] == b}
+    return parts, [row for row in rows if row["config"] == a and row["id"] in theirs]
+
+
+def paired(rows: list[dict[str, Any]], a: str, b: str, key: str) -> tuple[float, float, float]:
+    """Over the questions both configurations answered: the mean of `a`'s `key` minus `b`'s,
+    with its 95 % paired-bootstrap interval (`bench.stats.paired_interval`)."""
+    by_question: dict[str, dict[str, float]] = {}
+    for row in rows:
+        by_question.setdefault(row["id"], {})[row["config"]] = float(row[key])
+    pairs = [(q[a], q[b]) for q in by_question.values() if a in q and b in q]
+    return paired_interval([x for x, _ in pairs], [y for _, y in pairs])
+
+
+def _interval(rows: list[dict[str, Any]], a: str, b: str) -> str:
+    parts = []
+    for key, label in (("f1", "answer F1"), ("sp_f1", "supporting-fact F1")):
+        mean, low, high = paired(rows, a, b, key)
+        parts.append(f"{label} {mean:+.3f} ({low:+.3f} to {high:+.3f})")
+    return "; ".join(parts)
 
 
 def _head_to_head_lines(multihop: dict[str, Any]) -> list[str]:
     parts, mine = _compared(multihop, "mcts", "chain")
     if not parts:
         return []
-    alone = sum(1 for row in mine if row["paths"] <= 1)
-    exhausted = sum(
-        1 for row in mine if row["paths"] <= 1 and row["stop_reason"] == "frontier_exhausted"
-    )
+    rows = multihop["rows"]
+    wide = sum(1 for row in mine if row["paths"] >= 2)
+    revived = sum(1 for row in mine if row.get("revived", 0) > 0)
+    agreeing = sum(1 for row in mine if row.get("agreeing", 0) > 0)
+    exhausted = sum(1 for row in mine if row["stop_reason"] == "frontier_exhausted")
     budget = sum(1 for row in mine if str(row["stop_reason"]).startswith("budget"))
     return [
         "",
         "Question by question, the default search against the single chain — "
         + "; ".join(parts)
-        + f". From the runs' ends: in {alone} of {len(mine)} questions the default search "
-        f"completed one path only ({exhausted} of them `frontier_exhausted`: the replanner "
-        "called the first path complete and every check it proposed beside that was pruned or "
-        "repeated a step, so nothing was left to search), where it searched no wider than the "
-        "chain: there the two differ only by what the replanner is asked for (up to three "
-        "judged candidates against one), which changes the one path the model takes, for "
-        f"better or worse about as often; {budget} ended on the call budget.",
+        + ". Mean difference, default minus chain, with its 95 % paired-bootstrap interval "
+        f"over the questions: {_interval(rows, 'mcts', 'chain')}. From the runs' ends: the "
+        f"default completed two paths or more on {wide} of {len(mine)} questions, {revived} "
+        f"of them with a path from the reserve, and another path agreed with the chosen "
+        f"answer (lending it its quotes) on {agreeing}; {exhausted} ended with nothing left "
+        f"to run (`frontier_exhausted`) and {budget} on the call budget.",
     ]
 
 
 def _reserve_lines(multihop: dict[str, Any]) -> list[str]:
-    """`reserve` (the default search reviving pruned candidates) against the default, over
-    the questions both have."""
+    """`reserve` (the default search reviving pruned candidates) against the default, over the
+    questions both have: what the revived paths and corroboration changed."""
     parts, mine = _compared(multihop, "reserve", "mcts")
     if not parts:
         return []
-    more = sum(1 for row in mine if row["paths"] >= 2)
+    default = {r["id"]: r for r in multihop["rows"] if r["config"] == "mcts"}
+    theirs = [default[row["id"]] for row in mine]
+    revived = sum(1 for row in mine if row.get("revived", 0) > 0)
+    agreeing = sum(1 for row in mine if row.get("agreeing", 0) > 0)
+    same = sum(1 for row in mine if row["predicted"] == default[row["id"]]["predicted"])
+    (calls, calls_default), (wall, wall_default) = (
+        (fmean(r[key] for r in mine), fmean(r[key] for r in theirs))
+        for key in ("llm_calls", "wall_s")
+    )
     return [
         "",
-        f"`reserve` (the default search with `reserve: true`, on the first {len(mine)} "
-        f"questions): it completed two paths or more on {more} of them, and against the "
-        f"default on the same questions — {'; '.join(parts)}. A run with the reserve is "
-        "the default's run until the frontier empties (the same code and a fixed seed, so the "
-        "same first path); "
-        "what differs is the extra paths, which run candidates the replanner had judged not "
-        "viable, and the vote: where the answer got worse, the vote chose a revived path's "
-        "answer over the first path's. Supporting facts gain (more evidence is read and "
-        "cited), answers lose, so `reserve` is off by default.",
+        f"`reserve` (the default search with `reserve: true`) against the default on the same "
+        f"{len(mine)} questions — {'; '.join(parts)}; mean difference "
+        f"{_interval(multihop['rows'], 'reserve', 'mcts')}. A revived path ran to an answer "
+        f"on {revived} of them and a path agreeing with the chosen answer lent it its quotes on "
+        f"{agreeing}; the two gave the same answer text on {same}. It cost {calls:.1f} model "
+        f"calls a question against {calls_default:.1f}, and {wall:.0f} s against "
+        f"{wall_default:.0f} s (means), so `reserve` is off by default. A revived path is "
+        "never voted on while a searched path has an answer: an earlier form of the reserve "
+        "let the vote pick one, and on the first 7 questions its answer F1 was worse on 2 and "
+        "better on none, the model's vote preferring the revived answers.",
+    ]
+
+
+def repeat_lines(multihop: dict[str, Any]) -> list[str]:
+    """The chain run twice (`chain-again` against `chain`): the run-to-run variation that any
+    difference between configurations is to be read against."""
+    parts, mine = _compared(multihop, "chain-again", "chain")
+    if not parts:
+        return []
+    first = {r["id"]: r for r in multihop["rows"] if r["config"] == "chain"}
+    changed = sum(1 for row in mine if row["predicted"] != first[row["id"]]["predicted"])
+    return [
+        "",
+        f"Run to run: the chain run a second time (`chain-again`, the same code and "
+        f"parameters) on {len(mine)} questions gave a different answer on {changed}; against "
+        f"its first run — {'; '.join(parts)}; mean difference "
+        f"{_interval(multihop['rows'], 'chain-again', 'chain')}. Differences between "
+        "configurations smaller than this are not differences this benchmark can tell.",
     ]
 
 
@@ -116,6 +164,7 @@ def wide_lines(multihop: dict[str, Any]) -> list[str]:
     for name, what in (
         ("breadth", "the seed notebook's breadth: no evaluator, no pruning, 8 nodes a layer"),
         ("beam", "the evaluator's best 2 nodes a layer"),
+        ("beam-frontier", "`beam` without the reserve"),
     ):
         parts, mine = _compared(multihop, name, "mcts")
         if not parts:
@@ -196,6 +245,7 @@ def section(multihop: dict[str, Any]) -> list[str]:
             "row.",
         ]
     lines += _head_to_head_lines(multihop)
+    lines += repeat_lines(multihop)
     lines += wide_lines(multihop)
     lines += _reserve_lines(multihop)
     reference = ", ".join(f"{name} {em:.2f}" for name, em in REFERENCE)

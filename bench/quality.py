@@ -59,7 +59,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "mcts-noeval": {"evaluate": False},
     "beam": {"strategy": "beam"},
     "dfs": {"strategy": "dfs"},
-    "chain": {"max_candidates": 1},
+    "chain": {"max_candidates": 1, "reserve": False},
     "breadth": {"strategy": "beam", "beam_width": 8, "evaluate": False, "min_score": 0.0},
 }
 DEFAULT = "mcts"

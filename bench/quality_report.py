@@ -14,7 +14,8 @@ MEANING = {
     "mcts-noeval": "`mcts` with `evaluate=false` (no scores, no pruning, no evaluator)",
     "beam": "`strategy=beam` (width 2)",
     "dfs": "`strategy=dfs`",
-    "chain": "single chain: `max_candidates=1`, so it never branches (the seed notebook's default)",
+    "chain": "single chain: `max_candidates=1` and `reserve=false`, so it never branches and "
+    "never revives (the seed notebook's default)",
     "breadth": "seed breadth: `beam`, `beam_width=8`, `evaluate=false`, `min_score=0` "
     "(all proposals kept, shallowest first in proposal order, no evaluator, no pruning)",
 }

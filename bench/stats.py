@@ -1,8 +1,10 @@
-"""Small statistics for repeated measurements: medians with min-max, percentiles."""
+"""Small statistics for repeated measurements: medians with min-max, percentiles, and a paired
+bootstrap interval for the mean difference of two configurations on the same questions."""
 
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Sequence
 from typing import TypedDict
@@ -45,3 +47,20 @@ def fmt(s: Spread, digits: int = 2, unit: str = "") -> str:
     if s["n"] == 1 or s["min"] == s["max"]:
         return f"{s['median']:.{digits}f}{unit}"
     return f"{s['median']:.{digits}f}{unit} ({s['min']:.{digits}f}-{s['max']:.{digits}f})"
+
+
+def paired_interval(
+    a: Sequence[float], b: Sequence[float], *, resamples: int = 10_000, seed: int = 0
+) -> tuple[float, float, float]:
+    """The mean of `a[i] - b[i]` and its 95 % percentile-bootstrap interval (questions drawn
+    with replacement, `resamples` times, seeded): (mean, low, high). Raises ValueError for
+    lengths that differ or for none."""
+    if len(a) != len(b) or not a:
+        raise ValueError(f"want two equal, non-empty samples, got {len(a)} and {len(b)}")
+    differences = [x - y for x, y in zip(a, b, strict=True)]
+    draw = random.Random(seed)
+    n = len(differences)
+    means = sorted(statistics.fmean(draw.choices(differences, k=n)) for _ in range(resamples))
+    low = means[int(0.025 * resamples)]
+    high = means[min(resamples - 1, int(0.975 * resamples))]
+    return statistics.fmean(differences), low, high

@@ -117,7 +117,7 @@ class TreeFold:
             return None
         best = min(reserve, key=lambda n: (-(n["prior"] or 0.0), by_id(n)))
         reason = f"nothing else to run; it was pruned ({best['error']})"
-        self.update(best["id"], status="pending", error=None)
+        self.update(best["id"], status="pending", error=None, revived=True)
         self._events.append(NodeRevived(run_id=self.run_id, node_id=best["id"], reason=reason))
         logger.info("run=%s node=%s revived: %s", self.run_id, best["id"], reason)
         return best["id"]

@@ -14,11 +14,12 @@ from langgraph.runtime import Runtime
 from agents.context import RunContext
 from agents.errors import NoResult
 from agents.events import VoteCast
+from agents.grounding.corroborate import PathAnswer, agrees, corroborated
 from agents.grounding.verify import Grounding
 from agents.nodes.responder import Answer, write_answer
-from agents.prompts import path_evidence, voter_messages
+from agents.prompts import path_evidence, path_evidence_ledger, voter_messages
 from agents.state import FinalResult, NodeRecord, RunState
-from agents.tree import by_id, node_value, path_sources, path_to, trim
+from agents.tree import by_id, from_reserve, node_value, path_sources, path_to, trim
 from calls.errors import BudgetExhausted, ModelError
 from calls.structured import call_structured
 
@@ -196,14 +197,23 @@ async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
             raise NoResult("no research step succeeded")
         return {"phase": "done", "final": final}
     started = time.monotonic()
-    voted = eligible(leaves, ctx.params.min_groundedness)
+    # Paths run from the reserve were judged not worth running: they corroborate an answer the
+    # search found, they are not voted on (unless nothing else completed).
+    revived = [n for n in leaves if from_reserve(nodes, n)]
+    searched = [n for n in leaves if n not in revived] or leaves
+    voted = eligible(searched, ctx.params.min_groundedness)
     leaf, method, reason = await _vote(ctx, nodes, voted)
+    agreeing = [
+        n for n in leaves if n is not leaf and agrees(n["answer"] or "", leaf["answer"] or "")
+    ]
     values = {n["id"]: leaf_value(n, ctx.params.prior_weight) for n in leaves}
     await ctx.emit(
         VoteCast(
             run_id=ctx.run_id,
             candidates=[n["id"] for n in voted],
-            ineligible=[n["id"] for n in leaves if n not in voted],
+            ineligible=[n["id"] for n in searched if n not in voted],
+            revived=[n["id"] for n in revived if n not in searched],
+            agreeing=[n["id"] for n in agreeing],
             values={k: round(v, 6) for k, v in values.items() if v is not None},
             chosen_id=leaf["id"],
             method=method,
@@ -211,5 +221,57 @@ async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
             seconds=round(time.monotonic() - started, 4),
         )
     )
-    final = _final(nodes, leaf, leaf["answer"] or "", partial=False, grounding=leaf["grounding"])
+    grounding = leaf["grounding"]
+    if agreeing and grounding is not None:
+        return {"phase": "done", "final": _corroborated(ctx, nodes, leaf, grounding, agreeing)}
+    final = _final(nodes, leaf, leaf["answer"] or "", partial=False, grounding=grounding)
     return {"phase": "done", "final": final}
+
+
+def _path_answer(ctx: RunContext, nodes: Mapping[str, NodeRecord], leaf: NodeRecord) -> PathAnswer:
+    grounding = leaf["grounding"]
+    return PathAnswer(
+        answer=leaf["answer"] or "",
+        citations=grounding["citations"] if grounding else [],
+        ledger=path_evidence_ledger(ctx.shown(path_to(nodes, leaf["id"]))),
+    )
+
+
+def _corroborated(
+    ctx: RunContext,
+    nodes: Mapping[str, NodeRecord],
+    leaf: NodeRecord,
+    grounding: Grounding,
+    agreeing: Sequence[NodeRecord],
+) -> FinalResult:
+    """The chosen answer (verified as `grounding`) with the verified quotes of the paths that
+    agree with it (agents/grounding/corroborate.py); sources: the chosen path's, then those of
+    the nodes whose evidence a pooled citation quotes."""
+    verified, _ = corroborated(
+        _path_answer(ctx, nodes, leaf), [_path_answer(ctx, nodes, n) for n in agreeing]
+    )
+    path = path_to(nodes, leaf["id"])
+    on_path = {n["id"] for n in path}
+    cited = [nodes[c["node_id"]] for c in verified["citations"] if c["node_id"] in nodes]
+    final = _final(
+        nodes,
+        leaf,
+        verified["answer"].strip(),
+        partial=False,
+        grounding=Grounding(
+            citations=verified["citations"],
+            rejected=[*grounding["rejected"], *verified["rejected"]],
+            unsupported=verified["unsupported"],
+            groundedness=verified["groundedness"],
+        ),
+    )
+    final["sources"] = path_sources([*path, *(n for n in cited if n["id"] not in on_path)])
+    logger.info(
+        "run=%s node=%s answer corroborated by %s: %d citations (%d its own)",
+        ctx.run_id,
+        leaf["id"],
+        ",".join(n["id"] for n in agreeing),
+        len(verified["citations"]),
+        len(grounding["citations"]),
+    )
+    return final

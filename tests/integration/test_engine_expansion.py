@@ -56,6 +56,23 @@ async def test_with_early_stop_on_the_path_ends_are_judged_and_nothing_else(
     assert len(models.recorder.by_role("evaluator")) == 1
 
 
+async def test_with_the_reserve_revived_path_ends_are_judged_too(
+    make_engine: EngineMaker, events: EventLog
+) -> None:
+    engine, _ = make_engine(TREE)
+
+    result = await engine.run(
+        "t", RunParams(min_score=0.2, satisfaction=0.99, reserve=True), sink=events
+    )
+
+    judged = sorted(e.node_id for e in events.of("evaluated"))
+    ends = sorted(n["id"] for n in result.nodes if n["complete"])
+    # "good" ends its path; the reserve then revives "off topic" and "weak" (pruned), whose
+    # ends are judged too: three ends, three judgements, nothing else.
+    assert [e.node_id for e in events.of("revived")] == ["n1.3", "n1.2"]
+    assert judged == ends == ["n1.1", "n1.2", "n1.3"]
+
+
 def _unjudged(call: FakeCall) -> Reply:
     """`TREE`, but the first replan proposes two steps in the older shape, without scores."""
     if call.role == "replanner" and "Step 2:" not in call.prompt:

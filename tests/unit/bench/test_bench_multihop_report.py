@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from bench.multihop_report import head_to_head, wide_lines
+import pytest
+
+from bench.multihop_report import (
+    _head_to_head_lines,
+    _reserve_lines,
+    head_to_head,
+    repeat_lines,
+    wide_lines,
+)
+from bench.stats import paired_interval
 
 
 def test_head_to_head_counts_only_questions_both_configurations_answered() -> None:
@@ -52,3 +61,98 @@ def test_the_wide_configurations_are_counted_against_the_default_on_their_questi
         "On those questions it made 9.0 model calls a question against the default's 6.0, "
         "for an answer F1 of 0.25 against 0.50."
     )
+
+
+def test_the_paired_interval_brackets_the_mean_difference_and_is_seeded() -> None:
+    a = [1.0, 0.0, 1.0, 0.5, 0.0, 1.0]
+    b = [0.0, 0.0, 1.0, 0.5, 0.5, 0.0]
+
+    mean, low, high = paired_interval(a, b)
+
+    assert mean == pytest.approx(1.5 / 6)
+    assert low < mean < high
+    assert (low, high) == paired_interval(a, b)[1:]  # the same draws every time
+    assert paired_interval([0.3] * 5, [0.3] * 5) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="equal"):
+        paired_interval([1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="non-empty"):
+        paired_interval([], [])
+
+
+def _ran(
+    question: str, config: str, predicted: str, f1: float, **fields: object
+) -> dict[str, object]:
+    return {
+        "id": question,
+        "config": config,
+        "predicted": predicted,
+        "f1": f1,
+        "sp_f1": fields.pop("sp_f1", 0.0),
+        "paths": fields.pop("paths", 1),
+        "llm_calls": fields.pop("calls", 8),
+        "stop_reason": fields.pop("stop", "frontier_exhausted"),
+        **fields,
+    }
+
+
+def test_the_reserve_is_compared_with_the_default_on_their_questions() -> None:
+    rows = [
+        _ran("q1", "reserve", "Paris", 1.0, sp_f1=0.8, paths=2, revived=1, agreeing=1, calls=12),
+        _ran("q1", "mcts", "Paris", 1.0, sp_f1=0.5),
+        _ran("q2", "reserve", "Lyon", 0.0, paths=2, revived=1, agreeing=0, calls=10),
+        _ran("q2", "mcts", "Nice", 0.0, calls=6),
+        _ran("q3", "reserve", "yes", 1.0, revived=0, agreeing=0),
+        _ran("q3", "mcts", "yes", 1.0),
+        # No row of the default: not compared.
+        _ran("q4", "reserve", "no", 0.0, revived=1, agreeing=1),
+    ]
+    for row in rows:
+        row["wall_s"] = 10.0 * float(str(row["llm_calls"]))
+    multihop = {"totals": {"mcts": {}, "reserve": {}}, "rows": rows}
+
+    [blank, line] = _reserve_lines(multihop)
+
+    assert blank == ""
+    assert "on the same 3 questions — answer F1: better on 0, worse on 0, tied on 3" in line
+    assert "supporting-fact F1: better on 1, worse on 0, tied on 2" in line
+    assert "answer F1 +0.000 (+0.000 to +0.000)" in line
+    assert "A revived path ran to an answer on 2 of them" in line
+    assert "lent it its quotes on 1; the two gave the same answer text on 2" in line
+    assert "It cost 10.0 model calls a question against 7.3, and 100 s against 73 s" in line
+
+
+def test_the_default_against_the_chain_counts_paths_and_ends() -> None:
+    rows = [
+        _ran("q1", "mcts", "Paris", 1.0, paths=2, revived=1, agreeing=1),
+        _ran("q1", "chain", "Lyon", 0.0),
+        _ran("q2", "mcts", "Nice", 0.0, stop="budget_llm_calls"),
+        _ran("q2", "chain", "Nice", 0.0),
+    ]
+    multihop = {"totals": {"mcts": {}, "chain": {}}, "rows": rows}
+
+    [blank, line] = _head_to_head_lines(multihop)
+
+    assert blank == ""
+    assert "answer F1: better on 1, worse on 0, tied on 1" in line
+    assert "answer F1 +0.500 (+0.000 to +1.000)" in line
+    assert "two paths or more on 1 of 2 questions, 1 of them with a path from the reserve" in line
+    assert "agreed with the chosen answer (lending it its quotes) on 1; 1 ended" in line
+    assert "and 1 on the call budget" in line
+
+
+def test_a_second_run_of_the_chain_measures_the_run_to_run_variation() -> None:
+    rows = [
+        _ran("q1", "chain", "Paris", 1.0),
+        _ran("q1", "chain-again", "Lyon", 0.0),
+        _ran("q2", "chain", "Nice", 0.5),
+        _ran("q2", "chain-again", "Nice", 0.5),
+        _ran("q3", "chain", "Nice", 0.5),  # not run again: not compared
+    ]
+    multihop = {"totals": {"chain": {}, "chain-again": {}}, "rows": rows}
+
+    [blank, line] = repeat_lines(multihop)
+
+    assert blank == ""
+    assert "on 2 questions gave a different answer on 1" in line
+    assert "answer F1: better on 0, worse on 1, tied on 1" in line
+    assert "answer F1 -0.500 (-1.000 to +0.000)" in line

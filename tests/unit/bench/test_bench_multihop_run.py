@@ -23,14 +23,21 @@ def test_every_configuration_gets_the_same_call_budget(name: str) -> None:
     assert params_for(name, 37).max_llm_calls == 37
 
 
-def test_the_single_chain_never_branches_and_stops_at_one_path() -> None:
-    params = params_for("chain", 40)
+@pytest.mark.parametrize("name", ["chain", "chain-again"])
+def test_the_single_chain_never_branches_never_revives_and_stops_at_one_path(name: str) -> None:
+    params = params_for(name, 40)
 
-    assert (params.max_paths, params.max_candidates) == (1, 1)
+    assert (params.max_paths, params.max_candidates, params.reserve) == (1, 1, False)
 
 
 def test_the_searches_stop_on_the_budget_not_on_paths() -> None:
-    assert {params_for(name, 40).max_paths for name in CONFIGS if name != "chain"} == {50}
+    chains = {"chain", "chain-again"}
+    assert {params_for(name, 40).max_paths for name in CONFIGS if name not in chains} == {50}
+
+
+def test_only_the_reserve_configuration_revives() -> None:
+    assert [name for name in CONFIGS if params_for(name, 40).reserve] == ["reserve"]
+    assert params_for("reserve", 40) == params_for("mcts", 40).model_copy(update={"reserve": True})
 
 
 def test_breadth_scores_nothing_and_prunes_nothing() -> None:
