@@ -218,7 +218,14 @@ def section(multihop: dict[str, Any]) -> list[str]:
         "```",
         "",
         f"Data: `{config['data']}` ({config['questions']} questions). Model: "
-        f"{multihop.get('model_detail', multihop.get('model', '?'))}.",
+        f"{multihop.get('model_detail', multihop.get('model', '?'))}."
+        + (
+            f" The rows of {', '.join(f'`{m}`' for m in measured)} are an earlier run's, "
+            "read back, which may have been made by earlier code: compare their answers with "
+            "the others' as of different runs."
+            if measured
+            else ""
+        ),
         "",
         "| configuration | questions | answer EM | answer F1 | SP precision | SP recall | SP F1 "
         "| joint F1 | groundedness | citations (misverified) | model calls | tokens "
