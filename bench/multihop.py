@@ -141,9 +141,9 @@ class Row(TypedDict):
     paths: int
     wall_s: float
     gold_seen: float  # share of the gold paragraphs that any tool call of the run showed
+    gold_on_path: float  # the same for the chosen path's sources
     revived: int  # answered paths run from the reserve
     agreeing: int  # other answered paths whose answer agrees with the chosen one
-    gold_on_path: float  # the same for the chosen path's sources
 
 
 def params_for(name: str, max_llm_calls: int) -> RunParams:

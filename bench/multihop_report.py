@@ -41,12 +41,17 @@ def headline(multihop: dict[str, Any]) -> str:
     )
 
 
-def head_to_head(rows: list[dict[str, Any]], a: str, b: str, key: str) -> tuple[int, int, int]:
-    """Over the questions both configurations answered: (a better, b better, tied) on `key`."""
+def _pairs(rows: list[dict[str, Any]], a: str, b: str, key: str) -> list[tuple[float, float]]:
+    """(`a`'s `key`, `b`'s `key`) for each question both configurations answered."""
     by_question: dict[str, dict[str, float]] = {}
     for row in rows:
         by_question.setdefault(row["id"], {})[row["config"]] = float(row[key])
-    pairs = [(q[a], q[b]) for q in by_question.values() if a in q and b in q]
+    return [(q[a], q[b]) for q in by_question.values() if a in q and b in q]
+
+
+def head_to_head(rows: list[dict[str, Any]], a: str, b: str, key: str) -> tuple[int, int, int]:
+    """Over the questions both configurations answered: (a better, b better, tied) on `key`."""
+    pairs = _pairs(rows, a, b, key)
     return (
         sum(1 for x, y in pairs if x > y),
         sum(1 for x, y in pairs if x < y),
@@ -72,10 +77,7 @@ def _compared(multihop: dict[str, Any], a: str, b: str) -> tuple[list[str], list
 def paired(rows: list[dict[str, Any]], a: str, b: str, key: str) -> tuple[float, float, float]:
     """Over the questions both configurations answered: the mean of `a`'s `key` minus `b`'s,
     with its 95 % paired-bootstrap interval (`bench.stats.paired_interval`)."""
-    by_question: dict[str, dict[str, float]] = {}
-    for row in rows:
-        by_question.setdefault(row["id"], {})[row["config"]] = float(row[key])
-    pairs = [(q[a], q[b]) for q in by_question.values() if a in q and b in q]
+    pairs = _pairs(rows, a, b, key)
     return paired_interval([x for x, _ in pairs], [y for _, y in pairs])
 
 
@@ -164,7 +166,6 @@ def wide_lines(multihop: dict[str, Any]) -> list[str]:
     for name, what in (
         ("breadth", "the seed notebook's breadth: no evaluator, no pruning, 8 nodes a layer"),
         ("beam", "the evaluator's best 2 nodes a layer"),
-        ("beam-frontier", "`beam` without the reserve"),
     ):
         parts, mine = _compared(multihop, name, "mcts")
         if not parts:

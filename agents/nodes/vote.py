@@ -199,12 +199,15 @@ async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
     started = time.monotonic()
     # Paths run from the reserve were judged not worth running: they corroborate an answer the
     # search found, they are not voted on (unless nothing else completed).
-    revived = [n for n in leaves if from_reserve(nodes, n)]
-    searched = [n for n in leaves if n not in revived] or leaves
+    revived = {n["id"] for n in leaves if from_reserve(nodes, n)}
+    searched = [n for n in leaves if n["id"] not in revived] or leaves
+    searched_ids = {n["id"] for n in searched}
     voted = eligible(searched, ctx.params.min_groundedness)
     leaf, method, reason = await _vote(ctx, nodes, voted)
     agreeing = [
-        n for n in leaves if n is not leaf and agrees(n["answer"] or "", leaf["answer"] or "")
+        n
+        for n in leaves
+        if n["id"] != leaf["id"] and agrees(n["answer"] or "", leaf["answer"] or "")
     ]
     values = {n["id"]: leaf_value(n, ctx.params.prior_weight) for n in leaves}
     await ctx.emit(
@@ -212,7 +215,7 @@ async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
             run_id=ctx.run_id,
             candidates=[n["id"] for n in voted],
             ineligible=[n["id"] for n in searched if n not in voted],
-            revived=[n["id"] for n in revived if n not in searched],
+            revived=[n["id"] for n in leaves if n["id"] not in searched_ids],
             agreeing=[n["id"] for n in agreeing],
             values={k: round(v, 6) for k, v in values.items() if v is not None},
             chosen_id=leaf["id"],
