@@ -144,6 +144,9 @@ class Row(TypedDict):
     gold_on_path: float  # the same for the chosen path's sources
     revived: int  # answered paths run from the reserve
     agreeing: int  # other answered paths whose answer agrees with the chosen one
+    nodes: int  # the tree's nodes, run or not
+    branched: int  # nodes the replanner gave two or more distinct next steps
+    pruned: int  # nodes cut without running (by the evaluator's score or the search)
 
 
 def params_for(name: str, max_llm_calls: int) -> RunParams:
@@ -248,6 +251,7 @@ async def run_one(
     gold = {title for title, _ in question.supporting_facts}
     seen = _doc_ids([s for node in result.nodes for s in node["sources"]])
     revived, agreeing = _paths_of(result)
+    branched, pruned = _tree_of(result)
     return {
         "id": question.id,
         "type": question.type,
@@ -281,6 +285,9 @@ async def run_one(
         "gold_on_path": _share(gold, _doc_ids(result.sources)),
         "revived": revived,
         "agreeing": agreeing,
+        "nodes": len(result.nodes),
+        "branched": branched,
+        "pruned": pruned,
     }
 
 
@@ -298,6 +305,15 @@ def _paths_of(result: RunResult) -> tuple[int, int]:
         and agrees(leaf["answer"] or "", chosen["answer"] or "")
     )
     return revived, agreeing
+
+
+def _tree_of(result: RunResult) -> tuple[int, int]:
+    """How many nodes have two children or more, and how many nodes were pruned: where the
+    search had a choice to make, and how often it cut one."""
+    children = Counter(node["parent_id"] for node in result.nodes if node["parent_id"])
+    branched = sum(1 for count in children.values() if count >= 2)
+    pruned = sum(1 for node in result.nodes if node["status"] == "pruned")
+    return branched, pruned
 
 
 def _done_rows(progress: Path | None) -> dict[tuple[str, str], Row]:

@@ -108,8 +108,29 @@ def _head_to_head_lines(multihop: dict[str, Any]) -> list[str]:
         f"default completed two paths or more on {wide} of {len(mine)} questions, {revived} "
         f"of them with a path from the reserve, and another path agreed with the chosen "
         f"answer (lending it its quotes) on {agreeing}; {exhausted} ended with nothing left "
-        f"to run (`frontier_exhausted`) and {budget} on the call budget.",
+        f"to run (`frontier_exhausted`) and {budget} on the call budget." + _why_lines(multihop),
     ]
+
+
+def _why_lines(multihop: dict[str, Any]) -> str:
+    """Why the default's tree ended where it did, from the rows that record the tree (rows
+    read back from runs older than the `branched` field do not)."""
+    traced = [r for r in multihop["rows"] if r["config"] == "mcts" and "branched" in r]
+    if not traced:
+        return ""
+    budget = multihop["config"]["max_llm_calls"]
+    never = [r for r in traced if r["branched"] == 0]
+    exhausted = [r for r in traced if r["stop_reason"] == "frontier_exhausted"]
+    unused = fmean(budget - r["llm_calls"] for r in exhausted) if exhausted else 0.0
+    pruned = sum(1 for r in traced if r["pruned"] > 0)
+    return (
+        f" Why, from the {len(traced)} of its runs whose rows record the tree: the replanner "
+        f"gave one next step at every node (the tree never branched) on {len(never)}; "
+        f"candidates were pruned on {pruned}; the runs that ran out of nodes left "
+        f"{unused:.1f} of the {budget} calls unspent on average. A tree that does not branch "
+        "is a chain: where the model proposes one step, the search has nothing to choose "
+        "between, and the two configurations give the same answer."
+    )
 
 
 def _reserve_lines(multihop: dict[str, Any]) -> list[str]:

@@ -43,6 +43,10 @@ async def test_every_configuration_answers_two_questions_through_the_corpus(
         assert row["llm_calls"] <= out["config"]["max_llm_calls"]
         assert row["gold_seen"] == 1.0  # the question's own words find both gold paragraphs
         assert 0.0 <= row["f1"] <= 1.0
+        assert 0 <= row["branched"] < row["nodes"]
+        assert row["pruned"] < row["nodes"]
+    # One candidate a node: the chain's tree never branches, whatever its model proposes.
+    assert [row["branched"] for row in rows if row["config"] == "chain"] == [0, 0]
     assert rows[0]["predicted"] == "Henry Roth"  # the reader's guess: the first passage
     assert (rows[0]["em"], rows[0]["f1"]) == (0.0, 0.0)
     assert set(out["totals"]) == set(DEFAULT_CONFIGS)

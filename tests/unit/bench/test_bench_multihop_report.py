@@ -140,6 +140,27 @@ def test_the_default_against_the_chain_counts_paths_and_ends() -> None:
     assert "and 1 on the call budget" in line
 
 
+def test_the_default_s_ends_are_explained_from_the_rows_that_record_its_tree() -> None:
+    rows = [
+        _ran("q1", "mcts", "Paris", 1.0, calls=6, branched=0, pruned=0),
+        _ran("q1", "chain", "Paris", 1.0),
+        _ran("q2", "mcts", "Nice", 0.0, calls=10, branched=2, pruned=1),
+        _ran("q2", "chain", "Nice", 0.0),
+        _ran("q3", "mcts", "Lyon", 0.0, calls=16, stop="budget_llm_calls", branched=1, pruned=0),
+        _ran("q3", "chain", "Lyon", 0.0),
+        _ran("q4", "mcts", "Metz", 0.0, calls=4),  # read back from before the tree was recorded
+        _ran("q4", "chain", "Metz", 0.0),
+    ]
+    multihop = {"config": {"max_llm_calls": 16}, "totals": {"mcts": {}, "chain": {}}, "rows": rows}
+
+    [_, line] = _head_to_head_lines(multihop)
+
+    assert "Why, from the 3 of its runs whose rows record the tree" in line
+    assert "(the tree never branched) on 1; candidates were pruned on 1" in line
+    # Over q1 and q2, the two that ran out of nodes: (16 - 6 + 16 - 10) / 2.
+    assert "left 8.0 of the 16 calls unspent on average" in line
+
+
 def test_a_second_run_of_the_chain_measures_the_run_to_run_variation() -> None:
     rows = [
         _ran("q1", "chain", "Paris", 1.0),
