@@ -35,6 +35,7 @@ from bench.multihop import (
     model_label,
     models_for,
     run_multihop,
+    shown_path,
 )
 from bench.multihop import summary as multihop_summary
 from bench.multihop_data import HOTPOTQA_DEV_100
@@ -273,6 +274,12 @@ def _redraw(
     quality = _load_json(results / "quality.json")
     workers = _load_json(results / "workers.json")
     sections = {name: _load_json(results / f"{name}.json") for name in _SECTIONS}
+    # The multi-hop benchmark with other models: `--results` a directory of `results` each.
+    multihop_more = [
+        (data, shown_path(path.parent))
+        for path in sorted(results.glob("*/multihop.json"))
+        if (data := _load_json(path)) is not None
+    ]
     if search:
         plots.critical_path(search, results / "critical_path.png")
         plots.sequential(search, results / "sequential.png")
@@ -295,6 +302,7 @@ def _redraw(
         quality,
         workers,
         **sections,
+        multihop_more=multihop_more,
     )
     return search, load, memory, quality
 

@@ -397,7 +397,7 @@ async def run_multihop(
             logger.info("multihop: %s/%s questions", number, len(questions))
     out = {
         "config": {
-            "data": _shown_path(config.data),
+            "data": shown_path(config.data),
             "questions": len(questions),
             "max_llm_calls": config.max_llm_calls,
             "tool_result_max_chars": config.tool_result_max_chars,
@@ -414,7 +414,8 @@ async def run_multihop(
     return out
 
 
-def _shown_path(path: Path) -> str:
+def shown_path(path: Path) -> str:
+    """`path` as the results and docs show it: relative to the checkout when inside it."""
     resolved = path.resolve()
     return str(resolved.relative_to(ROOT) if resolved.is_relative_to(ROOT) else path)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
@@ -213,30 +215,35 @@ def wide_lines(multihop: dict[str, Any]) -> list[str]:
     return lines
 
 
-def section(multihop: dict[str, Any]) -> list[str]:
-    """The table, the command that made it, and how the published numbers differ."""
+def command(multihop: dict[str, Any], results: str | None = None) -> str:
+    """The command line that made `multihop`: the local model named in the environment (as
+    `LATS_LOCAL_MODEL`, the setting `--model local` reads), its results directory if not the
+    default one."""
+    config = multihop["config"]
+    names = [name for name in ORDER if name in multihop["totals"]]
+    measured = [name for name in names if name in config.get("measured", [])]
+    ran = [name for name in names if name not in measured]
+    detail = str(multihop.get("model_detail", ""))
+    local = re.fullmatch(r"local \((.+)\)", detail)
+    env = f"LATS_LOCAL_MODEL={local.group(1)} " if local else ""
+    return (
+        f"{env}.venv/bin/python -m bench --only multihop --limit {config['questions']} "
+        f"--model {multihop.get('model', 'local')} --configs {','.join(ran)} "
+        f"--budget {config['max_llm_calls']}"
+        + (f" --measured {','.join(measured)}" if measured else "")
+        + (f" --results {results}" if results else "")
+    )
+
+
+def table(multihop: dict[str, Any], results: str | None = None) -> list[str]:
+    """The command, the data and model, and one row a configuration."""
     config = multihop["config"]
     totals = multihop["totals"]
     names = [name for name in ORDER if name in totals]
     measured = [name for name in names if name in config.get("measured", [])]
-    ran = [name for name in names if name not in measured]
-    also = f" --measured {','.join(measured)}" if measured else ""
     lines = [
-        "## 11. Multi-hop questions (HotpotQA, distractor setting)",
-        "",
-        "Real questions with known answers: each one's ten Wikipedia paragraphs (two gold, eight "
-        "distractors) are its only tool (`tools/local_corpus.py`, BM25, a paragraph a passage); "
-        "the real engine runs every configuration at one call budget, and answers are scored "
-        "with HotpotQA's official normalisation. The supporting facts an answer predicts are "
-        "the sentences its verified citations quote, so supporting-fact scores measure "
-        "grounding as much as retrieval. `misverified` counts verified citations whose words "
-        "an independent check (nine in ten of the quote's words, in order, in the named "
-        "paragraph) does not find: the goal is 0.",
-        "",
         "```sh",
-        f".venv/bin/python -m bench --only multihop --limit {config['questions']} "
-        f"--model {multihop.get('model', 'local')} --configs {','.join(ran)} "
-        f"--budget {config['max_llm_calls']}{also}",
+        command(multihop, results),
         "```",
         "",
         f"Data: `{config['data']}` ({config['questions']} questions). Model: "
@@ -273,13 +280,45 @@ def section(multihop: dict[str, Any]) -> list[str]:
             "compare them with the default over the same questions, as below, not with its "
             "row.",
         ]
+    return lines
+
+
+def more_section(multihop: dict[str, Any], results: str) -> list[str]:
+    """The same benchmark with another model, its results kept in their own directory."""
+    return [
+        f"### The same questions with {multihop.get('model_detail', multihop.get('model'))}",
+        "",
+        *table(multihop, results),
+        *_head_to_head_lines(multihop),
+        *wide_lines(multihop),
+        "",
+    ]
+
+
+def section(multihop: dict[str, Any], more: Sequence[tuple[dict[str, Any], str]] = ()) -> list[str]:
+    """The table, the command that made it, and how the published numbers differ; then the
+    same benchmark with the other models of `more` (results, their directory)."""
+    lines = [
+        "## 11. Multi-hop questions (HotpotQA, distractor setting)",
+        "",
+        "Real questions with known answers: each one's ten Wikipedia paragraphs (two gold, eight "
+        "distractors) are its only tool (`tools/local_corpus.py`, BM25, a paragraph a passage); "
+        "the real engine runs every configuration at one call budget, and answers are scored "
+        "with HotpotQA's official normalisation. The supporting facts an answer predicts are "
+        "the sentences its verified citations quote, so supporting-fact scores measure "
+        "grounding as much as retrieval. `misverified` counts verified citations whose words "
+        "an independent check (nine in ten of the quote's words, in order, in the named "
+        "paragraph) does not find: the goal is 0.",
+        "",
+        *table(multihop),
+    ]
     lines += _head_to_head_lines(multihop)
     lines += repeat_lines(multihop)
     lines += wide_lines(multihop)
     lines += _reserve_lines(multihop)
+    lines += ["", *(line for other, results in more for line in more_section(other, results))]
     reference = ", ".join(f"{name} {em:.2f}" for name, em in REFERENCE)
     lines += [
-        "",
         f"Published points of reference (the LATS paper's HotpotQA table, exact match): "
         f"{reference}. Their setting differs: gpt-3.5, live Wikipedia search over the whole "
         "encyclopaedia (not ten given paragraphs), 100 questions, and LATS stopped its search "

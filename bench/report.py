@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -483,8 +484,10 @@ def write(
     in_flight: dict[str, Any] | None = None,
     tool_spacing: dict[str, Any] | None = None,
     worker_cpu: dict[str, Any] | None = None,
+    multihop_more: Sequence[tuple[dict[str, Any], str]] = (),
 ) -> None:
-    """Render docs/benchmarks.md from whichever results exist."""
+    """Render docs/benchmarks.md from whichever results exist (`multihop_more`: the
+    multi-hop benchmark with other models, each with its results directory)."""
     lines = [
         "# Benchmarks",
         "",
@@ -546,7 +549,7 @@ def write(
         (cpu, speed_report.cpu_section),
         (workers, workers_report.section),
         (storm, storm_report.section),
-        (multihop, multihop_report.section),
+        (multihop, partial(multihop_report.section, more=multihop_more)),
         (faults, faults_report.faults_section),
         (soak, faults_report.soak_section),
         (in_flight, speed_report.in_flight_section),

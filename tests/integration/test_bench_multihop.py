@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench.__main__ import main
 from bench.multihop import DEFAULT_CONFIGS, MultihopConfig, run_multihop, scripted_models
 from bench.multihop_report import section
 from tests.support.bench import run_bench
@@ -82,6 +83,26 @@ def test_python_m_bench_only_multihop_writes_multihop_json_with_f1_per_question(
     out = json.loads((results / "multihop.json").read_text(encoding="utf-8"))
     assert code == 0
     assert [(row["config"], row["f1"]) for row in out["rows"]] == [("chain", 1.0), ("mcts", 1.0)]
+
+
+def test_a_results_directory_below_the_results_is_the_same_benchmark_with_another_model(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps(RIGHT) + "\n", encoding="utf-8")
+    other = tmp_path / "results" / "other"
+    options = ("--only", "multihop", "--data", str(data), "--model", "scripted")
+    assert main([*options, "--configs", "chain", "--results", str(other)]) == 0
+
+    code, results = run_bench("multihop", tmp_path, *options[2:], "--configs", "chain,mcts")
+
+    assert code == 0
+    page = (results / "b.md").read_text(encoding="utf-8")
+    main_section, more = page.split("### The same questions with scripted (testkit's reader)")
+    assert "| mcts | 1 |" in main_section
+    assert f"--configs chain --budget 40 --results {other}\n" in more
+    assert "| chain | 1 |" in more
+    assert "| mcts |" not in more.split("Published points of reference")[0]
 
 
 async def test_rows_already_in_the_progress_file_are_kept_not_run_again(tmp_path: Path) -> None:

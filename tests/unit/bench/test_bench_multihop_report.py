@@ -7,6 +7,7 @@ import pytest
 from bench.multihop_report import (
     _head_to_head_lines,
     _reserve_lines,
+    command,
     head_to_head,
     repeat_lines,
     wide_lines,
@@ -177,3 +178,20 @@ def test_a_second_run_of_the_chain_measures_the_run_to_run_variation() -> None:
     assert "on 2 questions gave a different answer on 1" in line
     assert "answer F1: better on 0, worse on 1, tied on 1" in line
     assert "answer F1 -0.500 (-1.000 to +0.000)" in line
+
+
+def test_the_command_names_the_local_model_the_rows_came_from() -> None:
+    multihop = {
+        "model": "local",
+        "model_detail": "local (qwen2.5-coder-1.5b)",
+        "config": {"questions": 20, "max_llm_calls": 16, "measured": ["beam"]},
+        "totals": {"chain": {}, "mcts": {}, "beam": {}},
+    }
+
+    assert command(multihop, "bench/results/qwen1.5b") == (
+        "LATS_LOCAL_MODEL=qwen2.5-coder-1.5b .venv/bin/python -m bench --only multihop "
+        "--limit 20 --model local --configs chain,mcts --budget 16 --measured beam "
+        "--results bench/results/qwen1.5b"
+    )
+    gemini = {**multihop, "model": "google_genai:gemini-2.5-flash", "model_detail": "g"}
+    assert command(gemini).startswith(".venv/bin/python -m bench --only multihop --limit 20 ")
