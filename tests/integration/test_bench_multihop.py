@@ -92,7 +92,8 @@ def test_a_results_directory_below_the_results_is_the_same_benchmark_with_anothe
     data.write_text(json.dumps(RIGHT) + "\n", encoding="utf-8")
     other = tmp_path / "results" / "other"
     options = ("--only", "multihop", "--data", str(data), "--model", "scripted")
-    assert main([*options, "--configs", "chain", "--results", str(other)]) == 0
+    docs = str(other / "b.md")
+    assert main([*options, "--configs", "chain", "--results", str(other), "--docs", docs]) == 0
 
     code, results = run_bench("multihop", tmp_path, *options[2:], "--configs", "chain,mcts")
 
