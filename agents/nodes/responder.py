@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from agents.context import RunContext
 from agents.grounding.choices import cited_answer_schema, quote_choices
+from agents.grounding.salvage import salvaged
 from agents.grounding.verify import CitedAnswer, Grounding, grounding_of, verify_answer
 from agents.jobs import RespondOutcome
 from agents.prompts import (
@@ -41,9 +42,10 @@ async def write_answer(
     """The answer for the path ending at `node_id`, its citations verified (raises on model
     failure).
 
-    The responder replies with a `CitedAnswer`. A reply that is not one (a model that answers
-    in prose) is taken as an answer without citations: it is kept, and every sentence of it is
-    unsupported, rather than asked for again.
+    The responder replies with a `CitedAnswer`. A reply cut short by the token limit keeps
+    its answer and its whole citations (`agents/grounding/salvage.py`). A reply that is not
+    one at all (a model that answers in prose) is taken as an answer without citations: it is
+    kept, and every sentence of it is unsupported, rather than asked for again.
     """
     path = ctx.shown(path_to(nodes, node_id))
     ledger = path_evidence_ledger(path)
@@ -62,7 +64,8 @@ async def write_answer(
     cited = _cited(out.get("parsed") if isinstance(out, dict) else None)
     if cited is None:
         raw = out.get("raw") if isinstance(out, dict) else None
-        cited = CitedAnswer(answer=raw.text if isinstance(raw, AIMessage) else "", citations=[])
+        text = raw.text if isinstance(raw, AIMessage) else ""
+        cited = salvaged(text) or CitedAnswer(answer=text, citations=[])
     verified = verify_answer(cited, ledger)
     return Answer(verified["answer"].strip(), grounding_of(verified))
 

@@ -4,6 +4,7 @@ prefers grounded candidates (scripted models, the real engine and tools)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from langchain_core.tools import StructuredTool
@@ -35,7 +36,7 @@ PAGES = {
 class Citing(Scenario):
     """The responder answers as `answers[last step]` says: a CitedAnswer object."""
 
-    def __init__(self, answers: dict[str, dict[str, Any]], **kwargs: Any) -> None:
+    def __init__(self, answers: dict[str, dict[str, Any] | str], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.answers = answers
 
@@ -60,7 +61,7 @@ FABRICATED = _answer(
 )
 
 
-def _one_step(answer: dict[str, Any]) -> Citing:
+def _one_step(answer: dict[str, Any] | str) -> Citing:
     """One step that searches for the capital, answered with `answer`."""
     return Citing(
         {"Find the capital": answer},
@@ -105,6 +106,31 @@ async def test_a_fabricated_quote_is_rejected_and_its_sentence_unsupported(
     assert result.groundedness == 0.0
     assert result.unsupported == ["Lyon is the capital of France."]
     assert result.answer == "Lyon is the capital of France."  # the marker that did not hold
+
+
+async def test_a_reply_cut_short_by_the_token_limit_keeps_its_answer_and_whole_citations(
+    make_engine: EngineMaker,
+) -> None:
+    whole = _answer(
+        "Paris is the capital of France.[1] It lies on the Seine.[2]",
+        (1, "E1", "Paris is the capital and largest city"),
+        (2, "E1", "It lies on the Seine."),
+    )
+    text = json.dumps(whole)
+    cut = text[: text.index('It lies on the Seine."') + 8]  # inside the second quote
+    engine, _ = make_engine(_one_step(cut), tools=[PageSearch(PAGES).tool()])
+
+    result = await engine.run("What is the capital of France?", RunParams(max_paths=1))
+
+    assert result.status == "done"
+    # The answer, not the JSON it was written in; the citation the cut fell in is dropped,
+    # so its sentence is unsupported, and the whole one is verified.
+    assert result.answer == "Paris is the capital of France.[1] It lies on the Seine."
+    assert [(c["marker"], c["quote"]) for c in result.citations] == [
+        (1, "Paris is the capital and largest city")
+    ]
+    assert result.unsupported == ["It lies on the Seine."]
+    assert result.groundedness == 0.5
 
 
 async def test_an_instruction_planted_in_a_tool_result_cannot_verify_a_quote(
