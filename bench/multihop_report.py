@@ -123,16 +123,34 @@ def _why_lines(multihop: dict[str, Any]) -> str:
     budget = multihop["config"]["max_llm_calls"]
     never = [r for r in traced if r["branched"] == 0]
     exhausted = [r for r in traced if r["stop_reason"] == "frontier_exhausted"]
-    unused = fmean(budget - r["llm_calls"] for r in exhausted) if exhausted else 0.0
+    unfinished = [r for r in traced if r["paths"] == 0]
     pruned = sum(1 for r in traced if r["pruned"] > 0)
-    return (
+    text = (
         f" Why, from the {len(traced)} of its runs whose rows record the tree: the replanner "
         f"gave one next step at every node (the tree never branched) on {len(never)}; "
-        f"candidates were pruned on {pruned}; the runs that ran out of nodes left "
-        f"{unused:.1f} of the {budget} calls unspent on average. A tree that does not branch "
-        "is a chain: where the model proposes one step, the search has nothing to choose "
-        "between, and the two configurations give the same answer."
+        f"candidates were pruned on {pruned}; the call budget ran out before any path was "
+        f"complete on {len(unfinished)} (the answer is then written from the deepest step "
+        "done)"
     )
+    if exhausted:
+        unused = fmean(budget - r["llm_calls"] for r in exhausted)
+        text += (
+            f"; the {len(exhausted)} that ran out of nodes left {unused:.1f} of the {budget} "
+            "calls unspent on average"
+        )
+    text += "."
+    if 2 * len(never) > len(traced):
+        text += (
+            " A tree that does not branch is a chain: where the model proposes one step, the "
+            "search has nothing to choose between, and the two give the same answer."
+        )
+    if 2 * len(unfinished) > len(traced):
+        text += (
+            " Where the budget ends the search before a path is complete, the search's calls "
+            "went to branches that were never finished, while the chain spent them all on "
+            "its one path."
+        )
+    return text
 
 
 def _reserve_lines(multihop: dict[str, Any]) -> list[str]:

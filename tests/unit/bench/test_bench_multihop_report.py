@@ -158,8 +158,33 @@ def test_the_default_s_ends_are_explained_from_the_rows_that_record_its_tree() -
 
     assert "Why, from the 3 of its runs whose rows record the tree" in line
     assert "(the tree never branched) on 1; candidates were pruned on 1" in line
+    assert "before any path was complete on 0" in line
     # Over q1 and q2, the two that ran out of nodes: (16 - 6 + 16 - 10) / 2.
-    assert "left 8.0 of the 16 calls unspent on average" in line
+    assert "the 2 that ran out of nodes left 8.0 of the 16 calls unspent on average." in line
+    assert "A tree that does not branch is a chain" not in line  # 1 of 3 is not most
+    assert "never finished" not in line
+
+
+def test_most_trees_unbranched_or_unfinished_are_said_to_be_so() -> None:
+    rows = [
+        _ran("q1", "mcts", "Paris", 1.0, calls=6, branched=0, pruned=0, paths=1),
+        _ran("q1", "chain", "Paris", 1.0),
+        _ran("q2", "mcts", "Nice", 0.0, calls=5, branched=0, pruned=0, paths=1),
+        _ran("q2", "chain", "Nice", 0.0),
+    ]
+    multihop = {"config": {"max_llm_calls": 16}, "totals": {"mcts": {}, "chain": {}}, "rows": rows}
+    [_, line] = _head_to_head_lines(multihop)
+    assert "A tree that does not branch is a chain" in line
+    assert "never finished" not in line
+
+    for row in rows:
+        if row["config"] == "mcts":
+            row.update(paths=0, stop_reason="budget_llm_calls", llm_calls=16, branched=2)
+    [_, line] = _head_to_head_lines(multihop)
+    assert "before any path was complete on 2 (the answer is then written from" in line
+    assert "ran out of nodes" not in line
+    assert "never finished, while the chain spent them all on its one path." in line
+    assert "A tree that does not branch is a chain" not in line
 
 
 def test_a_second_run_of_the_chain_measures_the_run_to_run_variation() -> None:
