@@ -194,7 +194,10 @@ class CallTracker(CallSubscriber, AttemptHook):
                     self.sources.append(
                         Source(title=str(source.get("title") or source["url"]), url=source["url"])
                     )
-            if reading.ok and reading.error_kind is None:
+            # A call that worked but found nothing to cite (its artifact names the kind of
+            # emptiness: no results, a list of options to choose from) is no evidence: its
+            # text is the tool's own notice, which a quote could match but nothing backs.
+            if reading.ok and reading.error_kind is None and not artifact.get("error_kind"):
                 self._keep_evidence(reading.call.name, output, artifact)
         call = reading.call
         seconds = round(reading.seconds, 4)

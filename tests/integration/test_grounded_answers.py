@@ -133,6 +133,27 @@ async def test_a_reply_cut_short_by_the_token_limit_keeps_its_answer_and_whole_c
     assert result.groundedness == 0.5
 
 
+async def test_a_search_that_found_nothing_is_no_evidence_and_its_notice_cannot_be_cited(
+    make_engine: EngineMaker,
+) -> None:
+    notice = _answer("Nothing is known of it.[1]", (1, "E1", "try broader or different keywords"))
+    scenario = Citing(
+        {"Find the capital": notice},
+        plan=["Find the capital"],
+        tools={"Find the capital": ("search", {"query": "a query nothing matches"})},
+    )
+    engine, _ = make_engine(scenario, tools=[PageSearch(PAGES).tool()])
+
+    result = await engine.run("What is the capital of France?", RunParams(max_paths=1))
+
+    [node] = result.nodes
+    assert [(c["name"], c["ok"]) for c in node["tool_calls"]] == [("search", True)]
+    assert node["evidence"] == []
+    assert result.citations == []
+    assert [r["reason"] for r in result.rejected] == ["unknown_evidence"]
+    assert result.groundedness == 0.0
+
+
 async def test_an_instruction_planted_in_a_tool_result_cannot_verify_a_quote(
     make_engine: EngineMaker,
 ) -> None:

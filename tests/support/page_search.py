@@ -10,7 +10,8 @@ from tools.results import Hit, ToolResult, render_hits
 
 
 class PageSearch:
-    """The search tool over `pages` (query -> its one hit), with the queries it was asked."""
+    """The search tool over `pages` (query -> its one hit; any other query finds nothing),
+    with the queries it was asked."""
 
     def __init__(self, pages: Mapping[str, Hit]) -> None:
         self.pages = pages
@@ -21,7 +22,8 @@ class PageSearch:
 
         async def search(query: str) -> ToolResult:
             self.queries.append(query)
-            return render_hits("search", query, [self.pages[query]], 3000)
+            hits = [self.pages[query]] if query in self.pages else []
+            return render_hits("search", query, hits, 3000)
 
         return StructuredTool.from_function(
             coroutine=search,
