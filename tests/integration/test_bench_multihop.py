@@ -8,7 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.__main__ import main
+import pytest
+
+import bench.__main__ as bench_main
 from bench.multihop import DEFAULT_CONFIGS, MultihopConfig, run_multihop, scripted_models
 from bench.multihop_report import section
 from tests.support.bench import run_bench
@@ -86,24 +88,29 @@ def test_python_m_bench_only_multihop_writes_multihop_json_with_f1_per_question(
 
 
 def test_a_results_directory_below_the_results_is_the_same_benchmark_with_another_model(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = tmp_path / "one.jsonl"
     data.write_text(json.dumps(RIGHT) + "\n", encoding="utf-8")
-    other = tmp_path / "results" / "other"
-    options = ("--only", "multihop", "--data", str(data), "--model", "scripted")
-    docs = str(other / "b.md")
-    assert main([*options, "--configs", "chain", "--results", str(other), "--docs", docs]) == 0
-
-    code, results = run_bench("multihop", tmp_path, *options[2:], "--configs", "chain,mcts")
-
+    options = ("--data", str(data), "--model", "scripted")
+    code, results = run_bench("multihop", tmp_path, *options, "--configs", "chain,mcts")
     assert code == 0
-    page = (results / "b.md").read_text(encoding="utf-8")
-    main_section, more = page.split("### The same questions with scripted (testkit's reader)")
-    assert "| mcts | 1 |" in main_section
+    first = (results / "b.md").read_text(encoding="utf-8")
+    # The other model's run, its results below the page's: the page is drawn from the page's
+    # results, the other model's as a table of their own.
+    monkeypatch.setattr(bench_main, "RESULTS", results)
+    other, page = results / "other", tmp_path / "page.md"
+    argv = ["--only", "multihop", *options, "--configs", "chain", "--results", str(other)]
+
+    assert bench_main.main([*argv, "--docs", str(page)]) == 0
+
+    main_section, more = page.read_text(encoding="utf-8").split(
+        "### The same questions with scripted (testkit's reader)"
+    )
+    assert main_section == first.split("Published points of reference")[0]
     assert f"--configs chain --budget 40 --results {other}\n" in more
     assert "| chain | 1 |" in more
-    assert "| mcts |" not in more.split("Published points of reference")[0]
+    assert "| mcts |" not in more
 
 
 async def test_rows_already_in_the_progress_file_are_kept_not_run_again(tmp_path: Path) -> None:
