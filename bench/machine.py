@@ -4,11 +4,32 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 PACKAGES = ("langgraph", "langchain-core", "fastapi", "uvicorn", "pydantic", "aiosqlite")
+
+
+def code_revision(root: Path) -> str:
+    """The commit the checkout at `root` is at (short), with "+" when a tracked file differs
+    from it; "unknown" where git or the repository is not there."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
+        )
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+        )
+    except OSError:
+        return "unknown"
+    if head.returncode != 0 or not head.stdout.strip():
+        return "unknown"
+    return head.stdout.strip() + ("+" if changed.stdout.strip() else "")
 
 
 def _cpu_model() -> str:

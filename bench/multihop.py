@@ -38,6 +38,7 @@ from agents.state import Source
 from agents.tree import from_reserve
 from app.settings import Settings
 from bench.engine_runs import bench_settings
+from bench.machine import code_revision
 from bench.multihop_data import HOTPOTQA_DEV_100, Question, documents, load
 from bench.multihop_metrics import Scores, score_question, supporting_fact_scores
 from bench.process import ROOT
@@ -147,6 +148,7 @@ class Row(TypedDict):
     nodes: int  # the tree's nodes, run or not
     branched: int  # nodes the replanner gave two or more distinct next steps
     pruned: int  # nodes cut without running (by the evaluator's score or the search)
+    code: str  # the commit of the code that made the row (bench/machine.py: code_revision)
 
 
 def params_for(name: str, max_llm_calls: int) -> RunParams:
@@ -233,9 +235,15 @@ def _doc_ids(sources: Iterable[Source]) -> set[str]:
 
 
 async def run_one(
-    question: Question, name: str, config: MultihopConfig, settings: Settings, models: ModelFactory
+    question: Question,
+    name: str,
+    config: MultihopConfig,
+    settings: Settings,
+    models: ModelFactory,
+    code: str = "unknown",
 ) -> Row:
-    """One configuration on one question; the row holds its answer scores."""
+    """One configuration on one question, by the code at commit `code`; the row holds its
+    answer scores."""
     tool = build_corpus_tool(documents(question), corpus_runtime(settings), k=config.passages)
     engine = Engine(settings=settings, models=models, tools=[tool], checkpointer=InMemorySaver())
     params = params_for(name, config.max_llm_calls)
@@ -288,6 +296,7 @@ async def run_one(
         "nodes": len(result.nodes),
         "branched": branched,
         "pruned": pruned,
+        "code": code,
     }
 
 
@@ -382,6 +391,7 @@ async def run_multihop(
         work_dir, tool_result_max_chars=config.tool_result_max_chars, **config.settings
     )
     done = _done_rows(config.progress)
+    code = code_revision(ROOT)
     rows: list[Row] = []
     with quiet_runs():
         for number, question in enumerate(questions, start=1):
@@ -389,7 +399,7 @@ async def run_multihop(
                 kept = done.get((question.id, name))
                 if kept is None:
                     kept = await run_one(
-                        question, name, config, settings, models_for(question, settings)
+                        question, name, config, settings, models_for(question, settings), code
                     )
                     _append_row(config.progress, kept)
                 rows.append(kept)

@@ -288,6 +288,7 @@ def table(multihop: dict[str, Any], results: str | None = None) -> list[str]:
             f"{t['llm_calls']:.1f} | {t['tokens']:.0f} | {_f(t['gold_seen'])} | "
             f"{t['wall_s']:.0f} s |"
         )
+    lines += code_lines(multihop)
     fewer = [
         f"`{name}` {totals[name]['n']}" for name in names if totals[name]["n"] < config["questions"]
     ]
@@ -299,6 +300,28 @@ def table(multihop: dict[str, Any], results: str | None = None) -> list[str]:
             "row.",
         ]
     return lines
+
+
+def code_lines(multihop: dict[str, Any]) -> list[str]:
+    """Which code made the rows (the commit each row records; rows from before rows recorded
+    it say nothing), per configuration."""
+    counts: dict[str, dict[str, int]] = {}
+    for row in multihop.get("rows", []):
+        by_code = counts.setdefault(str(row.get("code", "")), {})
+        by_code[row["config"]] = by_code.get(row["config"], 0) + 1
+    if not counts:
+        return []
+    parts = [
+        (f"`{code}`" if code else "not recorded (earlier runs)")
+        + ": "
+        + ", ".join(f"{name} {n}" for name, n in sorted(by_config.items(), key=_order))
+        for code, by_config in sorted(counts.items(), key=lambda item: not item[0])
+    ]
+    return ["", "Rows by the commit of the code that made them: " + "; ".join(parts) + "."]
+
+
+def _order(item: tuple[str, int]) -> int:
+    return ORDER.index(item[0]) if item[0] in ORDER else len(ORDER)
 
 
 def more_section(multihop: dict[str, Any], results: str) -> list[str]:

@@ -7,6 +7,7 @@ import pytest
 from bench.multihop_report import (
     _head_to_head_lines,
     _reserve_lines,
+    code_lines,
     command,
     head_to_head,
     repeat_lines,
@@ -220,3 +221,20 @@ def test_the_command_names_the_local_model_the_rows_came_from() -> None:
     )
     gemini = {**multihop, "model": "google_genai:gemini-2.5-flash", "model_detail": "g"}
     assert command(gemini).startswith(".venv/bin/python -m bench --only multihop --limit 20 ")
+
+
+def test_the_rows_are_counted_by_the_commit_that_made_them() -> None:
+    rows = [
+        {"id": "q1", "config": "mcts", "code": "0125ffa"},
+        {"id": "q1", "config": "chain", "code": "0125ffa"},
+        {"id": "q2", "config": "mcts", "code": "40fb87c"},
+        {"id": "q2", "config": "chain", "code": "0125ffa"},
+        {"id": "q3", "config": "beam"},  # read back from before rows recorded it
+    ]
+
+    assert code_lines({"rows": rows}) == [
+        "",
+        "Rows by the commit of the code that made them: `0125ffa`: chain 2, mcts 1; "
+        "`40fb87c`: mcts 1; not recorded (earlier runs): beam 1.",
+    ]
+    assert code_lines({"rows": []}) == []
