@@ -34,7 +34,8 @@ def headline(multihop: dict[str, Any]) -> str:
         return ""
     return (
         f"On {n} HotpotQA questions (distractor paragraphs as the only tool, "
-        f"{multihop.get('model', 'the model')}, {multihop['config']['max_llm_calls']} model "
+        f"{multihop.get('model_detail', multihop.get('model', 'the model'))}, "
+        f"{multihop['config']['max_llm_calls']} model "
         f"calls each) the default search scores answer F1 {mcts['f1']:.2f} and "
         f"supporting-fact F1 {mcts['sp_f1']:.2f} against {chain['f1']:.2f} and "
         f"{chain['sp_f1']:.2f} for a single chain; {mcts['misverified'] + chain['misverified']} "

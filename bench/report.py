@@ -530,8 +530,9 @@ def write(
     headline = _headline(search, load)
     if quality is not None:
         headline[-1:-1] = [quality_report.headline(quality)]
-    if multihop is not None and multihop_report.headline(multihop):
-        headline[-1:-1] = [multihop_report.headline(multihop)]
+    for hops in [multihop, *(other for other, _ in multihop_more)] if multihop else []:
+        if multihop_report.headline(hops):
+            headline[-1:-1] = [multihop_report.headline(hops)]
     lines += headline
     if search is not None:
         lines += _critical(search, doc, results)

@@ -100,17 +100,20 @@ def test_a_results_directory_below_the_results_is_the_same_benchmark_with_anothe
     # results, the other model's as a table of their own.
     monkeypatch.setattr(bench_main, "RESULTS", results)
     other, page = results / "other", tmp_path / "page.md"
-    argv = ["--only", "multihop", *options, "--configs", "chain", "--results", str(other)]
+    argv = ["--only", "multihop", *options, "--configs", "chain,mcts", "--results", str(other)]
 
     assert bench_main.main([*argv, "--docs", str(page)]) == 0
 
+    headline = "On 1 HotpotQA questions (distractor paragraphs as the only tool, scripted"
+    assert (first.count(headline), page.read_text(encoding="utf-8").count(headline)) == (1, 2)
     main_section, more = page.read_text(encoding="utf-8").split(
         "### The same questions with scripted (testkit's reader)"
     )
-    assert main_section == first.split("Published points of reference")[0]
-    assert f"--configs chain --budget 40 --results {other}\n" in more
+    section_11 = first.split("## 11.")[1].split("Published points of reference")[0]
+    assert main_section.split("## 11.")[1] == section_11
+    assert f"--configs chain,mcts --budget 40 --results {other}\n" in more
     assert "| chain | 1 |" in more
-    assert "| mcts |" not in more
+    assert "| mcts | 1 |" in more
 
 
 async def test_rows_already_in_the_progress_file_are_kept_not_run_again(tmp_path: Path) -> None:
