@@ -234,13 +234,20 @@ def wide_lines(multihop: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _configurations(multihop: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The configurations reported, in the page's order, and those of them read back
+    (`--measured`) rather than run."""
+    names = [name for name in ORDER if name in multihop["totals"]]
+    measured = [name for name in names if name in multihop["config"].get("measured", [])]
+    return names, measured
+
+
 def command(multihop: dict[str, Any], results: str | None = None) -> str:
     """The command line that made `multihop`: the local model named in the environment (as
     `LATS_LOCAL_MODEL`, the setting `--model local` reads), its results directory if not the
     default one."""
     config = multihop["config"]
-    names = [name for name in ORDER if name in multihop["totals"]]
-    measured = [name for name in names if name in config.get("measured", [])]
+    names, measured = _configurations(multihop)
     ran = [name for name in names if name not in measured]
     detail = str(multihop.get("model_detail", ""))
     local = re.fullmatch(r"local \((.+)\)", detail)
@@ -258,8 +265,7 @@ def table(multihop: dict[str, Any], results: str | None = None) -> list[str]:
     """The command, the data and model, and one row a configuration."""
     config = multihop["config"]
     totals = multihop["totals"]
-    names = [name for name in ORDER if name in totals]
-    measured = [name for name in names if name in config.get("measured", [])]
+    names, measured = _configurations(multihop)
     lines = [
         "```sh",
         command(multihop, results),

@@ -530,9 +530,9 @@ def write(
     headline = _headline(search, load)
     if quality is not None:
         headline[-1:-1] = [quality_report.headline(quality)]
-    for hops in [multihop, *(other for other, _ in multihop_more)] if multihop else []:
-        if multihop_report.headline(hops):
-            headline[-1:-1] = [multihop_report.headline(hops)]
+    measured = [multihop, *(other for other, _ in multihop_more)] if multihop else []
+    for sentence in filter(None, map(multihop_report.headline, measured)):
+        headline[-1:-1] = [sentence]
     lines += headline
     if search is not None:
         lines += _critical(search, doc, results)
