@@ -6,7 +6,9 @@ waits for the write to finish, so the store and the live buffer never disagree);
 terminal event is held back and stored by `finish` together with the status and the result,
 in one transaction. While the store is unreachable a write waits for it (app/runs/outage.py),
 holding the run back; past that wait the run stops here like a lost one, and its lease lapses
-for a worker to take it up again once the store returns.
+for a worker to take it up again once the store returns. An end or a pause that a full disk
+refuses even after its reserve was given up (app/store/disk.py) stops the run here the same way:
+it is taken up again from its last checkpoint once the disk has room.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from agents import observers
 from agents.engine import Engine
-from agents.errors import AwaitingApproval, RunNotFound
+from agents.errors import AwaitingApproval, RunNotFound, StorageFull
 from agents.events import (
     PAUSE_TYPES,
     TERMINAL_TYPES,
@@ -96,7 +98,7 @@ class RunWriter:
 
         return await self.outage.ride(live.run_id, write, landed)
 
-    def _given_up(self, e: OutageTooLong) -> None:
+    def _given_up(self, e: OutageTooLong | StorageFull) -> None:
         logger.error(
             "run=%s stops here: %s; its lease lapses for a later take-over", self.live.run_id, e
         )
@@ -134,7 +136,8 @@ class RunWriter:
         """Store `event` by `write` (given its JSON), fenced, then move the live run on when
         the write ends this writer's turn (`turn_ends`: a pause, an end) and hand the event to
         its followers; the seconds that took, or None when nothing was written: the lease was
-        gone, or was lost or the store stayed out too long (the run is then lost here)."""
+        gone, or was lost, or the store stayed out too long or had no room for an end or a
+        pause (the run is then lost here)."""
         live = self.live
         async with live.lock:
             if not live.may_write:
@@ -144,6 +147,11 @@ class RunWriter:
             try:
                 seq = await self._store(lambda: write(data), event.type, data)
             except OutageTooLong as e:
+                self._given_up(e)
+                return None
+            except StorageFull as e:
+                if turn_ends is None:
+                    raise  # an event: the engine ends the run with `storage_full`
                 self._given_up(e)
                 return None
             except LeaseLost:

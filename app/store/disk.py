@@ -6,9 +6,12 @@ The store keeps `LATS_STORAGE_RESERVE_BYTES` (4 MiB) of its data directory in a 
 `ENOSPC`) deletes it and puts the store in the *full* state: new runs are refused
 (`StorageFull`, HTTP 507 `storage_full`), a run's next event or checkpoint is refused, so each
 run in flight ends there with an `error` of code `storage_full`, and those ends are written
-into the space the reserve gave back. Each refused new run first looks at the free space: once
-the disk has twice the reserve free, the reserve is written again and the store takes runs.
-SQLite rolls a failed transaction back whole, so nothing stored before is damaged.
+into the space the reserve gave back. Each refused write first looks at the free space: once
+the disk has room again (twice the reserve free, and at least `ROOM_BYTES`), the reserve is
+written again and the store takes runs and their writes. An end that finds no room even so
+stops its run on this worker (app/runs/execution.py); it is taken up again from its last
+checkpoint once there is room. SQLite rolls a failed transaction back whole, so nothing stored
+before is damaged.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ WriteKind = Literal["new", "grow", "end", "other"]
 """How a write stands on a full disk (`DiskSpace.write`)."""
 RESERVE_NAME = ".reserve"
 RESERVE_BYTES = 4 * 1024 * 1024
+ROOM_BYTES = 1024 * 1024
+"""The least free space that counts as room again, whatever the reserve (even none)."""
 _CHUNK = 64 * 1024
 
 
@@ -69,13 +74,13 @@ class DiskSpace:
 
     async def write(self, write: Callable[[], Awaitable[T]], kind: WriteKind = "other") -> T:
         """`write()` under the full-disk rules: `new` work (runs, threads) is refused while
-        the disk is full unless it has room again; `grow` (a run's events and checkpoints,
-        commands) is refused while it is full; an `end` (a run's end or pause) is tried again
-        once after the write that found the disk full gave up the reserve; the rest is always
-        tried. A write that finds the disk full raises `StorageFull`."""
+        the disk is full and `grow` (a run's events and checkpoints, commands) while it is
+        full, each unless the disk has room again; an `end` (a run's end or pause) is tried
+        again once after the write that found the disk full gave up the reserve; the rest is
+        always tried. A write that finds the disk full raises `StorageFull`."""
         if kind == "new":
             self.refuse_new()
-        elif kind == "grow" and self.full:
+        elif kind == "grow" and self.full and not self._room_again():
             raise StorageFull("the store's disk is full; the run cannot be written")
         try:
             return await write()
@@ -101,15 +106,18 @@ class DiskSpace:
     def refuse_new(self) -> None:
         """Before new work is stored: raises `StorageFull` while full, unless the disk has
         room again (then the reserve is taken back first)."""
-        if not self.full:
-            return
-        if shutil.disk_usage(self.directory).free >= 2 * self.reserve_bytes and (
-            self._write_reserve()
-        ):
-            self.full = False
-            logger.info("storage: the disk has room again; runs are taken")
-            return
-        raise StorageFull("the store's disk is full; free space in its data directory")
+        if self.full and not self._room_again():
+            raise StorageFull("the store's disk is full; free space in its data directory")
+
+    def _room_again(self) -> bool:
+        """While full: whether the disk has room again; if so the reserve is written back
+        and the store is no longer full."""
+        room = max(2 * self.reserve_bytes, ROOM_BYTES)
+        if shutil.disk_usage(self.directory).free < room or not self._write_reserve():
+            return False
+        self.full = False
+        logger.info("storage: the disk has room again; runs are taken")
+        return True
 
     def _mark_full(self, why: str) -> None:
         self.full = True

@@ -1,7 +1,9 @@
 """A full disk under the embedded SQLite store, with the server as a real process: its data
 directory on a small tmpfs of the test's own that fills while a run is in flight. The run ends
 with a clear `error` (`storage_full`), new runs are refused with 507, an earlier run is whole;
-once space returns runs are taken again, and after a restart the store opens cleanly."""
+once space returns runs are taken again, and after a restart the store opens cleanly. With no
+reserve the run's end finds no room either: the run stops on the server without it and is
+taken up again, and finished, once there is room."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.store.disk import RESERVE_NAME
 from testkit.events import read_events
 from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator, SimRequest
@@ -20,6 +23,7 @@ from testkit.gemini_sim import Reply as SimReply
 from testkit.process import ServerProcess
 from testkit.small_disk import fill, mount_tmpfs, unmount
 from testkit.storm import BODY, check_history
+from testkit.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -42,6 +46,11 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount
     finally:
         unmount(mount)
+
+
+def give_back(filler: Path, size: int) -> None:
+    """Free `size` bytes of `filler`."""
+    os.truncate(filler, max(0, filler.stat().st_size - size))
 
 
 class HeldOnce:
@@ -86,8 +95,12 @@ def test_a_run_in_flight_ends_storage_full_and_the_store_survives(
             run_id = started.json()["run_id"]
             assert script.held.wait(60)
             filler = fill(small_disk)
+            if not (data / RESERVE_NAME).exists():
+                # A write of the server's (a lease renewal) found the disk full while it was
+                # being filled, and the filler took the space its reserve gave back.
+                give_back(filler, RESERVE_BYTES)
             script.release.set()
-            events = read_events(service.url, run_id)
+            events = read_events(service.url, run_id, within_s=120)
             ended = client.get(f"/runs/{run_id}").json()
             refused = client.post("/runs", json=BODY)
 
@@ -122,3 +135,42 @@ def test_a_run_in_flight_ends_storage_full_and_the_store_survives(
     assert "storage: the disk of" in log
     assert "storage: the disk has room again" in log
     assert "Traceback" not in log + restarted.log()
+
+
+def test_an_end_that_finds_no_room_is_stored_once_there_is_room_again(
+    env: dict[str, str], procs: list[ServerProcess], small_disk: Path
+) -> None:
+    script = HeldOnce()
+    with GeminiSimulator(script) as sim:
+        settings = {
+            **env,
+            "GOOGLE_GEMINI_BASE_URL": sim.base_url,
+            "LATS_DATA_DIR": str(small_disk / "data"),
+            "LATS_STORAGE_RESERVE_BYTES": "0",
+        }
+        service = ServerProcess(settings)
+        procs.append(service)
+        service.start(timeout_s=180)
+        with httpx.Client(base_url=service.url, timeout=60) as client:
+            started = client.post("/runs", json={**BODY, "task": SECOND})
+            assert started.status_code == 202, started.text
+            run_id = started.json()["run_id"]
+            assert script.held.wait(60)
+            filler = fill(small_disk)
+            script.release.set()
+            wait_for(lambda: f"run={run_id} stops here" in service.log(), "the run to stop")
+            while_full = client.get(f"/runs/{run_id}").json()
+            filler.unlink()
+            events = read_events(service.url, run_id, within_s=120)
+            ended = client.get(f"/runs/{run_id}").json()
+        history = check_history(service.url, run_id, events)
+
+    assert while_full["status"] == "running"
+    assert [type_ for _, type_, _ in events].count("done") == 1
+    assert events[-1][1] == "done"
+    assert history.whole, history.problems
+    assert ended["status"] == "done"
+    log = service.log()
+    assert "storage: the disk of" in log
+    assert f"run={run_id} claimed by owner=" in log
+    assert "Traceback" not in log
