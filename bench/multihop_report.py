@@ -111,8 +111,42 @@ def _head_to_head_lines(multihop: dict[str, Any]) -> list[str]:
         f"default completed two paths or more on {wide} of {len(mine)} questions, {revived} "
         f"of them with a path from the reserve, and another path agreed with the chosen "
         f"answer (lending it its quotes) on {agreeing}; {exhausted} ended with nothing left "
-        f"to run (`frontier_exhausted`) and {budget} on the call budget." + _why_lines(multihop),
+        f"to run (`frontier_exhausted`) and {budget} on the call budget."
+        + _why_lines(multihop)
+        + _loss_lines(multihop),
     ]
+
+
+def _loss_lines(multihop: dict[str, Any]) -> str:
+    """The questions on which the default's answer F1 fell below the chain's, each with what
+    its row says of the search, and whether its path had read less of the gold paragraphs."""
+    by_question: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in multihop["rows"]:
+        by_question.setdefault(row["id"], {})[row["config"]] = row
+    lost = [
+        (q["chain"], q["mcts"])
+        for q in by_question.values()
+        if "chain" in q and "mcts" in q and q["mcts"]["f1"] < q["chain"]["f1"]
+    ]
+    if not lost:
+        return ""
+    cases = []
+    for chain, mine in lost:
+        tree = f" on {mine['nodes']} nodes" if "nodes" in mine else ""
+        cases.append(
+            f'`{mine["id"][:8]}` (the chain "{chain["predicted"]}", F1 {chain["f1"]:.2f}; '
+            f'the default "{mine["predicted"]}", F1 {mine["f1"]:.2f}, from '
+            f"{mine['paths']} completed path{'s' if mine['paths'] != 1 else ''} after "
+            f"{mine['llm_calls']} calls{tree})"
+        )
+    text = " Where its answer F1 was lower: " + "; ".join(cases) + "."
+    if all("gold_on_path" in m and m["gold_on_path"] >= c["gold_on_path"] for c, m in lost):
+        text += (
+            " On each of these the default's chosen path had read as much of the gold "
+            "paragraphs as the chain's: the search found the evidence, and the model read it "
+            "into a different answer."
+        )
+    return text
 
 
 def _why_lines(multihop: dict[str, Any]) -> str:

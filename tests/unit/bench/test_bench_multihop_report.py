@@ -238,3 +238,35 @@ def test_the_rows_are_counted_by_the_commit_that_made_them() -> None:
         "`40fb87c`: mcts 1; not recorded (earlier runs): beam 1.",
     ]
     assert code_lines({"rows": []}) == []
+
+
+def test_the_questions_the_default_lost_are_named_with_what_its_search_did() -> None:
+    rows = [
+        _ran("q1-lost-one", "mcts", "1923", 0.5, paths=2, calls=15, nodes=5, gold_on_path=0.5),
+        _ran("q1-lost-one", "chain", "1922", 1.0, gold_on_path=0.5),
+        _ran("q2", "mcts", "Paris", 1.0, gold_on_path=1.0),
+        _ran("q2", "chain", "Lyon", 0.0, gold_on_path=1.0),
+        _ran("q3-lost-two", "mcts", "Bar", 0.0, calls=16, gold_on_path=0.5),
+        _ran("q3-lost-two", "chain", "Manchester United", 0.8, gold_on_path=0.5),
+    ]
+    multihop = {"config": {"max_llm_calls": 16}, "totals": {"mcts": {}, "chain": {}}, "rows": rows}
+
+    [_, line] = _head_to_head_lines(multihop)
+
+    assert (
+        'Where its answer F1 was lower: `q1-lost-` (the chain "1922", F1 1.00; the default '
+        '"1923", F1 0.50, from 2 completed paths after 15 calls on 5 nodes); `q3-lost-` (the '
+        'chain "Manchester United", F1 0.80; the default "Bar", F1 0.00, from 1 completed path '
+        "after 16 calls)."
+    ) in line
+    assert "the search found the evidence" in line
+
+    rows[4]["gold_on_path"] = 0.0  # its path read less of the gold than the chain's
+    [_, line] = _head_to_head_lines(multihop)
+    assert "Where its answer F1 was lower" in line
+    assert "the search found the evidence" not in line
+
+    for row in rows:
+        row["f1"] = 1.0
+    [_, line] = _head_to_head_lines(multihop)
+    assert "Where its answer F1 was lower" not in line
