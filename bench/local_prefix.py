@@ -3,8 +3,9 @@
 three times in one process: with saved KV states off (llama.cpp then reuses only what the
 previous call left in its context), on (`LATS_LOCAL_KV_CACHE_MB`), and on with the prompt
 layout that opens every role's prompt on the path (`LATS_LOCAL_INSTRUCTIONS_LAST`). Reports,
-per run, the prompt tokens of every call and those llama.cpp actually evaluated, the model's
-time and the wall time.
+per run, the prompt tokens of every call and those llama.cpp actually evaluated, the least
+any prefix reuse could have evaluated (`calls.local_kv.PrefixFloor`), the model's time and the
+wall time.
 
     .venv/bin/python -m bench --only local_prefix
     LATS_LOCAL_MODEL=qwen2.5-coder-1.5b .venv/bin/python -m bench --only local_prefix
@@ -94,6 +95,7 @@ def _row(stats: LocalStats, wall_s: float, result: Any) -> dict[str, Any]:
         "prompt_evaluated": stats.prompt_evaluated,
         "prompt_reused": stats.prompt_reused,
         "restores": stats.restores,
+        "prompt_floor": stats.prompt_floor,
         "completion_tokens": stats.completion_tokens,
         "model_s": round(stats.seconds, 2),
         "prompt_s": round(stats.prompt_seconds, 2),
@@ -167,6 +169,9 @@ async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, A
         "runs": runs,
         "prompt_evaluated_saved": round(1 - on / off, 3) if off else None,
         "prompt_evaluated_saved_shared": round(1 - shared / off, 3) if off else None,
+        # The most any prefix reuse could have saved on the run with saved states: its floor
+        # against what llama.cpp's last-call reuse alone evaluated.
+        "prompt_floor_saved": round(1 - runs["on"]["prompt_floor"] / off, 3) if off else None,
         "same_answer": runs["off"]["answer"] == runs["on"]["answer"],
     }
 
@@ -192,4 +197,11 @@ def summary(by_model: dict[str, Any]) -> list[str]:
         shared = data.get("prompt_evaluated_saved_shared")
         if shared is not None:
             lines.append(f"  ... {shared * 100:.0f}% fewer with saved states and the shared layout")
+        best = data.get("prompt_floor_saved")
+        if best is not None:
+            floor = data["runs"]["on"]["prompt_floor"]
+            lines.append(
+                f"  no prefix reuse could evaluate fewer than {floor} of the run with saved "
+                f"states ({best * 100:.0f}% fewer than states off)"
+            )
     return lines

@@ -10,7 +10,7 @@ state is opaque bytes, and this module knows nothing of llama.cpp.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -93,3 +93,28 @@ class PrefixStates:
 
     def _drop(self, key: tuple[int, ...]) -> None:
         self._bytes -= len(self._saved.pop(key).state)
+
+
+class PrefixFloor:
+    """What no prefix reuse could spare: for each prompt, the tokens past the longest prefix
+    it shares with what an earlier call held (its prompt and its reply, the last `keep`
+    calls'), whatever states were kept. The measure a cache's `prompt_evaluated` is held
+    against; counted like llama.cpp's counter (the last token is always computed again, and a
+    lone token counts as generation, so as 0)."""
+
+    def __init__(self, keep: int = 64) -> None:
+        self._held: deque[tuple[int, ...]] = deque(maxlen=keep)
+
+    def floor(self, prompt: Sequence[int]) -> int:
+        """The tokens of `prompt` that any reuse of the earlier calls' states would still
+        evaluate."""
+        wanted = tuple(prompt)
+        if not wanted:
+            return 0
+        shared = max((common_prefix(held, wanted) for held in self._held), default=0)
+        left = len(wanted) - min(shared, len(wanted) - 1)
+        return 0 if left == 1 else left
+
+    def held(self, tokens: Sequence[int]) -> None:
+        """A call ended holding `tokens` (its prompt, then its reply)."""
+        self._held.append(tuple(tokens))

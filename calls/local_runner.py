@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from calls.local_catalog import LocalModelUnavailable
-from calls.local_kv import PrefixStates, common_prefix
+from calls.local_kv import PrefixFloor, PrefixStates, common_prefix
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +36,8 @@ class LocalStats:
 
     `prompt_tokens` counts every prompt token of every call; `prompt_evaluated` only those
     llama.cpp computed (the rest were reused from the KV cache, the last call's or a saved
-    state), from llama.cpp's own counters, which count a one-token remainder as generation.
+    state), from llama.cpp's own counters, which count a one-token remainder as generation;
+    `prompt_floor` the least any prefix reuse could have evaluated (`PrefixFloor`).
     """
 
     calls: int = 0
@@ -46,6 +47,7 @@ class LocalStats:
     seconds: float = 0.0
     prompt_seconds: float = 0.0
     restores: int = 0  # calls that started from a saved state
+    prompt_floor: int = 0  # what no prefix reuse could have spared (`PrefixFloor`)
 
     @property
     def tokens_per_s(self) -> float:
@@ -133,6 +135,7 @@ class LlamaRunner:
                 stop_token_ids=[eos],
             )
         self.states = PrefixStates(kv_cache_bytes) if kv_cache_bytes > 0 else None
+        self.floor = PrefixFloor()
         self.stats = LocalStats()
         logger.info("local model %s loaded in %.2fs", path.name, time.monotonic() - started)
 
@@ -215,8 +218,14 @@ class LlamaRunner:
                 raise Aborted
             messages = self.fit(request.pop("messages"), request["max_tokens"])
             started = time.monotonic()
-            prompt = self.prompt_tokens(messages) if self.states is not None else None
-            restored = prompt is not None and len(prompt) > 1 and self._restore(prompt)
+            prompt = self.prompt_tokens(messages)
+            floor = self.floor.floor(prompt) if prompt is not None else None
+            restored = (
+                self.states is not None
+                and prompt is not None
+                and len(prompt) > 1
+                and self._restore(prompt)
+            )
             before = self._llama_cpp.llama_perf_context(self._ctx)
             self._current = abort
             try:
@@ -233,6 +242,7 @@ class LlamaRunner:
             after = self._llama_cpp.llama_perf_context(self._ctx)
             if self.states is not None:
                 self._save()
+            self.floor.held(self._held())
             elapsed = time.monotonic() - started
             usage = result.setdefault("usage", {})
             evaluated = after.n_p_eval - _floor_free(before.n_p_eval)
@@ -245,6 +255,7 @@ class LlamaRunner:
                 seconds=elapsed,
                 prompt_seconds=(after.t_p_eval_ms - before.t_p_eval_ms) / 1000,
                 restores=int(restored),
+                prompt_floor=int(usage.get("prompt_tokens", 0)) if floor is None else floor,
             )
             logger.debug(
                 "local completion: %s prompt tokens (%d evaluated%s) + %s output in %.2fs",

@@ -1,7 +1,7 @@
 """KV prefix reuse with the bundled SmolLM2: two calls sharing a long prompt prefix, with an
 unrelated call in between, as sibling branches of the engine's tree arrive. llama.cpp alone
 keeps only the last call's tokens; with saved states the second call evaluates only what is
-new, and the replies stay the same."""
+new — as little as any prefix reuse could (the floor) — and the replies stay the same."""
 
 from __future__ import annotations
 
@@ -78,3 +78,16 @@ def test_replies_are_the_same_with_and_without_saved_states(
 ) -> None:
     assert all(without_cache.replies)
     assert with_cache.replies == without_cache.replies
+
+
+def test_saved_states_reach_the_floor_that_last_call_reuse_misses(
+    without_cache: Outcome, with_cache: Outcome
+) -> None:
+    # The floor depends on the prompts only: the same with or without saved states.
+    floors = [s.prompt_floor for s in with_cache.per_call]
+    assert floors == [s.prompt_floor for s in without_cache.per_call]
+    # Nothing held before the first call and nothing shared by the second: all of each.
+    assert floors[:2] == [s.prompt_evaluated for s in without_cache.per_call[:2]]
+    assert floors[2] < 0.1 * with_cache.per_call[2].prompt_tokens
+    assert with_cache.per_call[2].prompt_evaluated == floors[2]
+    assert without_cache.per_call[2].prompt_evaluated > floors[2]

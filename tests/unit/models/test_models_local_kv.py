@@ -1,11 +1,12 @@
 """The bookkeeping of saved llama.cpp states (`calls.local_kv`): the longest shared prefix
-wins, a state covered by a longer one is not kept twice, and the byte budget holds."""
+wins, a state covered by a longer one is not kept twice, and the byte budget holds; the floor
+no reuse could go below counts a prompt's tokens past what any earlier call held."""
 
 from __future__ import annotations
 
 import pytest
 
-from calls.local_kv import PrefixStates, common_prefix
+from calls.local_kv import PrefixFloor, PrefixStates, common_prefix
 
 
 def _state(size: int) -> bytearray:
@@ -72,3 +73,23 @@ def test_a_state_larger_than_the_budget_is_not_kept() -> None:
     states.put((1, 2), _state(11))
 
     assert len(states) == 0
+
+
+def test_the_floor_counts_what_no_earlier_call_held() -> None:
+    floor = PrefixFloor(keep=2)
+
+    first = floor.floor((1, 2, 3, 4))  # nothing held before: all of it
+    floor.held((1, 2, 3, 4, 50, 51))  # its prompt and its reply
+    # Shares 4 with the first call: the rest, 2 tokens.
+    sibling = floor.floor((1, 2, 3, 4, 8, 9))
+    floor.held((1, 2, 3, 4, 8, 9, 60))
+    # A prompt wholly held already: only its last token, which counts as generation.
+    again = floor.floor((1, 2, 3, 4, 8, 9))
+    # Sharing more with the older call, its reply included, than with the newer: the longest.
+    older = floor.floor((1, 2, 3, 4, 50, 51, 7, 8))
+    floor.held((7,))  # the oldest of the three held is forgotten past `keep`
+    forgotten = floor.floor((1, 2, 3, 4, 50, 51, 7, 8))
+
+    assert (first, sibling, again, older) == (4, 2, 0, 2)
+    assert forgotten == 4  # shares 4 with the newest prompt-and-reply kept
+    assert floor.floor(()) == 0
