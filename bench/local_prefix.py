@@ -169,9 +169,9 @@ async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, A
         "runs": runs,
         "prompt_evaluated_saved": round(1 - on / off, 3) if off else None,
         "prompt_evaluated_saved_shared": round(1 - shared / off, 3) if off else None,
-        # The most any prefix reuse could have saved on the run with saved states: its floor
-        # against what llama.cpp's last-call reuse alone evaluated.
-        "prompt_floor_saved": round(1 - runs["on"]["prompt_floor"] / off, 3) if off else None,
+        # The most any prefix reuse could have saved on the run without saved states: its
+        # floor against what llama.cpp's last-call reuse alone evaluated there.
+        "prompt_floor_saved": round(1 - runs["off"]["prompt_floor"] / off, 3) if off else None,
         "same_answer": runs["off"]["answer"] == runs["on"]["answer"],
     }
 
@@ -199,9 +199,10 @@ def summary(by_model: dict[str, Any]) -> list[str]:
             lines.append(f"  ... {shared * 100:.0f}% fewer with saved states and the shared layout")
         best = data.get("prompt_floor_saved")
         if best is not None:
-            floor = data["runs"]["on"]["prompt_floor"]
+            off, on = data["runs"]["off"], data["runs"]["on"]
             lines.append(
-                f"  no prefix reuse could evaluate fewer than {floor} of the run with saved "
-                f"states ({best * 100:.0f}% fewer than states off)"
+                f"  floor (what no prefix reuse could spare): states off {off['prompt_floor']} "
+                f"({best * 100:.0f}% below what it evaluated), states on {on['prompt_floor']} "
+                f"(it evaluated {on['prompt_evaluated']})"
             )
     return lines
