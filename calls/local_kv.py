@@ -107,11 +107,19 @@ class PrefixFloor:
 
     def floor(self, prompt: Sequence[int]) -> int:
         """The tokens of `prompt` that any reuse of the earlier calls' states would still
-        evaluate."""
+        evaluate. The sequence it shares most with counts as used again (it is forgotten last,
+        as a saved state in use is dropped last)."""
         wanted = tuple(prompt)
         if not wanted:
             return 0
-        shared = max((common_prefix(held, wanted) for held in self._held), default=0)
+        shared, best = 0, None
+        for held in self._held:
+            length = common_prefix(held, wanted)
+            if length > shared:
+                shared, best = length, held
+        if best is not None:
+            self._held.remove(best)
+            self._held.append(best)
         left = len(wanted) - min(shared, len(wanted) - 1)
         return 0 if left == 1 else left
 

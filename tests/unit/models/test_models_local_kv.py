@@ -87,9 +87,22 @@ def test_the_floor_counts_what_no_earlier_call_held() -> None:
     again = floor.floor((1, 2, 3, 4, 8, 9))
     # Sharing more with the older call, its reply included, than with the newer: the longest.
     older = floor.floor((1, 2, 3, 4, 50, 51, 7, 8))
-    floor.held((7,))  # the oldest of the three held is forgotten past `keep`
-    forgotten = floor.floor((1, 2, 3, 4, 50, 51, 7, 8))
+    # Past `keep`, the sequence used longest ago is forgotten: the second call's.
+    floor.held((7,))
+    forgotten = floor.floor((1, 2, 3, 4, 8, 9))
 
     assert (first, sibling, again, older) == (4, 2, 0, 2)
-    assert forgotten == 4  # shares 4 with the newest prompt-and-reply kept
+    assert forgotten == 2  # shares only 4 with the first call's, kept
     assert floor.floor(()) == 0
+
+
+def test_a_sequence_the_floor_uses_is_forgotten_last() -> None:
+    floor = PrefixFloor(keep=2)
+    floor.held((1, 2, 3, 4))
+    floor.held((5, 6, 7, 8))
+
+    floor.floor((1, 2, 3, 9))  # uses the older one: now the newest
+    floor.held((10, 11))  # the one forgotten is (5, 6, 7, 8)
+
+    assert floor.floor((1, 2, 3, 4, 5)) == 0  # shares 4 of 5: a lone token is left
+    assert floor.floor((5, 6, 7, 8, 9)) == 5
