@@ -16,6 +16,7 @@ from langchain_core.tools import BaseTool
 
 from agents.engine import Engine
 from app.heap import freeze_startup_heap
+from app.runs.commands import SignalledCommands
 from app.runs.manager import RunManager
 from app.runs.queue import RunQueue
 from app.runs.signals import LocalSignals, PostgresSignals, SqliteSignals
@@ -87,7 +88,7 @@ async def run_service(
             tools=tools,
             checkpointer=checkpointer,
             cache=cache,
-            commands=store,  # steering commands wait in the run store
+            commands=SignalledCommands(store),  # commands wait in the run store
         )
         manager = RunManager(
             engine=engine,

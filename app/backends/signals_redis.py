@@ -1,7 +1,8 @@
 """Wake-ups between processes through Redis pub/sub (`LATS_REDIS_URL`), whatever the store.
 
-Three channels: a run's new events (`…:events`, payload the run id), cancel requests
-(`…:cancel`) and runs waiting for a worker (`…:queued`). Every message names its sender; a
+Four channels: a run's new events (`…:events`, payload the run id), cancel requests
+(`…:cancel`), steering commands sent (`…:command`, the run id) and runs waiting for a worker
+(`…:queued`). Every message names its sender; a
 process skips its own, which it delivered locally already. A publish happens after the store
 write it announces has committed, from one background task that sends what piled up in one
 pipeline (so a burst of events costs one round trip, and a writer never waits for Redis).
@@ -47,6 +48,7 @@ class RedisSignals(LocalSignals):
         self.events_channel = f"{prefix}:events"
         self.cancel_channel = f"{prefix}:cancel"
         self.queued_channel = f"{prefix}:queued"
+        self.command_channel = f"{prefix}:command"
         self._me = uuid.uuid4().hex[:12]
         self._outbox: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
         self._tried = asyncio.Event()  # the first subscription attempt ended, either way
@@ -91,6 +93,10 @@ class RedisSignals(LocalSignals):
         self.cancel_received(run_id)
         self._send(self.cancel_channel, run_id)
 
+    async def publish_command(self, run_id: str) -> None:
+        self.command_received(run_id)
+        self._send(self.command_channel, run_id)
+
     def _send(self, channel: str, payload: str) -> None:
         self._outbox.put_nowait((channel, f"{self._me}|{payload}"))
 
@@ -109,7 +115,12 @@ class RedisSignals(LocalSignals):
 
     # -- receiving -----------------------------------------------------------------------------
     async def _listen(self) -> None:
-        channels = (self.events_channel, self.cancel_channel, self.queued_channel)
+        channels = (
+            self.events_channel,
+            self.cancel_channel,
+            self.queued_channel,
+            self.command_channel,
+        )
         while True:
             try:
                 async with self._redis.subscription(channels) as subscription:
@@ -134,6 +145,8 @@ class RedisSignals(LocalSignals):
             self.cancel_received(payload)
         elif channel == self.queued_channel:
             self.run_queued()
+        elif channel == self.command_channel:
+            self.command_received(payload)
 
     def event_written_elsewhere(self, run_id: str) -> None:
         """Another process stored an event of `run_id`: wake the watchers here."""

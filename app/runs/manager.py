@@ -31,6 +31,7 @@ from agents.tree import by_id
 from app.errors import ServiceError
 from app.runs.cancelling import Canceller
 from app.runs.claiming import Claimer
+from app.runs.commands import SignalledCommands
 from app.runs.execution import RunDriver
 from app.runs.following import Follower
 from app.runs.lease import LeaseKeeper, worker_id
@@ -126,7 +127,12 @@ class RunManager:
     # -- process lifecycle -----------------------------------------------------------------
     async def start(self) -> None:
         """Listen for signals, keep leases, and (a worker) claim the runs nobody holds."""
-        await self.signals.start(on_cancel=self.lives.cancel, check_cancels=self.check_cancels)
+        commands = self.engine.commands
+        await self.signals.start(
+            on_cancel=self.lives.cancel,
+            check_cancels=self.check_cancels,
+            on_command=commands.sent if isinstance(commands, SignalledCommands) else None,
+        )
         self.leases.start()
         if self.worker:
             await self.claimer.start()
@@ -330,6 +336,7 @@ class RunManager:
         command_id = await self.store.add_command(run_id, command, node_id, step, by)
         if command_id is None:
             raise RunEnded(f"run {run_id} has ended; it takes no more commands")
+        await self.signals.publish_command(run_id)
         logger.info("run=%s command %d: %s %s (by %s)", run_id, command_id, command, node_id, by)
         return command_id
 

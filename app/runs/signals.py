@@ -1,9 +1,10 @@
-"""Wake-ups between processes: a run's new events (for followers), a cancel request (for the
-run's owner), a run waiting for a worker (for idle workers).
+"""Wake-ups between processes: a run's new events (for followers), a cancel request or a
+steering command (for the run's owner), a run waiting for a worker (for idle workers).
 
 Signals only wake; the store stays the record, so a lost signal costs latency, never data
 (followers re-read the store on every heartbeat, owners see cancel flags when they renew their
-leases, workers sweep for claimable runs). Implementations:
+leases and read a run's commands at least every second (app/runs/commands.py), workers sweep
+for claimable runs). Implementations:
 
 - `LocalSignals`: one process (and the base of the others);
 - `RedisSignals` (app/backends/signals_redis.py): Redis pub/sub, when `redis_url` is set,
@@ -27,6 +28,8 @@ CancelHandler = Callable[[str], object]
 """Cancels a run this process owns, if it owns it."""
 CancelCheck = Callable[[], Awaitable[None]]
 """Looks up the cancel requests flagged for this process's runs and delivers them."""
+CommandHandler = Callable[[str | None], object]
+"""Tells the runs' command source that a command was sent to a run (None: to some run)."""
 
 
 class LocalSignals:
@@ -37,13 +40,21 @@ class LocalSignals:
         self._queued = asyncio.Event()
         self._on_cancel: CancelHandler | None = None
         self._check_cancels: CancelCheck | None = None
+        self._on_command: CommandHandler | None = None
 
-    async def start(self, *, on_cancel: CancelHandler, check_cancels: CancelCheck) -> None:
+    async def start(
+        self,
+        *,
+        on_cancel: CancelHandler,
+        check_cancels: CancelCheck,
+        on_command: CommandHandler | None = None,
+    ) -> None:
         """Begin delivering and listening: a cancel for a run goes to `on_cancel`, and
         `check_cancels` is called when another process may have flagged runs without a signal
-        that names them (the SQLite watcher)."""
+        that names them (the SQLite watcher); a steering command sent goes to `on_command`."""
         self._on_cancel = on_cancel
         self._check_cancels = check_cancels
+        self._on_command = on_command
         await self._open()
 
     async def _open(self) -> None:
@@ -101,6 +112,14 @@ class LocalSignals:
         if self._on_cancel is not None:
             self._on_cancel(run_id)
 
+    async def publish_command(self, run_id: str) -> None:
+        """A steering command was stored for the run: tell its owner (here: this process)."""
+        self.command_received(run_id)
+
+    def command_received(self, run_id: str | None) -> None:
+        if self._on_command is not None:
+            self._on_command(run_id)
+
 
 class PostgresSignals(LocalSignals):
     """LISTEN on the Postgres store's channels through one dedicated connection."""
@@ -125,17 +144,27 @@ class PostgresSignals(LocalSignals):
         # comes back through the listener like any other.
         return
 
+    async def publish_command(self, run_id: str) -> None:
+        # The store's add_command sent the NOTIFY to the others; here at once.
+        self.command_received(run_id)
+
     async def _listen(self) -> None:
         from psycopg import AsyncConnection
 
-        from app.store.postgres import CANCEL_CHANNEL, EVENTS_CHANNEL, QUEUED_CHANNEL
+        from app.store.postgres import (
+            CANCEL_CHANNEL,
+            COMMAND_CHANNEL,
+            EVENTS_CHANNEL,
+            QUEUED_CHANNEL,
+        )
 
         delay = 0.5
         while True:
             try:
                 conn = await AsyncConnection.connect(self._url, autocommit=True)
                 async with conn:
-                    for channel in (EVENTS_CHANNEL, CANCEL_CHANNEL, QUEUED_CHANNEL):
+                    channels = (EVENTS_CHANNEL, CANCEL_CHANNEL, QUEUED_CHANNEL, COMMAND_CHANNEL)
+                    for channel in channels:
                         await conn.execute(f"LISTEN {channel}")
                     self._listening.set()
                     self.wake_all()  # whatever happened while not listening
@@ -150,12 +179,14 @@ class PostgresSignals(LocalSignals):
                 delay = min(delay * 2, 10)
 
     def _dispatch(self, channel: str, payload: str) -> None:
-        from app.store.postgres import CANCEL_CHANNEL, EVENTS_CHANNEL
+        from app.store.postgres import CANCEL_CHANNEL, COMMAND_CHANNEL, EVENTS_CHANNEL
 
         if channel == EVENTS_CHANNEL:
             self.event_written(payload.rsplit(":", 1)[0])
         elif channel == CANCEL_CHANNEL:
             self.cancel_received(payload)
+        elif channel == COMMAND_CHANNEL:
+            self.command_received(payload)
         else:
             self.run_queued()
 
@@ -187,6 +218,7 @@ class SqliteSignals(LocalSignals):
                 if version != seen:
                     seen = version
                     self.wake_all()
+                    self.command_received(None)  # maybe a command, to any run
                     if self._check_cancels is not None:
                         await self._check_cancels()
             except Exception as e:

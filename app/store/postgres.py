@@ -4,8 +4,8 @@ Leases use the database clock (`now()`), so workers on different machines agree 
 History writes take the run's row lock (`FOR UPDATE`, or the `UPDATE` that ends the run), which
 orders them against each other and against a take-over. Each commit that matters to another
 process also sends a NOTIFY in the same transaction (delivered only if it commits):
-`lats_events` ("run_id:seq"), `lats_cancel` (run id) and `lats_queued`; with Redis for the
-wake-ups (`notify` off) it sends none.
+`lats_events` ("run_id:seq"), `lats_cancel` (run id), `lats_command` (run id: a steering
+command) and `lats_queued`; with Redis for the wake-ups (`notify` off) it sends none.
 
 Connections are in autocommit, and each write is one statement (the fence, the event and the
 end of a run joined by common table expressions): one round trip, where a transaction of
@@ -48,6 +48,7 @@ from app.store.upgrade import TERMINAL, result_of_terminal
 EVENTS_CHANNEL = "lats_events"
 CANCEL_CHANNEL = "lats_cancel"
 QUEUED_CHANNEL = "lats_queued"
+COMMAND_CHANNEL = "lats_command"
 
 _SCHEMA_TEMPLATE = """
 SELECT pg_advisory_xact_lock(hashtext('lats_schema'));
@@ -443,9 +444,11 @@ class PostgresRunStore(RunReads):
             "step": step,
             "by": by,
         }
-        async with self._connection() as conn:
+        async with self._connection() as conn, self._notifying(conn):
             cur = await conn.execute(_ADD_COMMAND, args)
             row = await cur.fetchone()
+            if row is not None:
+                await self._notify(conn, COMMAND_CHANNEL, run_id)
         return int(row[0]) if row else None
 
     async def record_delivery(self, run_id: str, delivery: WebhookDelivery) -> None:

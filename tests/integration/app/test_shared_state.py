@@ -1,7 +1,7 @@
-"""What the processes of a deployment share through Redis and Postgres: wake-ups and cancel
-signals over Redis pub/sub, the bound on waiting runs counted in the store, and the model-call
-cache. Two instances stand for two processes; real Redis and PostgreSQL, each test with its
-own channel prefix or database."""
+"""What the processes of a deployment share through Redis and Postgres: wake-ups, cancel and
+steering signals over Redis pub/sub and Postgres NOTIFY, the bound on waiting runs counted in
+the store, and the model-call cache. Two instances stand for two processes; real Redis and
+PostgreSQL, each test with its own channel prefix or database."""
 
 from __future__ import annotations
 
@@ -17,11 +17,15 @@ from app.backends.cache_postgres import PostgresCacheStore
 from app.backends.cache_redis import RedisCacheStore
 from app.backends.signals_redis import RedisSignals
 from app.runs.queue import QueueFull
+from app.runs.signals import PostgresSignals
 from app.service import run_service
 from app.settings import Settings
+from app.store.base import Lease
+from app.store.postgres import PostgresRunStore
 from calls.cache import RoleCache
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
+from tests.support.runs import run_record
 
 
 @pytest.fixture
@@ -31,18 +35,18 @@ def prefix(redis_prefix: str) -> str:
 
 
 class Inbox:
-    """The cancels one process's signals delivered to it."""
+    """The cancels (or steering commands) one process's signals delivered to it."""
 
     def __init__(self) -> None:
-        self.got: list[str] = []
+        self.got: list[str | None] = []
         self.arrived = asyncio.Event()
 
-    def __call__(self, run_id: str) -> None:
+    def __call__(self, run_id: str | None) -> None:
         self.got.append(run_id)
         self.arrived.set()
 
     async def received(self, run_id: str, within_s: float = 5.0) -> None:
-        """Until `run_id`'s cancel has arrived (TimeoutError after `within_s`)."""
+        """Until `run_id`'s signal has arrived (TimeoutError after `within_s`)."""
         async with asyncio.timeout(within_s):
             while run_id not in self.got:
                 self.arrived.clear()
@@ -101,6 +105,53 @@ async def test_a_cancel_published_anywhere_reaches_the_owner_once(
     await got_b.received("run-10")
     assert got_b.got == ["run-9", "run-10"]
     assert got_a.got == ["run-9", "run-10"]  # delivered locally, and its own messages skipped
+
+
+async def test_a_command_sent_anywhere_reaches_every_process_once(
+    redis_url: str, prefix: str
+) -> None:
+    inbox = Inbox()
+    got_a, got_b = Inbox(), Inbox()
+    a, b = RedisSignals(redis_url, prefix), RedisSignals(redis_url, prefix)
+    for signals, got in ((a, got_a), (b, got_b)):
+        await signals.start(on_cancel=inbox, check_cancels=inbox.check, on_command=got)
+    try:
+        await a.publish_command("run-5")
+        await a.publish_command("run-6")
+        await got_b.received("run-6")
+    finally:
+        await a.close()
+        await b.close()
+
+    assert got_b.got == ["run-5", "run-6"]
+    assert got_a.got == ["run-5", "run-6"]  # delivered locally, its own messages skipped
+    assert inbox.got == []  # not a cancel
+
+
+async def test_a_command_stored_in_postgres_reaches_the_other_process(
+    postgres_url: str,
+) -> None:
+    inbox = Inbox()
+    got_a, got_b = Inbox(), Inbox()
+    store = await PostgresRunStore.open(postgres_url)
+    a, b = PostgresSignals(postgres_url), PostgresSignals(postgres_url)
+    for signals, got in ((a, got_a), (b, got_b)):
+        await signals.start(on_cancel=inbox, check_cancels=inbox.check, on_command=got)
+    record = run_record()
+    try:
+        await store.create_run(record, started="{}", lease=Lease("w1", 60))
+        stored = await store.add_command(record.id, "prune", "n1", None, None)
+        await a.publish_command(record.id)  # the storing process tells itself at once
+        await got_b.received(record.id)
+        await got_a.received(record.id)
+    finally:
+        await a.close()
+        await b.close()
+        await store.close()
+
+    assert stored == 1
+    assert got_b.got == [record.id]  # the NOTIFY sent with the command's commit
+    assert got_a.got[0] == record.id
 
 
 async def test_a_run_stored_for_any_worker_wakes_the_idle_workers(
