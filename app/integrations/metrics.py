@@ -184,6 +184,10 @@ class WatchedQueue:
     def has_room(self) -> bool:
         return self._inner.has_room
 
+    @property
+    def room(self) -> int:
+        return self._inner.room
+
     def _update(self) -> None:
         RUNS_ACTIVE.set(self._inner.active)
         RUNS_QUEUED.set(self._inner.waiting)

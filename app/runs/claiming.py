@@ -47,16 +47,18 @@ class Claimer:
         self.signals.run_queued()
 
     async def claim_free(self) -> int:
-        """Claim runs while there is room; how many."""
+        """Claim runs while there is room, as many at a time as there is room for (fewer
+        found than asked for: none is left); how many."""
         owner = self.lease.owner
         claimed = 0
-        while self.queue.has_room:
-            record = await self.store.claim_next(owner, self.lease.ttl_s)
-            if record is None:
+        while (room := self.queue.room) > 0:
+            records = await self.store.claim_some(owner, self.lease.ttl_s, room)
+            for record in records:
+                logger.info("run=%s claimed by owner=%s (was %s)", record.id, owner, record.status)
+                await self.adopt(record)
+            claimed += len(records)
+            if len(records) < room:
                 break
-            logger.info("run=%s claimed by owner=%s (was %s)", record.id, owner, record.status)
-            await self.adopt(record)
-            claimed += 1
         return claimed
 
     async def _loop(self) -> None:

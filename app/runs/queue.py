@@ -33,6 +33,10 @@ class RunQueue(Protocol):
     def has_room(self) -> bool:
         """A run taken on now would execute at once (nothing waits, a slot is free)."""
 
+    @property
+    def room(self) -> int:
+        """How many runs taken on now would execute at once."""
+
     def admit(self, *, force: bool = False) -> None:
         """Reserve a place for a run, or raise `QueueFull` (never with `force`: a run
         resumed at start-up was admitted before)."""
@@ -64,7 +68,11 @@ class LocalRunQueue:
 
     @property
     def has_room(self) -> bool:
-        return self._admitted < self._max_active
+        return self.room > 0
+
+    @property
+    def room(self) -> int:
+        return max(0, self._max_active - self._admitted)
 
     def admit(self, *, force: bool = False) -> None:
         free = self._max_active - self._active

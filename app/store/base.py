@@ -187,6 +187,10 @@ class RunStore(Protocol):
         """Take the oldest unfinished run whose lease is free or expired, if any (a run
         waiting for an answer is not taken)."""
 
+    async def claim_some(self, owner: str, ttl_s: float, limit: int) -> list[RunRecord]:
+        """Take up to `limit` runs as `claim_next` takes one, in one trip to the store;
+        oldest first."""
+
     async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
         """Extend the leases `owner` holds on `run_ids` (the runs it executes; a lease it
         no longer backs with a task expires and the run is claimed again); the runs among

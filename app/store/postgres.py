@@ -362,14 +362,18 @@ class PostgresRunStore(RunReads):
         return run_record(row) if row else None
 
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
-        row = await self._one(
-            f"{_CLAIM} id = (SELECT id FROM lats_runs WHERE status = ANY(%s)"
+        claimed = await self.claim_some(owner, ttl_s, 1)
+        return claimed[0] if claimed else None
+
+    async def claim_some(self, owner: str, ttl_s: float, limit: int) -> list[RunRecord]:
+        rows = await self._all(
+            f"{_CLAIM} id IN (SELECT id FROM lats_runs WHERE status = ANY(%s)"
             " AND awaiting IS NULL AND lease_until < now()"
-            " ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
+            " ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED)"
             " RETURNING *",
-            (owner, ttl_s, owner, _OPEN),
+            (owner, ttl_s, owner, _OPEN, limit),
         )
-        return run_record(row) if row else None
+        return sorted((run_record(row) for row in rows), key=lambda record: record.created_at)
 
     async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
         if not run_ids:

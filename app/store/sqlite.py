@@ -271,30 +271,35 @@ class SqliteRunStore(RunReads):
         return _record(row) if row else None
 
     async def claim_next(self, owner: str, ttl_s: float) -> RunRecord | None:
+        claimed = await self.claim_some(owner, ttl_s, 1)
+        return claimed[0] if claimed else None
+
+    async def claim_some(self, owner: str, ttl_s: float, limit: int) -> list[RunRecord]:
         now = time.time()
         # Look before queueing a write: most sweeps find nothing.
         claimable = f"SELECT 1 FROM runs WHERE {_CLAIMABLE} AND lease_until < ?"
         if await self._one(claimable, (now,)) is None:
-            return None
+            return []
 
-        def write(conn: sqlite3.Connection) -> sqlite3.Row | None:
-            row = _row(
-                conn,
+        def write(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+            picked = conn.execute(
                 f"SELECT id FROM runs WHERE {_CLAIMABLE} AND lease_until < ?"
-                " ORDER BY created_at LIMIT 1",
-                (now,),
-            )
-            if row is None:
-                return None
-            conn.execute(
-                f"UPDATE runs SET owner = ?, lease_until = ?, takeovers = takeovers + {_TAKEN}"
-                " WHERE id = ?",
-                (owner, now + ttl_s, owner, row["id"]),
-            )
-            return _row(conn, "SELECT * FROM runs WHERE id = ?", (row["id"],))
+                " ORDER BY created_at LIMIT ?",
+                (now, limit),
+            ).fetchall()
+            rows = []
+            for row in picked:
+                conn.execute(
+                    f"UPDATE runs SET owner = ?, lease_until = ?,"
+                    f" takeovers = takeovers + {_TAKEN} WHERE id = ?",
+                    (owner, now + ttl_s, owner, row["id"]),
+                )
+                claimed = _row(conn, "SELECT * FROM runs WHERE id = ?", (row["id"],))
+                if claimed is not None:
+                    rows.append(claimed)
+            return rows
 
-        claimed = await self._write(write)
-        return _record(claimed) if claimed else None
+        return [_record(row) for row in await self._write(write)]
 
     async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
         if not run_ids:

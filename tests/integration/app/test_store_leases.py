@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -43,6 +44,32 @@ async def test_claim_next_never_hands_one_run_to_two_workers(open_store: Opener)
     got = [r.id for r in claimed if r is not None]
 
     assert sorted(got) == sorted(ids)
+
+
+async def test_claim_some_takes_the_oldest_up_to_its_limit_and_never_one_run_twice(
+    open_store: Opener,
+) -> None:
+    stores = [await open_store() for _ in range(2)]
+    start = datetime.now(UTC)
+    records = [  # created a second apart: the oldest are known
+        _record().model_copy(update={"created_at": start + timedelta(seconds=n)}) for n in range(7)
+    ]
+    for record in records:
+        await stores[0].create_run(record)
+    held = _record()
+    await stores[0].create_run(held, lease=Lease("alive", 60))
+
+    first = await stores[0].claim_some("a", 30, 3)
+    racing = await asyncio.gather(
+        stores[0].claim_some("b", 30, 3), stores[1].claim_some("c", 30, 3)
+    )
+    rest = await stores[1].claim_some("d", 30, 3)
+
+    assert [r.id for r in first] == [r.id for r in records[:3]]  # the oldest, oldest first
+    assert [r.owner for r in first] == ["a", "a", "a"]
+    taken = [r.id for batch in racing for r in batch] + [r.id for r in rest]
+    assert sorted(taken) == sorted(r.id for r in records[3:])  # each once; the held one never
+    assert await stores[1].claim_some("e", 30, 5) == []
 
 
 async def test_a_held_lease_is_not_taken_an_expired_one_is(open_store: Opener) -> None:
