@@ -52,7 +52,6 @@ class SignalledCommands:
         self._read_at: dict[str, float] = {}  # insertion order: read longest ago first
         self._flagged: set[str] = set()
         self._any_since = -math.inf  # when a command was last sent to a run not named
-        self.reads = 0  # store reads made (diagnostics, tests)
 
     def sent(self, run_id: str | None) -> None:
         """A command was sent to `run_id` (None: to some run): its next round reads."""
@@ -82,5 +81,4 @@ class SignalledCommands:
         self._read_at[run_id] = now
         while len(self._read_at) > KEPT_RUNS:
             del self._read_at[next(iter(self._read_at))]
-        self.reads += 1
         return await self._store.commands_after(run_id, after)

@@ -113,7 +113,8 @@ class LocalSignals:
             self._on_cancel(run_id)
 
     async def publish_command(self, run_id: str) -> None:
-        """A steering command was stored for the run: tell its owner (here: this process)."""
+        """A steering command was stored for the run: tell its owner. Here only this
+        process; the store's NOTIFY reaches the others on Postgres."""
         self.command_received(run_id)
 
     def command_received(self, run_id: str | None) -> None:
@@ -143,10 +144,6 @@ class PostgresSignals(LocalSignals):
         # The store's request_cancel already sent the NOTIFY with its commit; local delivery
         # comes back through the listener like any other.
         return
-
-    async def publish_command(self, run_id: str) -> None:
-        # The store's add_command sent the NOTIFY to the others; here at once.
-        self.command_received(run_id)
 
     async def _listen(self) -> None:
         from psycopg import AsyncConnection
