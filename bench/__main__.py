@@ -376,6 +376,17 @@ def _parser() -> argparse.ArgumentParser:
         "--budget", type=int, default=MultihopConfig.max_llm_calls, help="model calls per run"
     )
     multihop.add_argument(
+        "--ids",
+        default="",
+        help="comma-separated question ids (or their beginnings): only these questions",
+    )
+    multihop.add_argument(
+        "--traces",
+        type=Path,
+        default=None,
+        help="a directory to write each run's whole tree to, <id>-<configuration>.json",
+    )
+    multihop.add_argument(
         "--shard",
         default="0/1",
         help="i/n: only every n-th question from the i-th (n processes share one run)",
@@ -432,6 +443,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             shard=_shard(args.shard),
             settings=engine_settings_for(args.model),
             progress=results / "multihop.progress.jsonl",
+            ids=tuple(i.strip() for i in args.ids.split(",") if i.strip()),
+            traces=args.traces,
         )
         fresh = asyncio.run(_run(only, configs, results, work, questions, args.model))
     finally:

@@ -111,6 +111,13 @@ class MultihopConfig:
     progress: Path | None = None
     """A JSON Lines file of the rows done so far: each row is appended as it ends, and the
     rows already there are kept instead of run again (a run of hours can be taken up)."""
+    ids: tuple[str, ...] = ()
+    """Only the questions whose id starts with one of these (after `limit`): a few questions
+    looked at again, e.g. with `traces`."""
+    traces: Path | None = None
+    """A directory where each run's whole result (its tree: every node's step, tool calls,
+    evidence, answer, grounding and score; the chosen path) is written as
+    `<question id>-<configuration>.json`: what an answer came from, question by question."""
 
 
 class Row(TypedDict):
@@ -253,6 +260,8 @@ async def run_one(
             TASK.format(question=question.question), params, run_id=f"{question.id}-{name}"
         )
     wall = time.monotonic() - started
+    if config.traces is not None:
+        write_trace(config.traces / f"{question.id}-{name}.json", question, result)
     predicted = predicted_answer(result.answer)
     facts = cited_facts(result.citations)
     scores = score_question(question.answer, question.supporting_facts, predicted, facts)
@@ -298,6 +307,18 @@ async def run_one(
         "pruned": pruned,
         "code": code,
     }
+
+
+def write_trace(path: Path, question: Question, result: RunResult) -> None:
+    """A run's whole result beside its question and gold answer, as JSON at `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    trace = {
+        "question": question.question,
+        "gold": question.answer,
+        "supporting_facts": question.supporting_facts,
+        "result": result.model_dump(mode="json"),
+    }
+    path.write_text(json.dumps(trace, indent=1) + "\n", encoding="utf-8")
 
 
 def _paths_of(result: RunResult) -> tuple[int, int]:
@@ -380,6 +401,10 @@ async def run_multihop(
 ) -> dict[str, Any]:
     """Every configuration on every question, JSON-ready (`save` writes it)."""
     questions = load(config.data, config.limit)
+    if config.ids:
+        questions = [q for q in questions if q.id.startswith(config.ids)]
+        if not questions:
+            raise ValueError(f"no question's id starts with any of {', '.join(config.ids)}")
     index, of = config.shard
     if not 0 <= index < of:
         raise ValueError(f"shard {index}/{of}: want 0 <= i < n")

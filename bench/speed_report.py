@@ -200,7 +200,10 @@ def worker_cpu_section(data: dict[str, Any]) -> list[str]:
             f"**Ratio within each pair: {fmt(against['ratio'])}** (goal 0.70: 30 % less). What "
             "changed: a round's state writes land with its checkpoint instead of in a "
             "transaction of their own as well (docs/architecture.md, *The service*: the "
-            "checkpointer).",
+            "checkpointer); a run's steering commands are read only when it may have new ones "
+            "(a signal, or 1 s since the last read) instead of every round; a worker claims "
+            "as many waiting runs as it has room for in one statement and stops when fewer "
+            "came back.",
         ]
     lines.append("")
     return lines

@@ -187,3 +187,36 @@ async def test_a_measured_configuration_is_reported_where_it_has_rows_and_never_
     lines = "\n".join(section(out))
     assert "--configs chain --budget 40 --measured reserve" in lines
     assert "| reserve | 1 |" in lines
+
+
+async def test_chosen_questions_run_alone_and_leave_their_trees_as_traces(
+    tmp_path: Path,
+) -> None:
+    all_three = await run_multihop(
+        MultihopConfig(limit=3, configs=("chain",)), scripted_models, tmp_path / "a"
+    )
+    second = all_three["rows"][1]["id"]
+    traces = tmp_path / "traces"
+
+    out = await run_multihop(
+        MultihopConfig(limit=3, configs=("chain", "mcts"), ids=(second[:8],), traces=traces),
+        scripted_models,
+        tmp_path / "b",
+    )
+
+    assert [(row["id"], row["config"]) for row in out["rows"]] == [
+        (second, "chain"),
+        (second, "mcts"),
+    ]
+    written = sorted(path.name for path in traces.iterdir())
+    assert written == [f"{second}-chain.json", f"{second}-mcts.json"]
+    trace = json.loads((traces / f"{second}-mcts.json").read_text(encoding="utf-8"))
+    row = out["rows"][1]
+    assert trace["gold"] == row["gold"]
+    assert trace["result"]["answer"] == row["answer"]
+    nodes = trace["result"]["nodes"]
+    assert len(nodes) == row["nodes"]
+    assert sum(len(node["tool_calls"]) for node in nodes) == row["tool_calls"]
+    assert trace["result"]["chosen_id"] in {node["id"] for node in nodes}
+    with pytest.raises(ValueError, match="no question's id starts with"):
+        await run_multihop(MultihopConfig(limit=3, ids=("nope",)), scripted_models, tmp_path)
