@@ -12,10 +12,19 @@ without one (the process dies, or the database stays away past the outage wait) 
 resume, as a round whose writes had not yet landed always did, and the rounds before it do not.
 Writes to LangGraph's reserved channels (an error, an interrupt, a resume value: `__…__`) are
 saved at once as before, since no checkpoint follows them.
+
+A new run's first two checkpoints are not saved on their own either: LangGraph's step -1 (the
+request as given) and step 0 (the request applied to the state) come before any node ran, and
+what they hold is what the run's record holds (task, parameters); a run with no checkpoint
+starts from its record (app/runs/execution.py). Their channels are saved with the first
+checkpoint after them, the plan's, as if that checkpoint had changed them. A run stopped before
+its plan was checkpointed starts again from its record, as a run stopped during its plan always
+did (the plan had not landed); no node that completed runs again.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -30,9 +39,20 @@ from langgraph.checkpoint.base import (
 T = TypeVar("T")
 
 
+# Runs whose first checkpoints are held back at once, at most (a run that stops before its
+# plan's checkpoint and is never deleted leaves its entry behind: a few channel names).
+HELD_INPUTS = 4096
+
+
 class GuardedWrites(BaseCheckpointSaver[str]):
     """A checkpointer mixin (put before the saver it guards) whose `aput` and `aput_writes`
-    run through `_guard`; a step's state writes are left to its checkpoint."""
+    run through `_guard`; a step's state writes are left to its checkpoint, a new run's first
+    checkpoints to its plan's."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # thread id -> the channels its checkpoints held back changed (module docstring)
+        self._held_inputs: OrderedDict[str, set[str]] = OrderedDict()
 
     async def _guard(self, config: RunnableConfig, write: Callable[[], Awaitable[T]]) -> T:
         raise NotImplementedError
@@ -44,8 +64,44 @@ class GuardedWrites(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        held = self._held_inputs.pop(thread_id, None)
+        new_run = metadata.get("source") == "input" and not configurable.get("checkpoint_id")
+        if new_run or (held is not None and metadata.get("step") == 0):
+            self._held_inputs[thread_id] = (held or set()) | set(new_versions)
+            while len(self._held_inputs) > HELD_INPUTS:
+                self._held_inputs.popitem(last=False)
+            return RunnableConfig(
+                configurable={
+                    "thread_id": thread_id,
+                    "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+                    "checkpoint_id": checkpoint["id"],
+                }
+            )
+        if held is not None:
+            current = checkpoint["channel_versions"]
+            new_versions = {
+                **{channel: current[channel] for channel in held if channel in current},
+                **new_versions,
+            }
+        return await self.acopy(config, checkpoint, metadata, new_versions)
+
+    async def acopy(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Save `checkpoint` whatever its source: checkpoints copied from another store
+        (`lats migrate`) are kept as they were."""
         put = super().aput
         return await self._guard(config, lambda: put(config, checkpoint, metadata, new_versions))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        self._held_inputs.pop(thread_id, None)
+        await super().adelete_thread(thread_id)
 
     async def aput_writes(
         self,

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from langgraph.graph.state import CompiledStateGraph
 
+from agents.errors import RunNotFound
 from agents.graph import build_graph
 from agents.params import RunParams
 from app.settings import Settings
@@ -53,7 +54,8 @@ async def test_a_run_on_the_store_leaves_no_writes_beside_its_checkpoints(
         checkpoints = [t async for t in saver.alist({"configurable": {"thread_id": "r1"}})]
 
     assert result.status == "done"
-    assert len(checkpoints) > 3  # the input, the plan, the rounds, the finish
+    assert len(checkpoints) > 3  # the plan, the rounds, the finish
+    assert min(t.metadata["step"] for t in checkpoints) == 1  # the plan's: none before it
     assert all(not t.pending_writes for t in checkpoints)
 
 
@@ -91,3 +93,75 @@ async def test_only_the_round_whose_checkpoint_failed_runs_again_on_resume(
     assert lost
     assert not set(checkpointed) & set(again)
     assert set(lost) <= set(again)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_new_runs_input_is_saved_with_its_plans_checkpoint_not_on_its_own(
+    backend: str,
+    settings: Settings,
+    make_engine: EngineMaker,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    where: dict[str, Any] = {"data_dir": tmp_path}
+    if backend == "postgres":
+        where = {"database_url": request.getfixturevalue("postgres_url")}
+    run_id = f"input-{backend}-{tmp_path.name}"
+    config: Any = {"configurable": {"thread_id": run_id}}
+    async with open_backend(settings.model_copy(update=where)) as (_, saver):
+        first, first_models = make_engine(TREE, checkpointer=saver)
+        put = saver.aput
+        sources: list[str] = []
+
+        async def put_only_the_plan(*args: Any, **kwargs: Any) -> Any:
+            # The database goes away after the first checkpoint that lands: the plan's.
+            if sources.count("loop") == 2:
+                raise ConnectionError("the checkpoint database went away")
+            sources.append(args[2]["source"])
+            return await put(*args, **kwargs)
+
+        monkeypatch.setattr(saver, "aput", put_only_the_plan)
+        failed = await first.run("task?", PARAMS, run_id=run_id, announce=False)
+        stored = [t async for t in saver.alist(config)]
+        values = (await first.graph.aget_state(config)).values
+        monkeypatch.undo()
+
+        second, second_models = make_engine(TREE, checkpointer=saver)
+        result = await second.resume(run_id, sink=EventLog())
+
+    assert failed.status == "failed"
+    # Offered: the request (step -1), the request applied (0), the plan (1); the plan's landed.
+    assert sources == ["input", "loop", "loop"]
+    assert [t.metadata["step"] for t in stored] == [1]
+    # The request's channels landed with the plan's checkpoint.
+    assert values["task"] == "task?"
+    assert values["params"] == PARAMS.model_dump()
+    assert [node["step"] for node in values["nodes"].values()] == ["A"]
+    assert len(first_models.recorder.by_role("planner")) == 1
+    assert not second_models.recorder.by_role("planner")  # the plan is not made again
+    assert result.status == "done"
+    assert result.metrics["paths_completed"] == PARAMS.max_paths
+
+
+async def test_a_run_stopped_before_its_plan_landed_has_no_checkpoint_to_resume(
+    settings: Settings, make_engine: EngineMaker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_backend(settings.model_copy(update={"data_dir": tmp_path})) as (_, saver):
+        engine, _ = make_engine(TREE, checkpointer=saver)
+        put = saver.aput
+
+        async def put_inputs_only(*args: Any, **kwargs: Any) -> Any:
+            if args[2]["source"] != "input":
+                raise ConnectionError("the checkpoint database went away")
+            return await put(*args, **kwargs)
+
+        monkeypatch.setattr(saver, "aput", put_inputs_only)
+        failed = await engine.run("task?", PARAMS, run_id="r3", announce=False)
+        stored = [t async for t in saver.alist({"configurable": {"thread_id": "r3"}})]
+        monkeypatch.undo()
+        with pytest.raises(RunNotFound):  # the service starts it from its record instead
+            await engine.resume("r3")
+
+    assert failed.status == "failed"
+    assert stored == []
