@@ -11,6 +11,9 @@ from agents.state import NodeRecord, Source, id_key
 _LEADING_MARK = re.compile(r"^\s*(?:step\s*)?(?:\d+[.):]|[-*•]|\(\d+\))\s*", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 _NON_WORD = re.compile(r"[^\w\s]")
+# The fences' markers (agents/fencing.py): a proposed step that carries one echoes the prompt's
+# markup (a small model writes ">>>NEXT STEP<<<") or a tool result's attempt at it, never work.
+_MARKUP = re.compile(r"<<<|>>>")
 
 T = TypeVar("T")
 
@@ -62,7 +65,8 @@ def select_candidates(
     """Keep at most `limit` distinct, non-empty proposals not already in `taken`.
 
     `taken` holds the steps of the path's ancestors and of existing siblings. Returns the kept
-    steps in the proposer's order and the dropped ones (duplicates, empties, over the limit).
+    steps in the proposer's order and the dropped ones (duplicates, empties, over the limit,
+    and steps that carry a fence's markers `<<<` or `>>>`).
     Never pads: fewer good proposals mean fewer children.
     """
     kept, dropped = pick_candidates([(raw, None) for raw in proposals], taken=taken, limit=limit)
@@ -83,7 +87,7 @@ def pick_candidates(
     for raw, payload in proposals:
         step = clean_step(raw)
         key = step_key(step)
-        if not key or key in seen or len(kept) >= limit:
+        if not key or key in seen or len(kept) >= limit or _MARKUP.search(step):
             dropped.append(raw)
             continue
         seen.add(key)
