@@ -59,7 +59,8 @@ logger = logging.getLogger(__name__)
 # every proposal, scores none and prunes none, shallowest first; `mcts` is the service's
 # default; `beam` keeps the best two per layer. `reserve` is `mcts` with `reserve: true`:
 # pruned candidates run once nothing else is left, their paths corroborate. `chain-again` is
-# `chain` once more: how far two runs of one configuration differ.
+# `chain` once more: how far two runs of one configuration differ; `mcts-again` the default
+# once more (run with `chain-again` on chosen questions, `--ids`: did a loss hold?).
 CONFIGS: dict[str, dict[str, Any]] = {
     "chain": {**STRATEGIES["chain"], "max_paths": 1},
     "breadth": STRATEGIES["breadth"],
@@ -67,6 +68,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "beam": STRATEGIES["beam"],
     "reserve": {**STRATEGIES["mcts"], "reserve": True},
     "chain-again": {**STRATEGIES["chain"], "max_paths": 1},
+    "mcts-again": STRATEGIES["mcts"],
 }
 DEFAULT = "mcts"
 # What a benchmark run compares unless told otherwise: the four.

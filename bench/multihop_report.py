@@ -18,7 +18,7 @@ REFERENCE = (
     ("ToT", 0.55),
     ("LATS", 0.71),
 )
-ORDER = ("chain", "breadth", "mcts", "beam", "reserve", "chain-again")
+ORDER = ("chain", "breadth", "mcts", "beam", "reserve", "chain-again", "mcts-again")
 
 
 def _f(value: Any) -> str:
@@ -236,6 +236,49 @@ def repeat_lines(multihop: dict[str, Any]) -> list[str]:
     ]
 
 
+def again_lines(multihop: dict[str, Any]) -> list[str]:
+    """The default and the chain run again (`mcts-again`, `chain-again`) on the questions the
+    default lost: whether each loss holds on a second run of both, or was the run's luck."""
+    rows = multihop["rows"]
+    by_question: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        by_question.setdefault(row["id"], {})[row["config"]] = row
+    names = ("chain", "mcts", "chain-again", "mcts-again")
+    again = [q for q in by_question.values() if all(name in q for name in names)]
+    if not again:
+        return []
+    lost = [q for q in again if q["mcts"]["f1"] < q["chain"]["f1"]]
+    held = sum(1 for q in lost if q["mcts-again"]["f1"] < q["chain-again"]["f1"])
+    turned = sum(1 for q in lost if q["mcts-again"]["f1"] > q["chain-again"]["f1"])
+
+    def mean(name: str) -> float:
+        return fmean(q[name]["f1"] for q in again)
+
+    def changed(name: str) -> int:
+        return sum(1 for q in again if q[name + "-again"]["predicted"] != q[name]["predicted"])
+
+    ids = ",".join(sorted(q["mcts"]["id"][:8] for q in again))
+    return [
+        "",
+        f"Run again: the default and the chain a second time on the {len(again)} questions "
+        f"where the default's answer F1 had been lower (`--ids {ids} --configs "
+        "chain-again,mcts-again`, the same parameters; the local model samples at its "
+        f"default temperature). Answers that changed: the default {changed('mcts')} of "
+        f"{len(again)}, the chain {changed('chain')}. Mean answer F1 on these questions: the "
+        f"default {mean('mcts'):.2f} then {mean('mcts-again'):.2f}, the chain "
+        f"{mean('chain'):.2f} then {mean('chain-again'):.2f}. Of the {len(lost)} losses, "
+        f"{held} held on the second run, {turned} turned into a win and "
+        f"{len(lost) - held - turned} into a tie."
+        + (
+            " On these questions the loss was chosen by which run's sample was lucky, not made "
+            "by the search: a difference between two configurations on this many questions is "
+            "to be read against how far one configuration's runs differ from each other."
+            if 2 * held < len(lost)
+            else ""
+        ),
+    ]
+
+
 def wide_lines(multihop: dict[str, Any]) -> list[str]:
     """The seed notebook's breadth and `beam` against the default, question by question."""
     lines = []
@@ -309,8 +352,8 @@ def table(multihop: dict[str, Any], results: str | None = None) -> list[str]:
         f"{multihop.get('model_detail', multihop.get('model', '?'))}."
         + (
             f" The rows of {', '.join(f'`{m}`' for m in measured)} are an earlier run's, "
-            "read back, which may have been made by earlier code: compare their answers with "
-            "the others' as of different runs."
+            "read back, which may have been made by other code (the commits are below): "
+            "compare their answers with the others' as of different runs."
             if measured
             else ""
         ),
@@ -336,9 +379,9 @@ def table(multihop: dict[str, Any], results: str | None = None) -> list[str]:
     if fewer:
         lines += [
             "",
-            f"Rows over fewer questions ({', '.join(fewer)}) are over the data's first ones: "
-            "compare them with the default over the same questions, as below, not with its "
-            "row.",
+            f"Rows over fewer questions ({', '.join(fewer)}) are over some of them only (the "
+            "data's first ones, or those chosen with `--ids`): compare them with the default "
+            "over the same questions, as below, not with its row.",
         ]
     return lines
 
@@ -372,6 +415,7 @@ def more_section(multihop: dict[str, Any], results: str) -> list[str]:
         "",
         *table(multihop, results),
         *_head_to_head_lines(multihop),
+        *again_lines(multihop),
         *wide_lines(multihop),
         "",
     ]
@@ -395,6 +439,7 @@ def section(multihop: dict[str, Any], more: Sequence[tuple[dict[str, Any], str]]
         *table(multihop),
     ]
     lines += _head_to_head_lines(multihop)
+    lines += again_lines(multihop)
     lines += repeat_lines(multihop)
     lines += wide_lines(multihop)
     lines += _reserve_lines(multihop)

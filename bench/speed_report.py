@@ -203,7 +203,8 @@ def worker_cpu_section(data: dict[str, Any]) -> list[str]:
             "checkpointer); a run's steering commands are read only when it may have new ones "
             "(a signal, or 1 s since the last read) instead of every round; a worker claims "
             "as many waiting runs as it has room for in one statement and stops when fewer "
-            "came back.",
+            "came back; a new run's first two checkpoints (before any node ran) are saved with "
+            "its plan's.",
         ]
     lines.append("")
     return lines

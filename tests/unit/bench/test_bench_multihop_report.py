@@ -7,6 +7,7 @@ import pytest
 from bench.multihop_report import (
     _head_to_head_lines,
     _reserve_lines,
+    again_lines,
     code_lines,
     command,
     head_to_head,
@@ -270,3 +271,52 @@ def test_the_questions_the_default_lost_are_named_with_what_its_search_did() -> 
         row["f1"] = 1.0
     [_, line] = _head_to_head_lines(multihop)
     assert "Where its answer F1 was lower" not in line
+
+
+def _answered(question: str, config: str, f1: float, predicted: str) -> dict[str, object]:
+    return {"id": question, "config": config, "f1": f1, "predicted": predicted}
+
+
+def test_the_losses_run_again_say_whether_each_held() -> None:
+    rows = [
+        # q1: lost, then a tie; q2: lost, then won; q3: lost, and lost again.
+        _answered("q1", "chain", 1.0, "A"),
+        _answered("q1", "mcts", 0.0, "B"),
+        _answered("q1", "chain-again", 1.0, "A"),
+        _answered("q1", "mcts-again", 1.0, "A"),
+        _answered("q2", "chain", 1.0, "C"),
+        _answered("q2", "mcts", 0.5, "C D"),
+        _answered("q2", "chain-again", 0.0, "E"),
+        _answered("q2", "mcts-again", 1.0, "C"),
+        _answered("q3", "chain", 0.6, "F"),
+        _answered("q3", "mcts", 0.0, "G"),
+        _answered("q3", "chain-again", 0.6, "F"),
+        _answered("q3", "mcts-again", 0.0, "H"),
+        _answered("q4", "chain", 1.0, "I"),  # not run again: not counted
+        _answered("q4", "mcts", 0.0, "J"),
+    ]
+
+    [blank, line] = again_lines({"rows": rows})
+
+    assert blank == ""
+    assert "on the 3 questions" in line
+    assert "--ids q1,q2,q3 --configs chain-again,mcts-again" in line
+    assert "the default 3 of 3, the chain 1" in line  # answers that changed
+    assert "the default 0.17 then 0.67, the chain 0.87 then 0.53" in line
+    assert "Of the 3 losses, 1 held on the second run, 1 turned into a win and 1 into a tie" in line
+    assert "lucky" in line  # fewer than half held
+
+
+def test_losses_that_hold_on_a_second_run_are_not_called_luck() -> None:
+    rows = [
+        _answered("q1", "chain", 1.0, "A"),
+        _answered("q1", "mcts", 0.0, "B"),
+        _answered("q1", "chain-again", 1.0, "A"),
+        _answered("q1", "mcts-again", 0.0, "B"),
+    ]
+
+    [_, line] = again_lines({"rows": rows})
+
+    assert "Of the 1 losses, 1 held" in line
+    assert "lucky" not in line
+    assert again_lines({"rows": rows[:2]}) == []  # nothing run again: nothing said
