@@ -237,46 +237,60 @@ def repeat_lines(multihop: dict[str, Any]) -> list[str]:
 
 
 def again_lines(multihop: dict[str, Any]) -> list[str]:
-    """The default and the chain run again (`mcts-again`, `chain-again`) on the questions the
-    default lost: whether each loss holds on a second run of both, or was the run's luck."""
-    rows = multihop["rows"]
+    """The default and the chain run again (`mcts-again`, `chain-again`) on questions where
+    the two had differed: whether each difference holds on a second run of both, or was the
+    luck of one run's samples."""
     by_question: dict[str, dict[str, dict[str, Any]]] = {}
-    for row in rows:
+    for row in multihop["rows"]:
         by_question.setdefault(row["id"], {})[row["config"]] = row
     names = ("chain", "mcts", "chain-again", "mcts-again")
     again = [q for q in by_question.values() if all(name in q for name in names)]
     if not again:
         return []
-    lost = [q for q in again if q["mcts"]["f1"] < q["chain"]["f1"]]
-    held = sum(1 for q in lost if q["mcts-again"]["f1"] < q["chain-again"]["f1"])
-    turned = sum(1 for q in lost if q["mcts-again"]["f1"] > q["chain-again"]["f1"])
 
-    def mean(name: str) -> float:
-        return fmean(q[name]["f1"] for q in again)
+    def sign(q: dict[str, dict[str, Any]], suffix: str = "") -> int:
+        mine, chain = float(q["mcts" + suffix]["f1"]), float(q["chain" + suffix]["f1"])
+        return (mine > chain) - (mine < chain)
 
     def changed(name: str) -> int:
         return sum(1 for q in again if q[name + "-again"]["predicted"] != q[name]["predicted"])
 
+    groups = []
+    held_all = differed = 0
+    for first, label, held_as, other_as in (
+        (-1, "lost", "held", "a win"),
+        (1, "won", "held", "a loss"),
+    ):
+        group = [q for q in again if sign(q) == first]
+        if not group:
+            continue
+        held = sum(1 for q in group if sign(q, "-again") == first)
+        flipped = sum(1 for q in group if sign(q, "-again") == -first)
+        held_all, differed = held_all + held, differed + len(group)
+        f1 = {name: fmean(q[name]["f1"] for q in group) for name in names}
+        groups.append(
+            f"where the default had {label} ({len(group)}): its answer F1 {f1['mcts']:.2f} then "
+            f"{f1['mcts-again']:.2f}, the chain's {f1['chain']:.2f} then "
+            f"{f1['chain-again']:.2f}; {held} {held_as}, {flipped} turned into {other_as} and "
+            f"{len(group) - held - flipped} into a tie"
+        )
     ids = ",".join(sorted(q["mcts"]["id"][:8] for q in again))
-    return [
-        "",
-        f"Run again: the default and the chain a second time on the {len(again)} questions "
-        f"where the default's answer F1 had been lower (`--ids {ids} --configs "
-        "chain-again,mcts-again`, the same parameters; the local model samples at its "
-        f"default temperature). Answers that changed: the default {changed('mcts')} of "
-        f"{len(again)}, the chain {changed('chain')}. Mean answer F1 on these questions: the "
-        f"default {mean('mcts'):.2f} then {mean('mcts-again'):.2f}, the chain "
-        f"{mean('chain'):.2f} then {mean('chain-again'):.2f}. Of the {len(lost)} losses, "
-        f"{held} held on the second run, {turned} turned into a win and "
-        f"{len(lost) - held - turned} into a tie."
-        + (
-            " On these questions the loss was chosen by which run's sample was lucky, not made "
-            "by the search: a difference between two configurations on this many questions is "
-            "to be read against how far one configuration's runs differ from each other."
-            if 2 * held < len(lost)
-            else ""
-        ),
-    ]
+    text = (
+        f"Run again: the default and the chain a second time on {len(again)} questions "
+        f"(`--ids {ids} --configs chain-again,mcts-again`, the same parameters; the local "
+        f"model samples at its default temperature). Answers that changed: the default's on "
+        f"{changed('mcts')}, the chain's on {changed('chain')}. "
+    )
+    said = "; ".join(groups)
+    text += said[:1].upper() + said[1:] + "."
+    if differed and 2 * held_all < differed:
+        text += (
+            f" {held_all} of the {differed} differences held on a second run: on this many "
+            "questions, which run's samples were lucky decides more of them than the search "
+            "does, so a difference between two configurations is to be read against how far "
+            "one configuration's runs differ from each other."
+        )
+    return ["", text]
 
 
 def wide_lines(multihop: dict[str, Any]) -> list[str]:
@@ -434,7 +448,10 @@ def section(multihop: dict[str, Any], more: Sequence[tuple[dict[str, Any], str]]
         "the sentences its verified citations quote, so supporting-fact scores measure "
         "grounding as much as retrieval. `misverified` counts verified citations whose words "
         "an independent check (nine in ten of the quote's words, in order, in the named "
-        "paragraph) does not find: the goal is 0.",
+        "paragraph) does not find: the goal is 0. To read why an answer came out as it did, "
+        "`--traces DIR` writes each run's whole tree (every step, tool call, evidence item, "
+        "answer, grounding and score, and the chosen path) beside its question, and `--ids` "
+        "runs chosen questions only.",
         "",
         *table(multihop),
     ]

@@ -277,7 +277,7 @@ def _answered(question: str, config: str, f1: float, predicted: str) -> dict[str
     return {"id": question, "config": config, "f1": f1, "predicted": predicted}
 
 
-def test_the_losses_run_again_say_whether_each_held() -> None:
+def test_the_differences_run_again_say_whether_each_held() -> None:
     rows = [
         # q1: lost, then a tie; q2: lost, then won; q3: lost, and lost again.
         _answered("q1", "chain", 1.0, "A"),
@@ -292,22 +292,32 @@ def test_the_losses_run_again_say_whether_each_held() -> None:
         _answered("q3", "mcts", 0.0, "G"),
         _answered("q3", "chain-again", 0.6, "F"),
         _answered("q3", "mcts-again", 0.0, "H"),
-        _answered("q4", "chain", 1.0, "I"),  # not run again: not counted
-        _answered("q4", "mcts", 0.0, "J"),
+        # q4: won, then lost.
+        _answered("q4", "chain", 0.0, "I"),
+        _answered("q4", "mcts", 1.0, "J"),
+        _answered("q4", "chain-again", 1.0, "J"),
+        _answered("q4", "mcts-again", 0.0, "I"),
+        _answered("q5", "chain", 1.0, "K"),  # not run again: not counted
+        _answered("q5", "mcts", 0.0, "L"),
     ]
 
     [blank, line] = again_lines({"rows": rows})
 
     assert blank == ""
-    assert "on the 3 questions" in line
-    assert "--ids q1,q2,q3 --configs chain-again,mcts-again" in line
-    assert "the default 3 of 3, the chain 1" in line  # answers that changed
-    assert "the default 0.17 then 0.67, the chain 0.87 then 0.53" in line
-    assert "Of the 3 losses, 1 held on the second run, 1 turned into a win and 1 into a tie" in line
-    assert "lucky" in line  # fewer than half held
+    assert "on 4 questions (`--ids q1,q2,q3,q4 --configs chain-again,mcts-again`" in line
+    assert "the default's on 4, the chain's on 2" in line  # answers that changed
+    assert (
+        "Where the default had lost (3): its answer F1 0.17 then 0.67, the chain's 0.87 then "
+        "0.53; 1 held, 1 turned into a win and 1 into a tie" in line
+    )
+    assert (
+        "where the default had won (1): its answer F1 1.00 then 0.00, the chain's 0.00 then "
+        "1.00; 0 held, 1 turned into a loss and 0 into a tie" in line
+    )
+    assert "1 of the 4 differences held on a second run" in line
 
 
-def test_losses_that_hold_on_a_second_run_are_not_called_luck() -> None:
+def test_differences_that_hold_on_a_second_run_are_not_called_luck() -> None:
     rows = [
         _answered("q1", "chain", 1.0, "A"),
         _answered("q1", "mcts", 0.0, "B"),
@@ -317,6 +327,8 @@ def test_losses_that_hold_on_a_second_run_are_not_called_luck() -> None:
 
     [_, line] = again_lines({"rows": rows})
 
-    assert "Of the 1 losses, 1 held" in line
-    assert "lucky" not in line
+    assert "Where the default had lost (1)" in line
+    assert "1 held, 0 turned into a win" in line
+    assert "differences held" not in line
+    assert "won" not in line
     assert again_lines({"rows": rows[:2]}) == []  # nothing run again: nothing said
