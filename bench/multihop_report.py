@@ -277,18 +277,22 @@ def again_lines(multihop: dict[str, Any]) -> list[str]:
     ids = ",".join(sorted(q["mcts"]["id"][:8] for q in again))
     text = (
         f"Run again: the default and the chain a second time on {len(again)} questions "
-        f"(`--ids {ids} --configs chain-again,mcts-again`, the same parameters; the local "
-        f"model samples at its default temperature). Answers that changed: the default's on "
+        f"(`--ids {ids} --configs chain-again,mcts-again`, the same parameters, the local "
+        "model sampling with its fixed seed at the roles' temperatures, 0.2 to 0.8). Answers "
+        "that changed: the default's on "
         f"{changed('mcts')}, the chain's on {changed('chain')}. "
     )
     said = "; ".join(groups)
     text += said[:1].upper() + said[1:] + "."
     if differed and 2 * held_all < differed:
         text += (
-            f" {held_all} of the {differed} differences held on a second run: on this many "
-            "questions, which run's samples were lucky decides more of them than the search "
-            "does, so a difference between two configurations is to be read against how far "
-            "one configuration's runs differ from each other."
+            f" {held_all} of the {differed} differences held on a second run. A run's answer "
+            "is not a function of its question alone: the sampled tokens can also depend on "
+            "what the process did before (the KV states of earlier calls it reuses) and on the "
+            "order in which parallel branches reach the model. On this many "
+            "questions that variation decides more differences than the search does, so a "
+            "difference between two configurations is to be read against how far one "
+            "configuration's runs differ from each other."
         )
     return ["", text]
 
