@@ -56,6 +56,13 @@ def step_key(text: str) -> str:
     return _SPACE.sub(" ", _NON_WORD.sub(" ", clean_step(text).casefold())).strip()
 
 
+def usable_step(step: str) -> bool:
+    """Whether a cleaned proposed step is work: it has a word, and carries none of the fences'
+    markers (`<<<`, `>>>`), which only an echo of the prompt's markup or a tool result's attempt
+    at it would. The planner's steps and the replanner's proposals both pass through it."""
+    return bool(step_key(step)) and not _MARKUP.search(step)
+
+
 def select_candidates(
     proposals: Iterable[str],
     *,
@@ -87,7 +94,7 @@ def pick_candidates(
     for raw, payload in proposals:
         step = clean_step(raw)
         key = step_key(step)
-        if not key or key in seen or len(kept) >= limit or _MARKUP.search(step):
+        if not usable_step(step) or key in seen or len(kept) >= limit:
             dropped.append(raw)
             continue
         seen.add(key)

@@ -15,7 +15,7 @@ from agents.events import NodeBrief, PlanMade
 from agents.prompts import planner_messages
 from agents.recall import known_summary
 from agents.state import RunState, new_node
-from agents.tree import clean_step
+from agents.tree import clean_step, usable_step
 from calls.errors import BudgetExhausted, ModelError
 from calls.structured import call_structured
 
@@ -30,7 +30,7 @@ class Plan(BaseModel):
 
 def _usable_steps(plan: Any, max_steps: int) -> list[str]:
     steps = [clean_step(s) for s in Plan.model_validate(plan).steps]
-    steps = [s for s in steps if s]
+    steps = [s for s in steps if usable_step(s)]
     if not steps:
         raise ValueError("the plan has no steps; give at least one")
     if len(steps) > max_steps:

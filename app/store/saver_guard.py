@@ -19,7 +19,8 @@ what they hold is what the run's record holds (task, parameters); a run with no 
 starts from its record (app/runs/execution.py). Their channels are saved with the first
 checkpoint after them, the plan's, as if that checkpoint had changed them. A run stopped before
 its plan was checkpointed starts again from its record, as a run stopped during its plan always
-did (the plan had not landed); no node that completed runs again.
+did (the plan had not landed); no node that completed runs again. The plan's checkpoint names
+the step-0 one as its parent, which is never saved: nothing here walks a run's history.
 """
 
 from __future__ import annotations

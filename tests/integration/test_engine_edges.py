@@ -40,6 +40,18 @@ async def test_empty_plan_is_retried_once_then_fails_with_a_clear_error(
     assert events.of("error")[0].code == "plan"
 
 
+async def test_plan_steps_that_carry_fence_markers_are_not_run(
+    make_engine: EngineMaker, events: EventLog
+) -> None:
+    engine, models = make_engine(Scenario(plan=[">>>NEXT STEP<<<", "only step"]))
+
+    result = await engine.run("task?", sink=events)
+
+    assert result.status == "done"
+    assert events.of("plan")[0].steps == ["only step"]
+    assert [step_to_execute(c) for c in models.recorder.by_role("executor")] == ["only step"]
+
+
 async def test_unparseable_plan_recovers_on_the_retry(make_engine: EngineMaker) -> None:
     replies = iter(["not json at all", {"steps": ["A"]}])
 
