@@ -4,7 +4,7 @@ in-flight jobs). Passed to nodes as LangGraph's runtime context; never checkpoin
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +15,7 @@ from langchain_core.tools import BaseTool
 
 from agents import observers
 from agents.accounting import Accountant, CallTracker
-from agents.events import Event, EventSink
+from agents.events import Event, EventBatchSink, EventSink, one_at_a_time
 from agents.jobs import JobPool, current_gate
 from agents.params import RunParams
 from agents.recall import shown_path
@@ -52,6 +52,8 @@ class RunContext:
     tools: list[BaseTool]
     sink: EventSink
     accountant: Accountant
+    # Where the events of one moment go together (one store write); `sink` each in turn if None.
+    sink_all: EventBatchSink | None = None
     cache: CacheStore | None = None
     elapsed_before_s: float = 0.0
     known: Recollection | None = None  # what earlier runs on the run's thread found
@@ -60,9 +62,13 @@ class RunContext:
     started: float = field(default_factory=time.monotonic)
     executor_agent: Any = None  # compiled on first use by the executor
     _models: dict[Role, BaseChatModel] = field(default_factory=dict)
+    _sink_all: EventBatchSink = field(init=False)
 
     def __post_init__(self) -> None:
         # Metrics and traces see every event of the run through the installed observers.
+        self._sink_all = observers.observed_all(
+            self.sink_all or one_at_a_time(self.sink), self.run_id
+        )
         self.sink = observers.observed(self.sink, self.run_id)
         self.pool = JobPool(self.params.max_concurrency)
 
@@ -82,6 +88,11 @@ class RunContext:
 
     async def emit(self, event: Event) -> None:
         await self.sink(event)
+
+    async def emit_all(self, events: Sequence[Event]) -> None:
+        """Events of one moment, in order, stored together."""
+        if events:
+            await self._sink_all(events)
 
     def elapsed_s(self) -> float:
         """Seconds the run has been searching, across resumes."""

@@ -21,6 +21,7 @@ from agents.events import (
     PAUSE_TYPES,
     TERMINAL_TYPES,
     Event,
+    EventBatchSink,
     EventSink,
     PlanInterrupt,
     RunCancelled,
@@ -107,7 +108,13 @@ class Engine:
         return [tool for tool in self.tools if tool.name in chosen]
 
     def _context(
-        self, run_id: str, task: str, params: RunParams, sink: EventSink, state: RunState
+        self,
+        run_id: str,
+        task: str,
+        params: RunParams,
+        sink: EventSink,
+        state: RunState,
+        sink_all: EventBatchSink | None,
     ) -> RunContext:
         return RunContext(
             run_id=run_id,
@@ -117,6 +124,7 @@ class Engine:
             models=self._models_for(params),
             tools=self._tools_for(params),
             sink=sink,
+            sink_all=sink_all,
             accountant=Accountant(params, state.get("metrics")),
             cache=self.cache,
             elapsed_before_s=float(state.get("elapsed_s", 0.0)),
@@ -131,10 +139,13 @@ class Engine:
         *,
         run_id: str | None = None,
         sink: EventSink = discard,
+        sink_all: EventBatchSink | None = None,
         announce: bool = True,
         known: Recollection | None = None,
     ) -> RunResult:
         """Search for an answer to `task`, emitting events to `sink`; returns the result.
+        `sink_all`, when given, takes the events of one moment together (a store writes them
+        at once); without it they go to `sink` one by one.
 
         `known` is what earlier runs on the run's thread found (agents/recall.py): the planner
         is told it, and the prompts about every path show it as a step done before the root.
@@ -154,7 +165,7 @@ class Engine:
             nodes={},
             known=known,
         )
-        ctx = self._context(run_id, task, params, sink, initial)
+        ctx = self._context(run_id, task, params, sink, initial, sink_all)
         if announce:
             await sink(RunStarted(run_id=run_id, task=task, params=params.model_dump()))
         key = reuse_key(ctx)
@@ -178,7 +189,12 @@ class Engine:
         return result
 
     async def resume(
-        self, run_id: str, *, sink: EventSink = discard, answer: dict[str, Any] | None = None
+        self,
+        run_id: str,
+        *,
+        sink: EventSink = discard,
+        sink_all: EventBatchSink | None = None,
+        answer: dict[str, Any] | None = None,
     ) -> RunResult:
         """Continue a checkpointed run from its last completed step. Completed nodes are never
         executed again; jobs that were in flight start over. A run waiting for its plan's
@@ -190,7 +206,7 @@ class Engine:
         if not values:
             raise RunNotFound(f"no checkpoint for run {run_id}")
         params = RunParams.model_validate(values["params"])
-        ctx = self._context(run_id, values["task"], params, sink, values)
+        ctx = self._context(run_id, values["task"], params, sink, values, sink_all)
         if not snapshot.next and not snapshot.tasks:
             # The graph ended, but its end may never have reached the caller (the process
             # stopped between the last checkpoint and the terminal event): say it again.

@@ -5,7 +5,7 @@ The engine emits them through an `EventSink`; the service numbers and persists t
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -288,6 +288,18 @@ PAUSE_TYPES = frozenset({"interrupt"})
 """Events after which a run waits for a caller's answer, its task over until then."""
 
 EventSink = Callable[[Event], Awaitable[None]]
+EventBatchSink = Callable[[Sequence[Event]], Awaitable[None]]
+"""A sink for the events of one moment of a run, in order: a store writes them at once."""
+
+
+def one_at_a_time(sink: EventSink) -> EventBatchSink:
+    """A batch sink that hands `sink` each event in turn."""
+
+    async def each(events: Sequence[Event]) -> None:
+        for event in events:
+            await sink(event)
+
+    return each
 
 
 async def discard(_: Event) -> None:

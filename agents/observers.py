@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Sequence
 
-from agents.events import Event, EventSink
+from agents.events import Event, EventBatchSink, EventSink
 from calls import observers as call_observers
 from calls.readings import CallSubscriber
 
@@ -69,6 +69,23 @@ def observed(sink: EventSink, run_id: str) -> EventSink:
             await sink(event)
         finally:
             written(event, run_id, time.perf_counter() - started)
+
+    return observing
+
+
+def observed_all(sink: EventBatchSink, run_id: str) -> EventBatchSink:
+    """`observed` for a batch sink: each event of a batch took the batch's time to store."""
+    if not _observers:
+        return sink
+
+    async def observing(events: Sequence[Event]) -> None:
+        started = time.perf_counter()
+        try:
+            await sink(events)
+        finally:
+            seconds = time.perf_counter() - started
+            for event in events:
+                written(event, run_id, seconds)
 
     return observing
 

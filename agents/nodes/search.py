@@ -38,8 +38,8 @@ logger = logging.getLogger(__name__)
 
 
 async def _flush(ctx: RunContext, fold: TreeFold) -> None:
-    for event in fold.take_events():
-        await ctx.emit(event)
+    """The fold's events so far, stored together."""
+    await ctx.emit_all(fold.take_events())
 
 
 def _to_respond(nodes: dict[str, NodeRecord], busy: set[str]) -> list[NodeRecord]:
@@ -84,15 +84,17 @@ def plan_jobs(ctx: RunContext, fold: TreeFold) -> list[Job]:
 async def launch(ctx: RunContext, fold: TreeFold) -> None:
     """Start the planned jobs, each checked against the budgets first."""
     ctx.pool.slots.freed.clear()  # a slot freed from now on wakes the round's wait again
+    starts: list[tuple[Job, dict[str, NodeRecord]]] = []
     for job in plan_jobs(ctx, fold):
         reason = ctx.accountant.exhausted()
         if reason is not None:
             fold.budget_hit = reason
-            return
-        snapshot = dict(fold.nodes)
+            break
+        starts.append((job, dict(fold.nodes)))
         fold.started(job)
-        # Announced before the task exists, so its tool_call events always come after.
-        await _flush(ctx, fold)
+    # Announced together before any task exists, so their tool_call events always come after.
+    await _flush(ctx, fold)
+    for job, snapshot in starts:
         if job.kind == "execute":
             ctx.pool.start(job, execute(ctx, snapshot, job.node_id))
         elif job.kind == "expand":
@@ -172,7 +174,7 @@ async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
                 stop = "deadline"
             for job, outcome in finished or []:
                 fold.apply(job, outcome, ctx.accountant.snapshot())
-                await _flush(ctx, fold)
+            await _flush(ctx, fold)
             stop = stop or fold.stop_reason()
         if stop is not None:
             await wind_down(ctx, fold, stop)

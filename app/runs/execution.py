@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -85,15 +85,20 @@ class RunWriter:
     ended: Callable[[str], None] = _nobody
     outage: StoreOutage = NO_WAIT
 
-    async def _store(self, write: Callable[[], Awaitable[int]], type_: str, data: str) -> int:
-        """`write`'s event id, riding out a store outage; an attempt that landed before its
-        reply was lost is found by its payload instead of being written twice."""
+    async def _store(
+        self, write: Callable[[], Awaitable[list[int]]], stored: Sequence[tuple[str, str]]
+    ) -> list[int]:
+        """`write`'s event ids, riding out a store outage; an attempt that landed before its
+        reply was lost is found by its first event's payload instead of being written twice
+        (a write's events land together or not at all)."""
         live = self.live
+        first = stored[0]
 
-        async def landed() -> int | None:
-            for stored in await self.store.events_after(live.run_id, live.last_seq):
-                if stored.type == type_ and stored.data == data:
-                    return stored.seq
+        async def landed() -> list[int] | None:
+            after = await self.store.events_after(live.run_id, live.last_seq)
+            for i, event in enumerate(after):
+                if (event.type, event.data) == first:
+                    return [e.seq for e in after[i : i + len(stored)]]
             return None
 
         return await self.outage.ride(live.run_id, write, landed)
@@ -106,35 +111,47 @@ class RunWriter:
 
     async def emit(self, event: Event) -> None:
         """The engine's sink. The terminal event is held for `finish`."""
-        live = self.live
-        if not live.may_write or live.held_terminal is not None:
-            return
-        if event.type in TERMINAL_TYPES:
-            live.held_terminal = event
-            return
-        if event.type in PAUSE_TYPES:
-            live.held_pause = event
-            return
-        await shielded(self._append(event))
+        await self.emit_all([event])
 
-    async def _append(self, event: Event) -> None:
+    async def emit_all(self, events: Sequence[Event]) -> None:
+        """The engine's sink for the events of one moment: stored in one write. A terminal
+        event is held for `finish` (nothing after it is written), a pause for `pause`."""
+        live = self.live
+        ordinary: list[Event] = []
+        for event in events:
+            if not live.may_write or live.held_terminal is not None:
+                break
+            if event.type in TERMINAL_TYPES:
+                live.held_terminal = event
+            elif event.type in PAUSE_TYPES:
+                live.held_pause = event
+            else:
+                ordinary.append(event)
+        if ordinary:
+            await shielded(self._append(ordinary))
+
+    async def _append(self, events: Sequence[Event]) -> None:
         run_id = self.live.run_id
 
-        def write(data: str) -> Awaitable[int]:
-            return self.store.append_event(run_id, self.owner, event.type, data)
+        async def write(datas: list[str]) -> list[int]:
+            if len(datas) == 1:
+                return [await self.store.append_event(run_id, self.owner, events[0].type, datas[0])]
+            typed = [(event.type, data) for event, data in zip(events, datas, strict=True)]
+            return await self.store.append_events(run_id, self.owner, typed)
 
-        if await self._write(f"event {event.type}", event, write) is not None:
+        what = "event " + ", ".join(event.type for event in events)
+        if await self._write(what, events, write) is not None:
             self.wake(run_id)
 
     async def _write(
         self,
         what: str,
-        event: Event,
-        write: Callable[[str], Awaitable[int]],
+        events: Sequence[Event],
+        write: Callable[[list[str]], Awaitable[list[int]]],
         turn_ends: Callable[[], None] | None = None,
     ) -> float | None:
-        """Store `event` by `write` (given its JSON), fenced, then move the live run on when
-        the write ends this writer's turn (`turn_ends`: a pause, an end) and hand the event to
+        """Store `events` by `write` (given their JSON), fenced, then move the live run on when
+        the write ends this writer's turn (`turn_ends`: a pause, an end) and hand the events to
         its followers; the seconds that took, or None when nothing was written: the lease was
         gone, or was lost, or the store stayed out too long or had no room for an end or a
         pause (the run is then lost here)."""
@@ -142,10 +159,11 @@ class RunWriter:
         async with live.lock:
             if not live.may_write:
                 return None
-            data = event.model_dump_json()
+            datas = [event.model_dump_json() for event in events]
+            stored = [(event.type, data) for event, data in zip(events, datas, strict=True)]
             started = time.perf_counter()
             try:
-                seq = await self._store(lambda: write(data), event.type, data)
+                seqs = await self._store(lambda: write(datas), stored)
             except OutageTooLong as e:
                 self._given_up(e)
                 return None
@@ -160,7 +178,12 @@ class RunWriter:
                 return None
             if turn_ends is not None:
                 turn_ends()
-            await live.push(StoredEvent(seq=seq, type=event.type, data=data))
+            await live.push(
+                *(
+                    StoredEvent(seq=seq, type=type_, data=data)
+                    for seq, (type_, data) in zip(seqs, stored, strict=True)
+                )
+            )
         return time.perf_counter() - started
 
     async def pause(self, event: Event, awaiting: str) -> bool:
@@ -168,10 +191,10 @@ class RunWriter:
         lease was gone (nothing written). Callers shield it."""
         run_id = self.live.run_id
 
-        def write(data: str) -> Awaitable[int]:
-            return self.store.pause(run_id, self.owner, event.type, data, awaiting)
+        async def write(datas: list[str]) -> list[int]:
+            return [await self.store.pause(run_id, self.owner, event.type, datas[0], awaiting)]
 
-        if await self._write("pause", event, write, self.live.pause) is None:
+        if await self._write("pause", [event], write, self.live.pause) is None:
             return False
         self.wake(run_id)
         return True
@@ -182,10 +205,12 @@ class RunWriter:
         live = self.live
         from_engine = terminal is live.held_terminal  # the engine's sink already reported it
 
-        def write(data: str) -> Awaitable[int]:
-            return self.store.finish(live.run_id, self.owner, terminal.type, data, result)
+        async def write(datas: list[str]) -> list[int]:
+            return [
+                await self.store.finish(live.run_id, self.owner, terminal.type, datas[0], result)
+            ]
 
-        took = await self._write("end", terminal, write, live.end)
+        took = await self._write("end", [terminal], write, live.end)
         if took is None:
             return False
         if not from_engine:
@@ -262,12 +287,20 @@ class RunDriver:
         params = RunParams.model_validate(record.params)
         if resume:
             try:
-                return await self.engine.resume(record.id, sink=writer.emit, answer=record.answer)
+                return await self.engine.resume(
+                    record.id, sink=writer.emit, sink_all=writer.emit_all, answer=record.answer
+                )
             except RunNotFound:  # queued before it ever checkpointed
                 pass
         known = await recollection_for(self.store, record)
         return await self.engine.run(
-            record.task, params, run_id=record.id, sink=writer.emit, announce=False, known=known
+            record.task,
+            params,
+            run_id=record.id,
+            sink=writer.emit,
+            sink_all=writer.emit_all,
+            announce=False,
+            known=known,
         )
 
     async def _stopped(self, live: LiveRun, writer: RunWriter) -> None:

@@ -157,8 +157,8 @@ class LiveRun:
     def last_seq(self) -> int:
         return self.events[-1].seq if self.events else 0
 
-    async def push(self, event: StoredEvent) -> None:
-        self.events.append(event)
+    async def push(self, *events: StoredEvent) -> None:
+        self.events.extend(events)
         async with self._changed:
             self._changed.notify_all()
 

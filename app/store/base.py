@@ -22,6 +22,7 @@ Implementations: SQLite (embedded default) and Postgres. Both keep the same rule
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -208,6 +209,12 @@ class RunStore(Protocol):
 
     async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
         """Append a non-terminal event with the next id; the id. Fenced."""
+
+    async def append_events(
+        self, run_id: str, owner: str, events: Sequence[tuple[str, str]]
+    ) -> list[int]:
+        """Append non-terminal events (type, data), in order, with consecutive ids in one
+        transaction: all of them or none; their ids. Fenced."""
 
     async def finish(
         self, run_id: str, owner: str, type_: str, data: str, result: RunResult

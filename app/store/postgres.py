@@ -16,7 +16,7 @@ it is on, makes a write a transaction of two statements.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from datetime import datetime
 from typing import Any
@@ -149,6 +149,16 @@ _APPEND = (
     "WITH held AS (SELECT id FROM lats_runs"
     " WHERE id = %(run)s AND owner = %(owner)s AND status = ANY(%(open)s) FOR UPDATE) "
     f"{_NEXT_EVENT} FROM held RETURNING seq"
+)
+# Several events appended by the run's owner at once, numbered in the order given.
+_APPEND_MANY = (
+    "WITH held AS (SELECT id FROM lats_runs"
+    " WHERE id = %(run)s AND owner = %(owner)s AND status = ANY(%(open)s) FOR UPDATE) "
+    "INSERT INTO lats_events (run_id, seq, type, data)"
+    " SELECT held.id, (SELECT COALESCE(MAX(seq), 0) FROM lats_events WHERE run_id = %(run)s)"
+    " + given.n, given.type, given.data FROM held,"
+    " unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS given(type, data, n)"
+    " RETURNING seq"
 )
 _END = (
     "UPDATE lats_runs SET status = %(status)s, updated_at = now(), result = %(result)s,"
@@ -480,6 +490,26 @@ class PostgresRunStore(RunReads):
     # -- the event log -------------------------------------------------------------------------
     async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
         return await self._write_event(_APPEND, run_id, owner, type_, data)
+
+    async def append_events(
+        self, run_id: str, owner: str, events: Sequence[tuple[str, str]]
+    ) -> list[int]:
+        if not events:
+            return []
+        args = {
+            "run": run_id,
+            "owner": owner,
+            "open": _OPEN,
+            "types": [type_ for type_, _ in events],
+            "datas": [data for _, data in events],
+        }
+        async with self._connection() as conn, self._notifying(conn):
+            cur = await conn.execute(_APPEND_MANY, args)
+            seqs = sorted(int(row[0]) for row in await cur.fetchall())
+            if not seqs:
+                raise LeaseLost(f"run {run_id} is not held by {owner}")
+            await self._notify(conn, EVENTS_CHANNEL, f"{run_id}:{seqs[-1]}")
+        return seqs
 
     async def finish(
         self, run_id: str, owner: str, type_: str, data: str, result: RunResult

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -407,6 +407,14 @@ class SqliteRunStore(RunReads):
     async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
         def write(conn: sqlite3.Connection) -> int:
             return _append(conn, run_id, owner, type_, data)
+
+        return await self._write(write, "grow")
+
+    async def append_events(
+        self, run_id: str, owner: str, events: Sequence[tuple[str, str]]
+    ) -> list[int]:
+        def write(conn: sqlite3.Connection) -> list[int]:
+            return [_append(conn, run_id, owner, type_, data) for type_, data in events]
 
         return await self._write(write, "grow")
 

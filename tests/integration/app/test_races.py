@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -45,6 +45,13 @@ class GatedStore:
     async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
         await self._gate("append_event", type_)
         return await self._inner.append_event(run_id, owner, type_, data)
+
+    async def append_events(
+        self, run_id: str, owner: str, events: Sequence[tuple[str, str]]
+    ) -> list[int]:
+        for type_, _ in events:
+            await self._gate("append_event", type_)
+        return await self._inner.append_events(run_id, owner, events)
 
     async def finish(self, run_id: str, owner: str, type_: str, *args: Any) -> int:
         await self._gate("finish", type_)
