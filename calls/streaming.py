@@ -66,7 +66,8 @@ async def next_chunk(
     """The stream's next chunk within `timeout_s`, or None at its end; a failure surfaces as
     `failure`'s `ModelError` (the core's own errors as they are)."""
     try:
-        return await asyncio.wait_for(anext(stream), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            return await anext(stream)
     except StopAsyncIteration:
         return None
     except LatsError:

@@ -402,7 +402,8 @@ class ToolRuntime:
             deadline[0] += time.monotonic() - queued_at
             # The thread cannot be cancelled; every library call also carries its own socket
             # timeout so an abandoned thread ends on its own.
-            return await asyncio.wait_for(future, timeout=budget_s)
+            async with asyncio.timeout(budget_s):
+                return await future
         except BaseException:
             future.cancel()  # a call still queued never starts
             raise

@@ -69,12 +69,14 @@ class RedisSignals(LocalSignals):
         with contextlib.suppress(TimeoutError):
             # Not fatal when it fails: the store-side backstops keep every run correct, only
             # slower, and the adapter has logged the outage.
-            await asyncio.wait_for(self._tried.wait(), SUBSCRIBE_WAIT_S)
+            async with asyncio.timeout(SUBSCRIBE_WAIT_S):
+                await self._tried.wait()
 
     async def close(self) -> None:
         with contextlib.suppress(TimeoutError):
             # What was announced before the stop (a drain's given-back runs) still goes out.
-            await asyncio.wait_for(self._outbox.join(), FLUSH_WAIT_S)
+            async with asyncio.timeout(FLUSH_WAIT_S):
+                await self._outbox.join()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -93,7 +93,8 @@ class Follower:
 
 async def _wait(flag: asyncio.Event, within_s: float) -> bool:
     try:
-        await asyncio.wait_for(flag.wait(), within_s)
+        async with asyncio.timeout(within_s):
+            await flag.wait()
     except TimeoutError:
         return False
     return True

@@ -175,12 +175,10 @@ class LiveRun:
         if self.last_seq <= seq and not self.finished.is_set():
             async with self._changed:
                 try:
-                    await asyncio.wait_for(
-                        self._changed.wait_for(
+                    async with asyncio.timeout(within_s):
+                        await self._changed.wait_for(
                             lambda: self.last_seq > seq or self.finished.is_set()
-                        ),
-                        timeout=within_s,
-                    )
+                        )
                 except TimeoutError:
                     return []
         first = self.events[0].seq if self.events else 1

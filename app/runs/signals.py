@@ -99,9 +99,12 @@ class LocalSignals:
         self.run_queued()
 
     async def wait_queued(self, within_s: float) -> None:
-        """Until a run may be waiting, or `within_s` passed."""
+        """Until a run may be waiting, or `within_s` passed. (`asyncio.timeout`, not
+        `wait_for`: on Python 3.11 a cancel that lands as the wait ends is lost in `wait_for`,
+        and the claim loop waiting here would never stop.)"""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._queued.wait(), within_s)
+            async with asyncio.timeout(within_s):
+                await self._queued.wait()
         self._queued.clear()
 
     async def publish_cancel(self, run_id: str) -> None:
@@ -133,7 +136,8 @@ class PostgresSignals(LocalSignals):
 
     async def _open(self) -> None:
         self._task = asyncio.create_task(self._listen(), name="lats-listen")
-        await asyncio.wait_for(self._listening.wait(), 10)
+        async with asyncio.timeout(10):
+            await self._listening.wait()
 
     async def close(self) -> None:
         if self._task is not None:
