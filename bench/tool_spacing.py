@@ -4,10 +4,12 @@ the defaults, against the plain sequential agent with the same tool.
 
 Each step's executor calls `web_search` once (a distinct query per step, so the tools' cache
 never answers) through the production tool runtime (`tools/runtime.py`: spacing, the throttle
-notice, single flight) with `LATS_TOOL_MIN_INTERVAL_S` = `interval_s`. A step whose tool slot
-is more than two intervals away is told at once that the tool is rate limited (`throttled`
-below) and answers without it, as the runtime does for every run. Models are scripted,
-150-350 ms a call, behind the production call policy; the tool answers at once.
+notice, single flight) with `LATS_TOOL_MIN_INTERVAL_S` = `interval_s`, the spacing fresh for
+each measurement (a quiet tool, as for a first run), so that no run waits for the slot of the
+previous measurement's last call. A step whose tool slot is more than two intervals away is
+told at once that the tool is rate limited (`throttled` below) and answers without it, as the
+runtime does for every run. Models are scripted, 150-350 ms a call, behind the production call
+policy; the tool answers at once.
 
 Recorded per configuration (median of the repetitions): wall, the critical-path bound and
 their ratio (`bench/critical.py`: the bound counts each step's own time, its tool wait
@@ -34,7 +36,7 @@ from calls.ratelimit import reset_model_limiters
 from testkit.fakes import FakeCall, Reply
 from testkit.policy_models import ThroughPolicy
 from tools.registry import ToolOverrides, build_tools
-from tools.runtime import TtlCache
+from tools.runtime import LimiterRegistry, TtlCache
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +82,13 @@ async def _one(
         searched.append(query)
         return [{"title": f"On {query}", "href": "https://example.test/r", "body": query}]
 
-    tools = build_tools(settings, overrides=ToolOverrides(web_search_fn=search, cache=TtlCache()))
+    # A tool of its own for each measurement: the process-wide spacing would make a run wait
+    # for the slot of the previous measurement's last call.
+    tools = build_tools(
+        settings,
+        overrides=ToolOverrides(web_search_fn=search, cache=TtlCache()),
+        limiters=LimiterRegistry(),
+    )
     tree = replace(
         scenario("wide"),
         tools={step: ("web_search", {"query": f"about {step}"}) for step in _steps("wide")},
