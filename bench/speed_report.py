@@ -184,6 +184,7 @@ def _spacing_bound(data: dict[str, Any]) -> list[str]:
     rest = med(ours, "wall_s") - spaced["o"]
     wall_for_4x = med(ours, "paths") * med(plain, "s_per_path") / 4
     calls_for_4x = int(max(0.0, wall_for_4x - rest) // interval) + 1
+    busy = med(ours, "mean_model_calls_in_flight") * med(ours, "wall_s")
     return [
         "",
         f"Both are held by the spacing: the defaults' {med(ours, 'tool_calls'):.0f} calls "
@@ -193,9 +194,12 @@ def _spacing_bound(data: dict[str, Any]) -> list[str]:
         f"({rest:.1f} s), 4x would allow it at most {calls_for_4x} spaced calls for its "
         f"{med(ours, 'paths'):.0f} paths: fewer tool calls, so fewer facts found, which the "
         "defaults do not trade for speed (steps whose slot is further away than two intervals "
-        "already answer without the tool). Each measurement has a spacing of its own: with "
-        "the process's shared one, a run waited for the slot after the previous measurement's "
-        "last call.",
+        "already answer without the tool). The same bound holds the calls in flight (the "
+        "model calls' summed latency over the wall): the tree's model calls take "
+        f"{busy:.1f} s in all, so 2 in flight would need a wall of {busy / 2:.1f} s, under the "
+        f"{spaced['o']:g} s the spacing alone takes. Each measurement has a spacing of its "
+        "own: with the process's shared one, a run waited for the slot after the previous "
+        "measurement's last call.",
     ]
 
 

@@ -39,6 +39,8 @@ def test_the_page_says_how_many_spaced_calls_4x_would_allow() -> None:
     assert "cannot start in less than 12 s (of a 13.3 s wall)" in text
     assert "the plain agent's 3 in less than 6 s (of 7.3 s)" in text
     assert "at most 4 spaced calls for its 6 paths" in text
+    # 0.5 in flight over 13.34 s: 6.67 s of model calls; 2 in flight: a 3.3 s wall.
+    assert "take 6.7 s in all, so 2 in flight would need a wall of 3.3 s" in text
 
 
 def test_a_slower_plain_agent_leaves_room_for_more_calls() -> None:
