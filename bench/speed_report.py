@@ -241,7 +241,13 @@ def worker_cpu_section(data: dict[str, Any]) -> list[str]:
             "(a signal, or 1 s since the last read) instead of every round; a worker claims "
             "as many waiting runs as it has room for in one statement and stops when fewer "
             "came back; a new run's first two checkpoints (before any node ran) are saved with "
-            "its plan's.",
+            "its plan's; the events of one moment of a round (the starts of the jobs it "
+            "launches, what the jobs that ended say) are stored in one write. What is left is "
+            "per round and per call, not per event: LangGraph's supersteps and a checkpoint "
+            "each, LangChain's callbacks around each model call, and each call's round trips "
+            "to Redis (the cache, the shared rate and in-flight cap). The milliseconds depend "
+            "on the machine (the same code measures differently on another one); the ratio "
+            "within a pair is what compares the code.",
         ]
     lines.append("")
     return lines
