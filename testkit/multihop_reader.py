@@ -25,6 +25,21 @@ _FIRST_ITEM = re.compile(r"^\[E1\] [^\n]*\n([^\n]+)", re.MULTILINE)
 QUOTE_WORDS = 8
 NOTHING = "nothing found"
 
+# A question in the shared JSON Lines format whose answer is its first paragraph's title, so
+# the reader answers it right, citing that paragraph's first sentence (a supporting fact).
+TITLE_QUESTION: dict[str, Any] = {
+    "id": "t1",
+    "question": "Who wrote the novel Lanterns?",
+    "answer": "Ann Smith",
+    "type": "bridge",
+    "level": "hard",
+    "supporting_facts": [["Ann Smith", 0]],
+    "context": [
+        ["Ann Smith", ["Ann Smith wrote the novel Lanterns.", " She lives in Leeds."]],
+        ["Leeds", ["Leeds is a city."]],
+    ],
+}
+
 
 @dataclass(frozen=True)
 class MultihopReader:

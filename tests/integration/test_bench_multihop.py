@@ -13,21 +13,8 @@ import pytest
 import bench.__main__ as bench_main
 from bench.multihop import DEFAULT_CONFIGS, MultihopConfig, run_multihop, scripted_models
 from bench.multihop_report import section
+from testkit.multihop_reader import TITLE_QUESTION
 from tests.support.bench import run_bench
-
-# The reader answers with the title of the passage ranked first for the question's words.
-RIGHT = {
-    "id": "t1",
-    "question": "Who wrote the novel Lanterns?",
-    "answer": "Ann Smith",
-    "type": "bridge",
-    "level": "hard",
-    "supporting_facts": [["Ann Smith", 0]],
-    "context": [
-        ["Ann Smith", ["Ann Smith wrote the novel Lanterns.", " She lives in Leeds."]],
-        ["Leeds", ["Leeds is a city."]],
-    ],
-}
 
 
 async def test_every_configuration_answers_two_questions_through_the_corpus(
@@ -58,7 +45,7 @@ async def test_every_configuration_answers_two_questions_through_the_corpus(
 
 async def test_a_right_answer_scores_full_marks_in_every_configuration(tmp_path: Path) -> None:
     data = tmp_path / "one.jsonl"
-    data.write_text(json.dumps(RIGHT) + "\n", encoding="utf-8")
+    data.write_text(json.dumps(TITLE_QUESTION) + "\n", encoding="utf-8")
 
     out = await run_multihop(MultihopConfig(data=data), scripted_models, tmp_path / "work")
 
@@ -76,7 +63,7 @@ def test_python_m_bench_only_multihop_writes_multihop_json_with_f1_per_question(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "one.jsonl"
-    data.write_text(json.dumps(RIGHT) + "\n", encoding="utf-8")
+    data.write_text(json.dumps(TITLE_QUESTION) + "\n", encoding="utf-8")
 
     code, results = run_bench(
         "multihop", tmp_path, "--data", str(data), "--model", "scripted", "--configs", "chain,mcts"
@@ -91,7 +78,7 @@ def test_a_results_directory_below_the_results_is_the_same_benchmark_with_anothe
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = tmp_path / "one.jsonl"
-    data.write_text(json.dumps(RIGHT) + "\n", encoding="utf-8")
+    data.write_text(json.dumps(TITLE_QUESTION) + "\n", encoding="utf-8")
     options = ("--data", str(data), "--model", "scripted")
     code, results = run_bench("multihop", tmp_path, *options, "--configs", "chain,mcts")
     assert code == 0
@@ -118,7 +105,7 @@ def test_a_results_directory_below_the_results_is_the_same_benchmark_with_anothe
 
 async def test_rows_already_in_the_progress_file_are_kept_not_run_again(tmp_path: Path) -> None:
     data = tmp_path / "one.jsonl"
-    data.write_text(json.dumps(RIGHT) + "\n", encoding="utf-8")
+    data.write_text(json.dumps(TITLE_QUESTION) + "\n", encoding="utf-8")
     progress = tmp_path / "progress.jsonl"
     config = MultihopConfig(data=data, configs=("chain", "mcts"), progress=progress)
     first = await run_multihop(config, scripted_models, tmp_path / "a")
