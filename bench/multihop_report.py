@@ -113,21 +113,44 @@ def _head_to_head_lines(multihop: dict[str, Any]) -> list[str]:
         f"answer (lending it its quotes) on {agreeing}; {exhausted} ended with nothing left "
         f"to run (`frontier_exhausted`) and {budget} on the call budget."
         + _why_lines(multihop)
-        + _loss_lines(multihop),
+        + _loss_lines(multihop)
+        + _sp_loss_lines(multihop),
     ]
+
+
+def _chain_and_default(multihop: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(the chain's row, the default's row) of every question both answered."""
+    by_question: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in multihop["rows"]:
+        by_question.setdefault(row["id"], {})[row["config"]] = row
+    return [(q["chain"], q["mcts"]) for q in by_question.values() if "chain" in q and "mcts" in q]
+
+
+def _sp_loss_lines(multihop: dict[str, Any]) -> str:
+    """The questions on which the default's supporting-fact F1 fell below the chain's: how many
+    of its trees had no choice to make, and how few sentences its answers quoted."""
+    lost = [(c, m) for c, m in _chain_and_default(multihop) if m["sp_f1"] < c["sp_f1"]]
+    if not lost or any("branched" not in m for _, m in lost):
+        return ""
+    unbranched = sum(1 for _, m in lost if m["branched"] == 0)
+    quoted_one = sum(1 for _, m in lost if m["citations"] <= 1)
+    text = (
+        f" Where its supporting-fact F1 was lower ({len(lost)} question"
+        f"{'s' if len(lost) != 1 else ''}): its tree never branched on {unbranched} and its "
+        f"answer quoted one sentence or none on {quoted_one}."
+    )
+    if unbranched == len(lost):
+        text += (
+            " With no choice made, the default ran a path like the chain's, and the sentence "
+            "the model chose to quote decided the score, not the search."
+        )
+    return text
 
 
 def _loss_lines(multihop: dict[str, Any]) -> str:
     """The questions on which the default's answer F1 fell below the chain's, each with what
     its row says of the search, and whether its path had read less of the gold paragraphs."""
-    by_question: dict[str, dict[str, dict[str, Any]]] = {}
-    for row in multihop["rows"]:
-        by_question.setdefault(row["id"], {})[row["config"]] = row
-    lost = [
-        (q["chain"], q["mcts"])
-        for q in by_question.values()
-        if "chain" in q and "mcts" in q and q["mcts"]["f1"] < q["chain"]["f1"]
-    ]
+    lost = [(c, m) for c, m in _chain_and_default(multihop) if m["f1"] < c["f1"]]
     if not lost:
         return ""
     cases = []

@@ -273,6 +273,37 @@ def test_the_questions_the_default_lost_are_named_with_what_its_search_did() -> 
     assert "Where its answer F1 was lower" not in line
 
 
+def test_the_questions_whose_supporting_facts_the_default_lost_say_what_its_tree_did() -> None:
+    rows = [
+        _ran("q1", "mcts", "Childers", 0.9, sp_f1=0.0, branched=0, citations=1, pruned=0),
+        _ran("q1", "chain", "Roth", 0.0, sp_f1=0.67, branched=0, citations=1, pruned=0),
+        _ran("q2", "mcts", "no", 0.0, sp_f1=0.0, branched=0, citations=0, pruned=0),
+        _ran("q2", "chain", "no", 0.0, sp_f1=0.5, branched=0, citations=2, pruned=0),
+        _ran("q3", "mcts", "Paris", 1.0, sp_f1=1.0, branched=1, citations=2, pruned=0),
+        _ran("q3", "chain", "Paris", 1.0, sp_f1=0.5, branched=0, citations=1, pruned=0),
+    ]
+    multihop = {"config": {"max_llm_calls": 16}, "totals": {"mcts": {}, "chain": {}}, "rows": rows}
+
+    [_, line] = _head_to_head_lines(multihop)
+
+    assert (
+        "Where its supporting-fact F1 was lower (2 questions): its tree never branched on 2 "
+        "and its answer quoted one sentence or none on 2. With no choice made, the default ran "
+        "a path like the chain's, and the sentence the model chose to quote decided the score, "
+        "not the search."
+    ) in line
+
+    rows[0]["branched"] = 1  # a choice was made on one of them: the search may have decided
+    [_, line] = _head_to_head_lines(multihop)
+    assert "its tree never branched on 1 and" in line
+    assert "not the search" not in line
+
+    rows[1]["sp_f1"] = 0.0
+    rows[3]["sp_f1"] = 0.0
+    [_, line] = _head_to_head_lines(multihop)
+    assert "supporting-fact F1 was lower" not in line
+
+
 def _answered(question: str, config: str, f1: float, predicted: str) -> dict[str, object]:
     return {"id": question, "config": config, "f1": f1, "predicted": predicted}
 
