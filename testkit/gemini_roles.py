@@ -59,7 +59,7 @@ def messages_of(request: SimRequest) -> list[BaseMessage]:
                 response = part["functionResponse"]
                 out.append(
                     ToolMessage(
-                        content=json.dumps(response.get("response")),
+                        content=_tool_text(response.get("response")),
                         tool_call_id=str(response.get("id") or response.get("name")),
                         name=str(response.get("name")),
                     )
@@ -67,6 +67,13 @@ def messages_of(request: SimRequest) -> list[BaseMessage]:
         if text:
             out.append(HumanMessage(content=text))
     return out
+
+
+def _tool_text(response: object) -> str:
+    """A function response as the engine's tool message held it: the client sends a text result
+    as `{"output": text}` and any other as it is."""
+    text = response.get("output") if isinstance(response, dict) and len(response) == 1 else None
+    return text if isinstance(text, str) else json.dumps(response)
 
 
 def fake_call(request: SimRequest) -> FakeCall:

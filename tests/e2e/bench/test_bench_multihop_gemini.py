@@ -5,13 +5,10 @@ against the simulator, which answers every role as testkit's multi-hop reader do
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import BaseMessage, ToolMessage
 
-from testkit.fakes import FakeCall
 from testkit.gemini_roles import fake_call, to_sim_reply
 from testkit.gemini_sim import Reply as SimReply
 from testkit.gemini_sim import Script, SimRequest, SimulatorMaker
@@ -24,22 +21,11 @@ pytestmark = pytest.mark.e2e
 GEMINI = "google_genai:gemini-2.5-flash"
 
 
-def _as_sent(message: BaseMessage) -> BaseMessage:
-    """A tool result as the engine's tool message held it: the client sends a text result to
-    Gemini as `{"output": text}`."""
-    if not isinstance(message, ToolMessage):
-        return message
-    sent = json.loads(message.text)
-    text = sent["output"] if isinstance(sent, dict) and "output" in sent else message.text
-    return ToolMessage(content=text, tool_call_id=message.tool_call_id, name=message.name)
-
-
 def reader_script(question: str) -> Script:
     reader = MultihopReader(question, CORPUS_TOOL)
 
     def script(request: SimRequest) -> SimReply:
-        call: FakeCall = fake_call(request)
-        return to_sim_reply(reader(replace(call, messages=[_as_sent(m) for m in call.messages])))
+        return to_sim_reply(reader(fake_call(request)))
 
     return script
 

@@ -69,3 +69,15 @@ def test_request_helpers_read_the_gemini_body() -> None:
     assert request.function_responses == [{"name": "lookup", "response": {"r": "otters"}}]
     assert request.response_schema == {"type": "object"}
     assert [m.type for m in messages_of(request)] == ["human", "ai", "tool"]
+    assert messages_of(request)[-1].text == '{"r": "otters"}'
+
+
+def test_a_text_tool_result_reads_back_as_the_text_the_engine_held() -> None:
+    # The client sends a text tool result as {"output": text}; the engine's message held text.
+    def reply(response: object) -> str:
+        part = {"functionResponse": {"name": "lookup", "response": response}}
+        return messages_of(_request(contents=[{"role": "user", "parts": [part]}]))[0].text
+
+    assert reply({"output": "[1] Otters\nOtters eat fish."}) == "[1] Otters\nOtters eat fish."
+    assert reply({"output": ["a", "b"]}) == '{"output": ["a", "b"]}'
+    assert reply({"output": "x", "extra": 1}) == '{"output": "x", "extra": 1}'
