@@ -15,6 +15,7 @@ from langchain_core.tools import BaseTool
 
 from agents import observers
 from agents.accounting import Accountant, CallTracker
+from agents.anytime import on_first_path
 from agents.events import Event, EventBatchSink, EventSink, one_at_a_time
 from agents.jobs import JobPool, current_gate
 from agents.params import RunParams
@@ -24,11 +25,15 @@ from agents.state import NodeRecord, Recollection
 from agents.steering import CommandSource
 from calls import observers as call_observers
 from calls.cache import CacheStore, RoleCache
+from calls.decoding import DECODING_KEY, Decoding, derive_seed
 from calls.memo import IdentityMemo
 from calls.models import ModelFactory
 from calls.observers import CallObserver
 from calls.readings import CallSubscriber
 from calls.settings import Role
+
+# Roles that judge: they always decode greedily, a judgement should not be a draw.
+_JUDGING_ROLES: frozenset[Role] = frozenset({"evaluator", "voter"})
 
 # Role models with the run's cache setting, shared by every run of the process with the same
 # base model and cache store: LangChain's per-model work (structured-output set-up, the
@@ -110,10 +115,25 @@ class RunContext:
             emit=self.sink,
         )
 
-    def config(self, tracker: CallTracker, *, node_id: str | None = None) -> RunnableConfig:
+    def decoding(self, role: Role, node_id: str | None, *, salt: str = "") -> Decoding:
+        """How a call of `role` at `node_id` decodes (calls/decoding.py): greedily for the
+        judging roles and on the first path (the nodes `n1`, `n1.1`, …), sampled elsewhere
+        (the planner too: a small model's greedy plan tends to echo its prompt); its seed
+        derived from the run's seed and what the call is (role, node, `salt`), never from
+        when it runs."""
+        greedy = role in _JUDGING_ROLES or (node_id is not None and on_first_path(node_id))
+        if salt:
+            greedy = False
+        seed = derive_seed(self.params.seed, role, node_id or "-", salt)
+        return Decoding(greedy=greedy, seed=seed)
+
+    def config(
+        self, tracker: CallTracker, *, node_id: str | None = None, salt: str = ""
+    ) -> RunnableConfig:
         """Config for one model/agent call: its one call observer, which tells the process's
-        subscribers (metrics, traces), the job's stop gate and, last, the tracker; and the ids
-        in the metadata for tracing."""
+        subscribers (metrics, traces), the job's stop gate and, last, the tracker; the ids in
+        the metadata for tracing, and the call's decoding (`decoding`; `salt` names a call
+        that samples even on the first path, such as a proposal of alternatives)."""
         call_observers.bind_ids(self.run_id, node_id)  # log records of this call carry the ids
         # Inline handlers run in this order. The job's stop gate (which LangChain would add
         # anyway) goes first, so a step it refuses is never counted or announced; the tracker
@@ -125,7 +145,13 @@ class RunContext:
             subscribers.append(gate)
             first.append(gate)
         observer = CallObserver(self.run_id, node_id, tracker.role, subscribers, owner=tracker)
+        decoding = self.decoding(tracker.role, node_id, salt=salt)
         return RunnableConfig(
             callbacks=[*first, observer],
-            metadata={"run_id": self.run_id, "node_id": node_id, "role": tracker.role},
+            metadata={
+                "run_id": self.run_id,
+                "node_id": node_id,
+                "role": tracker.role,
+                DECODING_KEY: decoding.as_metadata(),
+            },
         )

@@ -311,6 +311,7 @@ class Engine:
             "stop_reason": state.get("stop_reason"),
             "metrics": run_metrics(state),
             "nodes": nodes,
+            "first": state.get("first"),
         }
         if state.get("phase") == "done" and final is not None:
             return RunResult(status="done", **final, **common)

@@ -195,6 +195,58 @@ class PathCompleted(_Event):
     )
 
 
+class FirstAnswer(GroundingFields):
+    """The first verified answer of a run: its greedy first path's (what a single chain
+    answers), ready while the search may go on improving on it."""
+
+    answer: str
+    node_id: str = Field(description="The leaf of the first path.")
+    path: list[str] = Field(description="Node ids from the root to the leaf.")
+    metrics: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The run's model calls, tokens and tool calls when it was ready.",
+    )
+    elapsed_s: float = Field(ge=0, description="Seconds of search until it was ready.")
+
+
+class AnswerReady(FirstAnswer, _Event):
+    """The first verified answer, as soon as it exists (anytime search): provisional until the
+    run's `done`, which says whether it was kept (`chosen_by`)."""
+
+    type: Literal["answer_ready"] = "answer_ready"
+    provisional: bool = Field(
+        default=True, description="True while the search may still replace it."
+    )
+
+
+class Branched(_Event):
+    """Alternatives were opened at a weak step of the answered path (anytime search): sibling
+    steps meant to retrieve differently, each followed to its own answer."""
+
+    type: Literal["branched"] = "branched"
+    node_id: str = Field(description="The step the alternatives stand beside.")
+    parent_id: str | None = Field(description="Their parent (null: they are roots).")
+    reasons: list[str] = Field(
+        default_factory=list, description="The model-free signals that made the answer weak."
+    )
+    nodes: list[NodeBrief] = Field(description="The alternatives, in the replanner's order.")
+    dropped: list[str] = Field(
+        default_factory=list, description="Proposals dropped as repeats or over the limit."
+    )
+    seconds: float | None = Field(default=None, description="Wall time of the proposal.")
+    metrics: dict[str, Any] | None = Field(
+        default=None, description="The run's model calls, tokens and tool calls so far."
+    )
+
+
+ChosenBy = Literal["single", "first", "vote", "rule", "fallback", "best_effort"]
+"""How the answer was chosen. `single`: one candidate; `first`: the first answer kept, no
+alternative met the choice rule (agents/choice.py); `vote`: the vote among the first answer and
+the alternatives the rule admits (or among all candidates, outside the anytime search);
+`rule`: the rule's ranking, the vote having failed; `fallback`: the best-valued candidate, the
+vote having failed; `best_effort`: no path completed."""
+
+
 class VoteCast(_Event):
     type: Literal["vote"] = "vote"
     candidates: list[str] = Field(description="Leaf ids of the candidate answers voted on.")
@@ -221,6 +273,14 @@ class VoteCast(_Event):
     method: Literal["llm", "single", "fallback"]
     reason: str | None = None
     seconds: float | None = Field(default=None, description="The vote's wall time.")
+    chosen_by: ChosenBy | None = Field(
+        default=None, description="How the answer was chosen (see `done`)."
+    )
+    options: list[list[str]] = Field(
+        default_factory=list,
+        description="Anytime search: the candidates grouped by agreeing answers (leaf ids); "
+        "the first group holds the first answer.",
+    )
 
 
 class RunDone(GroundingFields, _Event):
@@ -228,6 +288,12 @@ class RunDone(GroundingFields, _Event):
     answer: str
     partial: bool = Field(description="True when no path completed and the answer is best-effort.")
     chosen_id: str | None
+    chosen_by: ChosenBy | None = Field(default=None, description="How the answer was chosen.")
+    first: FirstAnswer | None = Field(
+        default=None,
+        description="The run's first verified answer (`answer_ready`), whether or not it was "
+        "kept; null when the first path gave none.",
+    )
     path: list[str]
     sources: list[Source]
     stop_reason: StopReason
@@ -268,6 +334,8 @@ Event = Annotated[
     | NodePruned
     | NodeRevived
     | PathCompleted
+    | AnswerReady
+    | Branched
     | VoteCast
     | RunDone
     | RunError

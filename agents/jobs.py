@@ -30,7 +30,7 @@ from calls.readings import CallSubscriber, ModelCall, ModelReading
 
 logger = logging.getLogger(__name__)
 
-JobKind = Literal["execute", "expand", "respond"]
+JobKind = Literal["execute", "expand", "branch", "respond"]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from calls.settings import ROLES, Role
 
-Strategy = Literal["mcts", "beam", "dfs"]
+Strategy = Literal["anytime", "mcts", "beam", "dfs"]
 InFlightRule = Literal["unobserved", "virtual_loss"]
 
 MAX_DOMAINS = 50
@@ -66,12 +66,27 @@ class RunParams(BaseModel):
         default=4,
         ge=1,
         le=32,
-        description="Most jobs calling models at once; as many more may be inside tool calls.",
+        description="Most jobs calling models at once; as many more may be inside tool calls. "
+        "The tree strategies (mcts, beam, dfs) only: the anytime search runs one job at a time, "
+        "so that its answer never depends on which job ends first.",
     )
     strategy: Strategy = Field(
-        default="mcts",
-        description="mcts: PUCT over node values with the candidates' scores as priors (LATS); "
-        "beam: best `beam_width` per layer; dfs: deepest first.",
+        default="anytime",
+        description="anytime: the single chain first (greedy, its answer streamed as "
+        "`answer_ready`), then alternatives only at the steps where model-free signals say the "
+        "answer is weak, and the first answer replaced only by one that agreeing paths and its "
+        "verified quotes rank at least as well; mcts: PUCT over node values with the "
+        "candidates' scores as priors (LATS); beam: best `beam_width` per layer; dfs: deepest "
+        "first.",
+    )
+    seed: int = Field(
+        default=0,
+        ge=0,
+        le=2**31 - 1,
+        description="The run's seed. Each sampling call's seed is derived from it and the call's "
+        "role, node and attempt, never from timing; the first path and the judging roles decode "
+        "greedily. The same question, parameters and seed give the same answer where the model "
+        "is repeatable (docs/models.md).",
     )
     beam_width: Breadth = Field(default=2, description="Nodes kept per layer (beam).")
     exploration: float = Field(

@@ -42,6 +42,16 @@ REPLANNER_SYSTEM = (
     + FENCE_RULE
 )
 
+REPLANNER_ALTERNATIVES_SYSTEM = (
+    "You steer a research search. One path answered the task, but its answer looks weak (the "
+    "reasons are given). Propose up to {k} alternative steps to take INSTEAD of the step named "
+    "below, each one retrieving differently: another search query with other key terms, "
+    "another entity or source to look up, the same fact approached from the other side. Not "
+    "a rewording of the step, and never a step already done on this path. Judge each: a score "
+    "in [0, 1] for how likely it finds what the path lacks, viable=false for a repeat or an "
+    "off-topic step, and a one-line reason. Leave complete=false. " + FENCE_RULE
+)
+
 RESPONDER_SYSTEM = (
     "Write the final answer to the task from the research and the evidence below. Be direct "
     "and specific, and say where the evidence is thin. Back each claim with a citation: put a "
@@ -165,6 +175,27 @@ def replanner_messages(
         f"Remaining plan:\n{planned}"
     )
     return [SystemMessage(content=REPLANNER_SYSTEM.format(k=k)), HumanMessage(content=body)]
+
+
+def alternatives_messages(
+    task: str,
+    before: Sequence[NodeRecord],
+    step: str,
+    reasons: Sequence[str],
+    k: int,
+    result_chars: int,
+) -> list[BaseMessage]:
+    """Ask for up to `k` alternatives to `step`, the path's steps `before` it shown done."""
+    done = _path_block(before, result_chars) if before else "(none: the step was the first)"
+    weak = "\n".join(f"- {r}" for r in reasons) or "- (no signal named)"
+    body = (
+        f"Task: {task}\n\n{PATH_HEADING}\n{done}\n\n"
+        f"Step to replace: {step}\n\nWhy the answer looks weak:\n{weak}"
+    )
+    return [
+        SystemMessage(content=REPLANNER_ALTERNATIVES_SYSTEM.format(k=k)),
+        HumanMessage(content=body),
+    ]
 
 
 def responder_messages(

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agents.events import EndStatus
+from agents.events import ChosenBy, EndStatus, FirstAnswer
 from agents.grounding.verify import GroundingFields
 from agents.state import ErrorInfo, NodeRecord, Source, StopReason
 
@@ -20,6 +20,10 @@ class RunAnswer(GroundingFields):
         default=False, description="True when no path completed and the answer is best-effort."
     )
     chosen_id: str | None = None
+    chosen_by: ChosenBy | None = Field(default=None, description="How the answer was chosen.")
+    first: FirstAnswer | None = Field(
+        default=None, description="The first verified answer (`answer_ready`), kept or not."
+    )
     path: list[str] = Field(default_factory=list)
     sources: list[Source] = Field(default_factory=list)
     stop_reason: StopReason | None = None
@@ -32,8 +36,9 @@ class RunAnswer(GroundingFields):
     )
 
     def answer_fields(self) -> dict[str, Any]:
-        """The fields of `RunAnswer` alone (for a view or an event built from a result)."""
-        return {name: getattr(self, name) for name in RunAnswer.model_fields}
+        """The fields of `RunAnswer` alone, as plain data (for a view or an event built from a
+        result)."""
+        return self.model_dump(include=set(RunAnswer.model_fields))
 
 
 class RunResult(RunAnswer):

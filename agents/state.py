@@ -23,6 +23,7 @@ StopReason = Literal[
     "max_nodes",
     "deadline",
     "early_stop",
+    "first_answer_sufficient",
     "cancelled",
     "error",
 ]
@@ -73,6 +74,7 @@ class FinalResult(TypedDict):
     answer: str | None
     partial: bool
     chosen_id: str | None
+    chosen_by: str | None
     path: list[str]
     sources: list[Source]
     citations: list[Citation]
@@ -125,6 +127,8 @@ class RunState(TypedDict, total=False):
     metrics: dict[str, Any]
     elapsed_s: float
     final: FinalResult | None
+    first: dict[str, Any] | None  # the first verified answer (agents.events.FirstAnswer)
+    branched_at: list[str]  # anytime search: the steps alternatives were asked for at
     known: Recollection | None
     steered_through: int  # the id of the last steering command taken
 

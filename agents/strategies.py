@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from agents.anytime import order_runnable
 from agents.params import InFlightRule, RunParams
 from agents.state import NodeRecord
 from agents.tree import NEUTRAL_VALUE, PRIOR_WEIGHT, by_id, children_of, node_values
@@ -246,8 +247,22 @@ def _lineage(nodes: Mapping[str, NodeRecord], node_id: str) -> list[str]:
     return out
 
 
+class AnytimeOrder:
+    """The anytime search's order (agents/anytime.py): deepest runnable node first, then by
+    id, so a path is carried to its answer before another is opened. Where the search
+    branches is not this ranking's business: the scheduler opens alternatives only at weak
+    steps of the first answer's path."""
+
+    name = "anytime"
+
+    def select(self, nodes: Tree, runnable: Runnable, in_flight: set[str], slots: int) -> Picks:
+        return order_runnable(runnable)[: max(0, slots)]
+
+
 def strategy_for(params: RunParams) -> Strategy:
     """The strategy a run's parameters ask for."""
+    if params.strategy == "anytime":
+        return AnytimeOrder()
     if params.strategy == "mcts":
         return Mcts(params.exploration, params.prior_weight, params.in_flight_rule)
     if params.strategy == "beam":

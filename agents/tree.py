@@ -41,6 +41,12 @@ def children_of(nodes: Mapping[str, NodeRecord], node_id: str) -> list[NodeRecor
     return sorted((n for n in nodes.values() if n["parent_id"] == node_id), key=by_id)
 
 
+def siblings_of(nodes: Mapping[str, NodeRecord], node_id: str) -> list[NodeRecord]:
+    """The node and the other children of its parent (the roots, for a root), in id order."""
+    parent = nodes[node_id]["parent_id"]
+    return sorted((n for n in nodes.values() if n["parent_id"] == parent), key=by_id)
+
+
 def by_id(node: NodeRecord) -> tuple[int, ...]:
     """Sort key: depth-first order of ids (`n1` < `n1.1` < `n1.1.1` < `n1.2`)."""
     return id_key(node["id"])

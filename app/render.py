@@ -112,8 +112,22 @@ class TreePrinter:
             self._line(depth, f"☞ {event['command']} {node_id}{by}: {outcome}")
         elif kind == "path_completed":
             self._line(depth, f"★ path {' → '.join(event['path'])} has an answer")
+        elif kind == "answer_ready":
+            calls = (event.get("metrics") or {}).get("llm_calls", 0)
+            self.out.write(
+                f"\nfirst answer (provisional, {calls} model calls, {event['elapsed_s']:.1f}s;"
+                f" the search goes on):\n{event['answer']}\n"
+            )
+            self.out.write(footnotes(event))
+        elif kind == "branched":
+            for node in event["nodes"]:
+                self._brief(node)
+            alternatives = ", ".join(f"{n['node_id']} {n['step']!r}" for n in event["nodes"])
+            why = "; ".join(event.get("reasons") or [])
+            self._line(depth, f"⑂ beside {node_id}: {alternatives or 'none'} ({why})")
         elif kind == "vote":
-            self.out.write(f"vote: {event['chosen_id']} ({event['method']})\n")
+            how = event.get("chosen_by") or event["method"]
+            self.out.write(f"vote: {event['chosen_id']} ({how})\n")
         elif kind == "done":
             self._done(event)
         elif kind == "error":
@@ -124,6 +138,11 @@ class TreePrinter:
 
     def _done(self, event: dict[str, Any]) -> None:
         partial = " (partial)" if event.get("partial") else ""
+        first = event.get("first")
+        if first is not None and event.get("chosen_by") == "first":
+            partial += " (the first answer, kept)"
+        elif first is not None and first.get("node_id") != event.get("chosen_id"):
+            partial += " (replaces the first answer)"
         self.out.write(f"\nanswer{partial}:\n{event['answer']}\n")
         self.out.write(footnotes(event))
         if event.get("sources"):

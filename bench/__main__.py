@@ -38,7 +38,8 @@ from bench.multihop import (
     shown_path,
 )
 from bench.multihop import summary as multihop_summary
-from bench.multihop_data import HOTPOTQA_DEV_100
+from bench.multihop_corpus import SETTINGS as MULTIHOP_SETTINGS
+from bench.multihop_data import DATASETS, HOTPOTQA_DEV_100, data_path
 from bench.process import ROOT
 from bench.quality import QUICK, QualityConfig, run_quality
 from bench.quota import QuotaConfig, run_quota
@@ -352,7 +353,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     multihop = parser.add_argument_group("multihop (only with --only multihop)")
     multihop.add_argument(
-        "--data", type=Path, default=HOTPOTQA_DEV_100, help="JSON Lines in the shared format"
+        "--data",
+        type=data_path,
+        default=HOTPOTQA_DEV_100,
+        help=f"a vendored set ({', '.join(DATASETS)}; default hotpotqa) or a JSON Lines file "
+        "in the shared format",
+    )
+    multihop.add_argument(
+        "--corpus",
+        choices=MULTIHOP_SETTINGS,
+        default="distractor",
+        help="distractor: each question searches its own paragraphs; pooled: every question "
+        "searches one index of every paragraph of the data file",
     )
     multihop.add_argument("--limit", type=int, default=None, help="the first N questions")
     multihop.add_argument(
@@ -437,6 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         questions = MultihopConfig(
             data=args.data,
             limit=args.limit,
+            corpus=args.corpus,
             configs=tuple(c.strip() for c in args.configs.split(",") if c.strip()),
             measured=tuple(c.strip() for c in args.measured.split(",") if c.strip()),
             max_llm_calls=args.budget,

@@ -143,7 +143,7 @@ async def _point(
         for i in range(replicas)
     ]
     engines = [Engine(settings=settings, models=policy, tools=[]) for policy in policies]
-    params = RunParams(max_paths=2, use_cache=False)
+    params = RunParams(strategy="mcts", max_paths=2, use_cache=False)
     stop_at = time.monotonic() + config.duration_s
     done = failed = 0
 

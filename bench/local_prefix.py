@@ -3,16 +3,19 @@
 three times in one process: with saved KV states off (llama.cpp then reuses only what the
 previous call left in its context), on (`LATS_LOCAL_KV_CACHE_MB`), and on with the prompt
 layout that opens every role's prompt on the path (`LATS_LOCAL_INSTRUCTIONS_LAST`). Reports,
-per run, the prompt tokens of every call and those llama.cpp actually evaluated, the least
-any prefix reuse could have evaluated (`calls.local_kv.PrefixFloor`), the model's time and the
-wall time.
+per run, the prompt tokens of every call and those llama.cpp actually evaluated, the model's
+time and the wall time, and, on the same calls, what other reuse schemes would have evaluated
+(`calls.local_kv.PromptShare`): the unrestricted reuse llama-cpp-python does by itself (of the
+last call's context, `prompt_unrestricted`, or of any earlier call's, `prompt_floor`, the least
+any prefix reuse could evaluate), and exact reuse with other block sizes.
 
     .venv/bin/python -m bench --only local_prefix
     LATS_LOCAL_MODEL=qwen2.5-coder-1.5b .venv/bin/python -m bench --only local_prefix
 
-Each run gets a fresh engine and the model-call cache is off, so both runs make their calls
-for real; the seed is fixed, so both make the same calls. Both llama.cpp instances are loaded
-before the clock starts.
+Each run gets a fresh engine and the model-call cache is off, so every run makes its calls
+for real; the seed is fixed, and with exact reuse a reply does not depend on what the runner
+served before, so runs with and without saved states make the same calls. Every llama.cpp
+instance is loaded before the clock starts.
 """
 
 from __future__ import annotations
@@ -26,12 +29,16 @@ from typing import Any
 from agents.engine import Engine
 from agents.params import RunParams
 from app.settings import Settings
+from calls.local_kv import PromptShare, evaluated
 from calls.local_model import LocalChatModel
-from calls.local_runner import LocalStats
+from calls.local_runner import BLOCK, LlamaRunner, LocalStats
 from calls.models import ResilientChatModel, SettingsModelFactory
 from tools.registry import build_tools
 
 logger = logging.getLogger(__name__)
+
+# Block sizes whose exact reuse is reported besides the runner's own (`BLOCK`).
+BLOCKS = (32, 64, 128, 256)
 
 TASK = "Which writer was from England, Henry Roth or Robert Erskine Childers?"
 # Few shared words, so that a search about one writer finds only that writer: the task then
@@ -88,14 +95,32 @@ def _local_model(factory: SettingsModelFactory) -> LocalChatModel:
     return inner
 
 
-def _row(stats: LocalStats, wall_s: float, result: Any) -> dict[str, Any]:
+def _by_block(shares: list[PromptShare]) -> dict[str, dict[str, int]]:
+    """Prompt tokens the run's calls evaluate under each reuse scheme: exact reuse in blocks
+    of each size, and unrestricted reuse; from the last call's context and with saved states."""
+    schemes: dict[str, int | None] = {str(block): block for block in BLOCKS}
+    schemes["unrestricted"] = None
+    return {
+        name: {
+            "context": evaluated(shares, block, saved=False),
+            "saved": evaluated(shares, block, saved=True),
+        }
+        for name, block in schemes.items()
+    }
+
+
+def _row(
+    stats: LocalStats, shares: list[PromptShare], wall_s: float, result: Any
+) -> dict[str, Any]:
     return {
         "calls": stats.calls,
         "prompt_tokens": stats.prompt_tokens,
         "prompt_evaluated": stats.prompt_evaluated,
         "prompt_reused": stats.prompt_reused,
         "restores": stats.restores,
+        "prompt_unrestricted": stats.prompt_unrestricted,
         "prompt_floor": stats.prompt_floor,
+        "by_block": _by_block(shares),
         "completion_tokens": stats.completion_tokens,
         "model_s": round(stats.seconds, 2),
         "prompt_s": round(stats.prompt_seconds, 2),
@@ -112,6 +137,11 @@ def _row(stats: LocalStats, wall_s: float, result: Any) -> dict[str, Any]:
         ],
         "answer": result.answer,
     }
+
+
+def _shares(runner: LlamaRunner, calls: int) -> list[PromptShare]:
+    """The last `calls` calls' shares (the runner keeps the latest last)."""
+    return list(runner.shares)[-calls:] if calls else []
 
 
 async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, Any]:
@@ -152,7 +182,8 @@ async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, A
         started = time.monotonic()
         result = await engine.run(TASK, params)
         wall = time.monotonic() - started
-        runs[mode] = _row(runner.stats - before, wall, result)
+        stats = runner.stats - before
+        runs[mode] = _row(stats, _shares(runner, stats.calls), wall, result)
         logger.info("local_prefix %s: %s", mode, runs[mode])
     model = engines["on"][1]
     off, on = runs["off"]["prompt_evaluated"], runs["on"]["prompt_evaluated"]
@@ -161,6 +192,7 @@ async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, A
         "model": model.model_path.name,
         "n_ctx": model.n_ctx,
         "threads": model.load().threads,
+        "block": BLOCK,
         "kv_cache_mb": config.kv_cache_mb,
         "task": TASK,
         "params": params.model_dump(
@@ -172,15 +204,28 @@ async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, A
         # The most any prefix reuse could have saved on the run without saved states: its
         # floor against what llama.cpp's last-call reuse alone evaluated there.
         "prompt_floor_saved": round(1 - runs["off"]["prompt_floor"] / off, 3) if off else None,
+        # What exact reuse costs: the tokens it evaluated beyond unrestricted reuse's on the
+        # same calls, from the last call's context (states off) and from saved states (on).
+        "exact_cost_context": _cost(off, runs["off"]["prompt_unrestricted"]),
+        "exact_cost_saved": _cost(on, runs["on"]["prompt_floor"]),
         "same_answer": runs["off"]["answer"] == runs["on"]["answer"],
     }
+
+
+def _cost(exact: int, unrestricted: int) -> float | None:
+    return round(exact / unrestricted - 1, 3) if unrestricted else None
 
 
 def summary(by_model: dict[str, Any]) -> list[str]:
     """The console lines, per model measured: tokens evaluated per run before/after, wall."""
     lines = []
     for data in by_model.values():
-        lines.append(f"local prefix reuse, {data['model']} (n_ctx {data['n_ctx']}):")
+        block = data.get("block")
+        lines.append(
+            f"local prefix reuse, {data['model']} (n_ctx {data['n_ctx']}"
+            + (f", exact reuse in blocks of {block}" if block else "")
+            + "):"
+        )
         for mode in ("off", "on", "shared"):
             r = data["runs"].get(mode)
             if r is None:
@@ -191,12 +236,24 @@ def summary(by_model: dict[str, Any]) -> list[str]:
                 f"{r['restores']}), output {r['completion_tokens']}, model {r['model_s']:.1f}s, "
                 f"wall {r['wall_s']:.1f}s"
             )
+            if "by_block" in r:
+                exact = ", ".join(
+                    f"{name} {n['context']}/{n['saved']}" for name, n in r["by_block"].items()
+                )
+                lines.append(f"    same calls, context/saved states: {exact}")
         saved = data["prompt_evaluated_saved"]
         if saved is not None:
             lines.append(f"  prompt tokens evaluated: {saved * 100:.0f}% fewer with saved states")
         shared = data.get("prompt_evaluated_saved_shared")
         if shared is not None:
             lines.append(f"  ... {shared * 100:.0f}% fewer with saved states and the shared layout")
+        for key, what in (
+            ("exact_cost_context", "states off, against llama-cpp-python's own reuse"),
+            ("exact_cost_saved", "states on, against unrestricted reuse of any earlier call"),
+        ):
+            cost = data.get(key)
+            if cost is not None:
+                lines.append(f"  exact reuse evaluates {cost * 100:+.0f}% ({what})")
         best = data.get("prompt_floor_saved")
         if best is not None:
             off, on = data["runs"]["off"], data["runs"]["on"]

@@ -1,15 +1,18 @@
-"""The multi-hop benchmark: HotpotQA questions (distractor setting) searched by the real engine.
+"""The multi-hop benchmark: HotpotQA, 2WikiMultihopQA and MuSiQue questions searched by the
+real engine, in the distractor setting or the open-corpus one (`bench.multihop_corpus`).
 
-Per question, its own paragraphs are the only tool (`tools.local_corpus`, one passage per
-paragraph), and each search configuration (`CONFIGS`) runs once at one equal model-call budget,
-on a fresh engine (a cold model cache) with LangGraph's in-memory checkpointer. Answers are
-scored by the official metrics (`bench.multihop_metrics`). The supporting facts an answer
-predicts are the (title, sentence id) pairs its verified citations quote: a citation the
-verifier rejected predicts nothing. Every verified quote is checked once more, independently
-of the verifier (`misverified`): its words must stand in the paragraph it names.
+The corpus is the only tool (`tools.local_corpus`, one passage per paragraph), and each search
+configuration (`CONFIGS`) runs once a question at one equal model-call budget, on a fresh
+engine (a cold model cache) with LangGraph's in-memory checkpointer. Answers are scored by the
+official metrics (`bench.multihop_metrics`). The supporting facts an answer predicts are the
+(paragraph, sentence id) pairs its verified citations quote: a citation the verifier rejected
+predicts nothing. Every verified quote is checked once more, independently of the verifier
+(`misverified`): its words must stand in the paragraph it names. The rows are made in
+`bench.multihop_rows`.
 
     .venv/bin/python -m bench --only multihop --limit 10 --model local   # LATS_LOCAL_MODEL's
     .venv/bin/python -m bench --only multihop --limit 2 --model scripted # testkit's reader
+    .venv/bin/python -m bench --only multihop --data musique --corpus pooled --model local
 """
 
 from __future__ import annotations
@@ -17,30 +20,42 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
-import statistics
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
-from urllib.parse import unquote
+from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agents.engine import Engine
-from agents.grounding.corroborate import agrees
-from agents.grounding.verify import Citation
 from agents.params import RunParams
 from agents.result import RunResult
-from agents.state import Source
-from agents.tree import from_reserve
 from app.settings import Settings
 from bench.engine_runs import bench_settings
 from bench.machine import code_revision
-from bench.multihop_data import HOTPOTQA_DEV_100, Question, documents, load
-from bench.multihop_metrics import Scores, score_question, supporting_fact_scores
+from bench.multihop_corpus import (
+    LABELS,
+    Pool,
+    QuestionCorpus,
+    Setting,
+    ToolFor,
+    distractor_corpus,
+    pooled_corpus,
+    pooled_tool,
+)
+from bench.multihop_data import HOTPOTQA_DEV_100, Question, dataset_name, load
+from bench.multihop_rows import (
+    FIRST_ROWS,
+    Row,
+    append_rows,
+    done_rows,
+    final_row,
+    first_row,
+    predicted_answer,
+    summarise,
+    supporting_fact_metrics,
+)
 from bench.process import ROOT
 from bench.quality import STRATEGIES, inline_threads, quiet_runs
 from calls.models import ModelFactory, SettingsModelFactory
@@ -48,31 +63,48 @@ from testkit.fakes import FakeModels
 from testkit.multihop_reader import MultihopReader
 from testkit.policy_models import ThroughPolicy
 from tools.local_corpus import NAME as CORPUS_TOOL
-from tools.local_corpus import URL_SCHEME, build_corpus_tool
 from tools.runtime import RateLimiter, ToolRuntime, TtlCache, tool_threads
 
 logger = logging.getLogger(__name__)
 
-# Configuration name -> run-parameter overrides, applied over `FIXED`. `chain` is a plain
-# plan-and-execute agent (one path, never branching, nothing revived); the others are
-# bench/quality.py's strategies of the same names at the service's defaults: `breadth` keeps
-# every proposal, scores none and prunes none, shallowest first; `mcts` is the service's
-# default; `beam` keeps the best two per layer. `reserve` is `mcts` with `reserve: true`:
-# pruned candidates run once nothing else is left, their paths corroborate. `chain-again` is
-# `chain` once more: how far two runs of one configuration differ; `mcts-again` the default
-# once more (run with `chain-again` on chosen questions, `--ids`: did a loss hold?).
+__all__ = [
+    "CONFIGS",
+    "DEFAULT",
+    "DEFAULT_CONFIGS",
+    "MultihopConfig",
+    "Row",
+    "params_for",
+    "predicted_answer",
+    "run_multihop",
+    "supporting_fact_metrics",
+]
+
+# Configuration name -> run-parameter overrides, applied over `FIXED`. `anytime` is the
+# service's default search (no overrides), run once for two rows (`FIRST_ROWS`): its final
+# answer, and as `chain@first` its first verified answer, which its greedy first path gives as
+# the chain would, at the calls and wall of that moment. `chain` is a plain plan-and-execute
+# agent (one path, never branching, nothing revived), kept as a configuration of its own to
+# check that the two chains answer alike. The others are bench/quality.py's strategies of the
+# same names: `mcts` the PUCT search (the service's default before `anytime`); `breadth` keeps
+# every proposal, scores none and prunes none, shallowest first; `beam` keeps the best two per
+# layer. `reserve` is `mcts` with `reserve: true`: pruned candidates run once nothing else is
+# left, their paths corroborate. `<name>-again` is `<name>` once more: how far two runs of one
+# configuration differ (rerun agreement), or whether a loss held (with `--ids`).
 CONFIGS: dict[str, dict[str, Any]] = {
     "chain": {**STRATEGIES["chain"], "max_paths": 1},
+    "anytime": {},
     "breadth": STRATEGIES["breadth"],
     "mcts": STRATEGIES["mcts"],
     "beam": STRATEGIES["beam"],
     "reserve": {**STRATEGIES["mcts"], "reserve": True},
     "chain-again": {**STRATEGIES["chain"], "max_paths": 1},
+    "anytime-again": {},
     "mcts-again": STRATEGIES["mcts"],
 }
-DEFAULT = "mcts"
-# What a benchmark run compares unless told otherwise: the issue's four.
-DEFAULT_CONFIGS = ("chain", "breadth", "mcts", "beam")
+DEFAULT = "anytime"
+# What a benchmark run compares unless told otherwise: the default search's two rows (final
+# and first answer), and the chain run on its own.
+DEFAULT_CONFIGS = ("chain", "anytime")
 # Every run: path and node limits at their bounds, so the call budget is what stops the search
 # (except `chain`, which stops at its one path by definition).
 FIXED: dict[str, Any] = {"max_paths": 50, "max_nodes": 500}
@@ -81,8 +113,6 @@ TASK = (
     "{question}\n\nAnswer with the shortest phrase that answers the question (a name, a "
     "date, a number, or yes or no), without explanation."
 )
-_LINK = re.compile(r"\[[^\]]*\]\([^)\s]*\)")  # [title](url), as an uncited answer may
-_MARKER = re.compile(r"\s*\[\d{1,6}\]")  # a citation marker
 
 ModelsFor = Callable[[Question, Settings], ModelFactory]
 """The models of one question's runs: the same factory for every question, or a script each."""
@@ -94,6 +124,9 @@ class MultihopConfig:
 
     data: Path = HOTPOTQA_DEV_100
     limit: int | None = None
+    corpus: Setting = "distractor"
+    """`distractor`: each question searches its own paragraphs; `pooled`: every question
+    searches one index of every paragraph of the data file (`bench.multihop_corpus`)."""
     configs: tuple[str, ...] = DEFAULT_CONFIGS
     max_llm_calls: int = 40
     # Over the 100 vendored questions (each question and gold title as a query, 5 passages),
@@ -119,104 +152,13 @@ class MultihopConfig:
     traces: Path | None = None
     """A directory where each run's whole result (its tree: every node's step, tool calls,
     evidence, answer, grounding and score; the chosen path) is written as
-    `<question id>-<configuration>.json`: what an answer came from, question by question."""
-
-
-class Row(TypedDict):
-    id: str
-    type: str
-    config: str
-    gold: str
-    answer: str | None  # the run's answer as given
-    predicted: str | None  # what is scored (`predicted_answer`)
-    em: float
-    f1: float
-    precision: float
-    recall: float
-    sp_em: float
-    sp_f1: float
-    sp_precision: float
-    sp_recall: float
-    joint_f1: float
-    groundedness: float | None
-    citations: int
-    rejected: int
-    rejected_why: dict[str, int]  # the verifier's reasons, counted
-    misverified: int  # verified citations whose quote the independent check does not find
-    status: str
-    stop_reason: str | None
-    llm_calls: int
-    tokens: int
-    tool_calls: int
-    paths: int
-    wall_s: float
-    gold_seen: float  # share of the gold paragraphs that any tool call of the run showed
-    gold_on_path: float  # the same for the chosen path's sources
-    revived: int  # answered paths run from the reserve
-    agreeing: int  # other answered paths whose answer agrees with the chosen one
-    nodes: int  # the tree's nodes, run or not
-    branched: int  # nodes the replanner gave two or more distinct next steps
-    pruned: int  # nodes cut without running (by the evaluator's score or the search)
-    code: str  # the commit of the code that made the row (bench/machine.py: code_revision)
+    `<question id>-<configuration>.json` (`-pooled` before `.json` in the open-corpus
+    setting): what an answer came from, question by question."""
 
 
 def params_for(name: str, max_llm_calls: int) -> RunParams:
     """The run parameters of configuration `name` at the budget."""
     return RunParams.model_validate({"max_llm_calls": max_llm_calls, **FIXED, **CONFIGS[name]})
-
-
-def predicted_answer(answer: str | None) -> str | None:
-    """What of a run's answer is scored: its first non-empty line, citation links and
-    markers removed."""
-    if answer is None:
-        return None
-    text = _MARKER.sub("", _LINK.sub("", answer))
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
-def supporting_fact_metrics(question: Question, predicted: Sequence[tuple[str, int]]) -> Scores:
-    """Supporting-fact EM/F1 of predicted (title, sent_id) pairs, titles as in the data file
-    (`CorpusDocument.doc_id`)."""
-    return supporting_fact_scores(predicted, question.supporting_facts)
-
-
-def cited_facts(citations: Iterable[Citation]) -> list[tuple[str, int]]:
-    """The (title, sent_id) pairs the verified citations quote, in order, each once."""
-    facts: list[tuple[str, int]] = []
-    for citation in citations:
-        url = citation["source"]["url"]
-        if not url.startswith(URL_SCHEME):
-            continue
-        for sent_id in citation["sent_ids"]:
-            fact = (unquote(url.removeprefix(URL_SCHEME)), sent_id)
-            if fact not in facts:
-                facts.append(fact)
-    return facts
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.casefold())
-
-
-def misverified(question: Question, citations: Iterable[Citation]) -> int:
-    """Verified citations whose quote the paragraph they name does not hold, by a check of
-    its own: nine in ten of the quote's words, in order, within the paragraph's words."""
-    paragraphs = {doc.doc_id: _words(doc.text) for doc in documents(question)}
-    wrong = 0
-    for citation in citations:
-        url = citation["source"]["url"]
-        text = paragraphs.get(unquote(url.removeprefix(URL_SCHEME)), [])
-        quote = _words(citation["quote"])
-        found, at = 0, 0
-        for word in quote:
-            try:
-                at = text.index(word, at) + 1
-                found += 1
-            except ValueError:
-                continue
-        if not quote or found < 0.9 * len(quote):
-            wrong += 1
-    return wrong
 
 
 def corpus_runtime(settings: Settings) -> ToolRuntime:
@@ -234,27 +176,24 @@ def corpus_runtime(settings: Settings) -> ToolRuntime:
     )
 
 
-def _doc_ids(sources: Iterable[Source]) -> set[str]:
-    """The corpus documents that `sources` cite (`corpus://<doc_id>` URLs)."""
-    return {
-        unquote(source["url"].removeprefix(URL_SCHEME))
-        for source in sources
-        if source["url"].startswith(URL_SCHEME)
-    }
-
-
 async def run_one(
     question: Question,
     name: str,
     config: MultihopConfig,
     settings: Settings,
     models: ModelFactory,
+    corpus: QuestionCorpus,
     code: str = "unknown",
-) -> Row:
-    """One configuration on one question, by the code at commit `code`; the row holds its
-    answer scores."""
-    tool = build_corpus_tool(documents(question), corpus_runtime(settings), k=config.passages)
-    engine = Engine(settings=settings, models=models, tools=[tool], checkpointer=InMemorySaver())
+) -> list[Row]:
+    """One configuration on one question, by the code at commit `code`: the row of its
+    answer, and for a configuration of `FIRST_ROWS` the row of its first answer before it
+    (when the run gave one)."""
+    engine = Engine(
+        settings=settings,
+        models=models,
+        tools=[corpus.tool(corpus_runtime(settings))],
+        checkpointer=InMemorySaver(),
+    )
     params = params_for(name, config.max_llm_calls)
     started = time.monotonic()
     with inline_threads():
@@ -263,145 +202,34 @@ async def run_one(
         )
     wall = time.monotonic() - started
     if config.traces is not None:
-        write_trace(config.traces / f"{question.id}-{name}.json", question, result)
-    predicted = predicted_answer(result.answer)
-    facts = cited_facts(result.citations)
-    scores = score_question(question.answer, question.supporting_facts, predicted, facts)
-    gold = {title for title, _ in question.supporting_facts}
-    seen = _doc_ids([s for node in result.nodes for s in node["sources"]])
-    revived, agreeing = _paths_of(result)
-    branched, pruned = _tree_of(result)
-    return {
-        "id": question.id,
-        "type": question.type,
-        "config": name,
-        "gold": question.answer,
-        "answer": result.answer,
-        "predicted": predicted,
-        "em": scores.answer.em,
-        "f1": round(scores.answer.f1, 4),
-        "precision": round(scores.answer.precision, 4),
-        "recall": round(scores.answer.recall, 4),
-        "sp_em": scores.supporting.em,
-        "sp_f1": round(scores.supporting.f1, 4),
-        "sp_precision": round(scores.supporting.precision, 4),
-        "sp_recall": round(scores.supporting.recall, 4),
-        "joint_f1": round(scores.joint.f1, 4),
-        "groundedness": result.groundedness,
-        "citations": len(result.citations),
-        "rejected": len(result.rejected),
-        "rejected_why": dict(Counter(r["reason"] for r in result.rejected)),
-        "misverified": misverified(question, result.citations),
-        "status": result.status,
-        "stop_reason": result.stop_reason,
-        "llm_calls": int(result.metrics.get("llm_calls", 0)),
-        "tokens": int(result.metrics.get("input_tokens", 0))
-        + int(result.metrics.get("output_tokens", 0)),
-        "tool_calls": int(result.metrics.get("tool_calls", 0)),
-        "paths": int(result.metrics.get("paths_completed", 0)),
-        "wall_s": round(wall, 3),
-        "gold_seen": _share(gold, seen),
-        "gold_on_path": _share(gold, _doc_ids(result.sources)),
-        "revived": revived,
-        "agreeing": agreeing,
-        "nodes": len(result.nodes),
-        "branched": branched,
-        "pruned": pruned,
-        "code": code,
-    }
+        # The distractor setting's traces keep the names they had before there were two.
+        suffix = "" if corpus.setting == "distractor" else f"-{corpus.setting}"
+        path = config.traces / f"{question.id}-{name}{suffix}.json"
+        write_trace(path, question, corpus, result)
+    final = final_row(question, corpus, name, result, wall, code)
+    first = (
+        first_row(question, corpus, FIRST_ROWS[name], result, code) if name in FIRST_ROWS else None
+    )
+    return [final] if first is None else [first, final]
 
 
-def write_trace(path: Path, question: Question, result: RunResult) -> None:
-    """A run's whole result beside its question and gold answer, as JSON at `path`."""
+def write_trace(path: Path, question: Question, corpus: QuestionCorpus, result: RunResult) -> None:
+    """A run's whole result beside its question, gold answers and gold facts (named as its
+    corpus names paragraphs), as JSON at `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     trace = {
         "question": question.question,
         "gold": question.answer,
-        "supporting_facts": question.supporting_facts,
+        "aliases": question.aliases,
+        "corpus": corpus.setting,
+        "supporting_facts": corpus.gold_facts,
         "result": result.model_dump(mode="json"),
     }
     path.write_text(json.dumps(trace, indent=1) + "\n", encoding="utf-8")
 
 
-def _paths_of(result: RunResult) -> tuple[int, int]:
-    """How many answered paths ran from the reserve, and how many agree with the chosen one."""
-    nodes = {node["id"]: node for node in result.nodes}
-    leaves = [node for node in result.nodes if node["answer"]]
-    chosen = nodes.get(result.chosen_id or "")
-    revived = sum(1 for leaf in leaves if from_reserve(nodes, leaf))
-    agreeing = sum(
-        1
-        for leaf in leaves
-        if chosen is not None
-        and leaf["id"] != chosen["id"]
-        and agrees(leaf["answer"] or "", chosen["answer"] or "")
-    )
-    return revived, agreeing
-
-
-def _tree_of(result: RunResult) -> tuple[int, int]:
-    """How many nodes have two children or more, and how many nodes were pruned: where the
-    search had a choice to make, and how often it cut one."""
-    children = Counter(node["parent_id"] for node in result.nodes if node["parent_id"])
-    branched = sum(1 for count in children.values() if count >= 2)
-    pruned = sum(1 for node in result.nodes if node["status"] == "pruned")
-    return branched, pruned
-
-
-def _done_rows(progress: Path | None) -> dict[tuple[str, str], Row]:
-    if progress is None or not progress.exists():
-        return {}
-    lines = progress.read_text(encoding="utf-8").splitlines()
-    rows = [json.loads(line) for line in lines if line]
-    return {(row["id"], row["config"]): row for row in rows}
-
-
-def _append_row(progress: Path | None, row: Row) -> None:
-    if progress is not None:
-        progress.parent.mkdir(parents=True, exist_ok=True)
-        with progress.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(row) + "\n")
-
-
-def _share(gold: set[str], found: set[str]) -> float:
-    return round(len(gold & found) / len(gold), 4) if gold else 0.0
-
-
-def summarise(rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
-    """Per configuration, means over its questions (wall: the median)."""
-    out: dict[str, dict[str, Any]] = {}
-    for name in dict.fromkeys(row["config"] for row in rows):
-        mine: list[Mapping[str, Any]] = [row for row in rows if row["config"] == name]
-        means = {
-            key: round(statistics.fmean(float(row[key]) for row in mine), 4)
-            for key in (
-                "em",
-                "f1",
-                "sp_em",
-                "sp_precision",
-                "sp_recall",
-                "sp_f1",
-                "joint_f1",
-                "llm_calls",
-                "tokens",
-                "tool_calls",
-                "gold_seen",
-                "gold_on_path",
-            )
-        }
-        grounded = [row["groundedness"] for row in mine if row["groundedness"] is not None]
-        means["groundedness"] = round(statistics.fmean(grounded), 4) if grounded else 0.0
-        done = sum(1 for row in mine if row["status"] == "done")
-        wall = round(statistics.median(row["wall_s"] for row in mine), 3)
-        counts = {key: sum(int(row[key]) for row in mine) for key in ("citations", "misverified")}
-        out[name] = {"n": len(mine), "done": done, **means, **counts, "wall_s": wall}
-    return out
-
-
-async def run_multihop(
-    config: MultihopConfig, models_for: ModelsFor, work_dir: Path
-) -> dict[str, Any]:
-    """Every configuration on every question, JSON-ready (`save` writes it)."""
+def _chosen(config: MultihopConfig) -> list[Question]:
+    """The questions of this process: `limit`, then `ids`, then its shard."""
     questions = load(config.data, config.limit)
     if config.ids:
         questions = [q for q in questions if q.id.startswith(config.ids)]
@@ -410,36 +238,77 @@ async def run_multihop(
     index, of = config.shard
     if not 0 <= index < of:
         raise ValueError(f"shard {index}/{of}: want 0 <= i < n")
-    questions = questions[index::of]
+    return questions[index::of]
+
+
+def corpora(config: MultihopConfig) -> tuple[Callable[[Question], QuestionCorpus], Pool | None]:
+    """What each question searches in `config.corpus`; in the pooled setting, the pool (of
+    every line of the data file, whatever `limit`, `ids` and the shard), indexed once."""
+    if config.corpus == "distractor":
+        return (lambda question: distractor_corpus(question, config.passages)), None
+    if config.corpus != "pooled":
+        raise ValueError(f"unknown corpus setting {config.corpus!r}: distractor or pooled")
+    pool = Pool.of(load(config.data))
+    tool: ToolFor = pooled_tool(pool.documents, config.passages)
+    return (lambda question: pooled_corpus(question, pool, tool)), pool
+
+
+def _kept(
+    done: dict[tuple[str, str, str], Row], question: Question, name: str, setting: str
+) -> list[Row] | None:
+    """The rows of `name` on `question` the progress file holds (its first answer's too, if
+    there is one), or None when the run is still to do."""
+    final = done.get((question.id, name, setting))
+    if final is None:
+        return None
+    first = done.get((question.id, FIRST_ROWS.get(name, ""), setting))
+    return [first, final] if first is not None else [final]
+
+
+async def run_multihop(
+    config: MultihopConfig, models_for: ModelsFor, work_dir: Path
+) -> dict[str, Any]:
+    """Every configuration on every question, in one setting, JSON-ready (`save` writes it).
+    Rows the progress file holds for this setting are kept, not run again."""
+    questions = _chosen(config)
     unknown = sorted(set(config.configs + config.measured) - set(CONFIGS))
     if unknown:
         raise ValueError(f"unknown configuration(s) {', '.join(unknown)}; known: {list(CONFIGS)}")
+    corpus_of, pool = corpora(config)
     settings = bench_settings(
         work_dir, tool_result_max_chars=config.tool_result_max_chars, **config.settings
     )
-    done = _done_rows(config.progress)
+    done = done_rows(config.progress)
     code = code_revision(ROOT)
+    setting = config.corpus
     rows: list[Row] = []
     with quiet_runs():
         for number, question in enumerate(questions, start=1):
+            corpus = corpus_of(question)
             for name in config.configs:
-                kept = done.get((question.id, name))
+                kept = _kept(done, question, name, setting)
                 if kept is None:
-                    kept = await run_one(
-                        question, name, config, settings, models_for(question, settings), code
-                    )
-                    _append_row(config.progress, kept)
-                rows.append(kept)
-            rows += [done[key] for name in config.measured if (key := (question.id, name)) in done]
-            logger.info("multihop: %s/%s questions", number, len(questions))
-    out = {
+                    models = models_for(question, settings)
+                    kept = await run_one(question, name, config, settings, models, corpus, code)
+                    append_rows(config.progress, kept)
+                rows += kept
+            for name in config.measured:
+                rows += _kept(done, question, name, setting) or []
+            logger.info("multihop: %s/%s questions (%s)", number, len(questions), setting)
+    return {
         "config": {
             "data": shown_path(config.data),
+            "dataset": dataset_name(config.data),
+            "corpus": setting,
+            "pool": None if pool is None else {"documents": len(pool.documents)},
             "questions": len(questions),
             "max_llm_calls": config.max_llm_calls,
             "tool_result_max_chars": config.tool_result_max_chars,
             "passages": config.passages,
             "configs": {name: CONFIGS[name] for name in config.configs + config.measured},
+            "first_rows": {
+                n: FIRST_ROWS[n] for n in config.configs + config.measured if n in FIRST_ROWS
+            },
             "measured": list(config.measured),
             "fixed": FIXED,
             "default": DEFAULT,
@@ -448,7 +317,6 @@ async def run_multihop(
         "totals": summarise(rows),
         "rows": rows,
     }
-    return out
 
 
 def shown_path(path: Path) -> str:
@@ -497,10 +365,11 @@ def models_for(model: str | None) -> ModelsFor:
 
 
 def summary(out: dict[str, Any]) -> list[str]:
-    """One line per configuration for the terminal."""
+    """One line per configuration for the terminal, the setting named."""
+    setting = LABELS.get(out["config"].get("corpus", "distractor"), "")
     return [
-        f"multihop {name:<8} EM {t['em']:.2f}  F1 {t['f1']:.2f}  SP F1 {t['sp_f1']:.2f}  "
+        f"multihop {name:<17} EM {t['em']:.2f}  F1 {t['f1']:.2f}  SP F1 {t['sp_f1']:.2f}  "
         f"grounded {t['groundedness']:.2f}  calls {t['llm_calls']:.1f}  "
-        f"misverified {t['misverified']}/{t['citations']}"
+        f"misverified {t['misverified']}/{t['citations']}  ({setting})"
         for name, t in out["totals"].items()
     ]

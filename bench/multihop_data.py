@@ -7,14 +7,19 @@ One object a line (HotpotQA's own shape; 2WikiMultihopQA and MuSiQue converted t
      "context": [[title, [sentence, ...]], ...],
      "extra": {...}}                                   # optional
 
-Text is kept exactly as in the file. `documents` turns a question's paragraphs into the
-in-memory documents of its corpus (`tools.local_corpus`).
+Text is kept exactly as in the file. The three sets differ in what a reader must accept:
+`level` may be null (2WikiMultihopQA, MuSiQue); a title may repeat inside one context
+(MuSiQue: different paragraphs, told apart by `extra.supporting_paragraph_idx`;
+2WikiMultihopQA: the same paragraph twice, kept once); MuSiQue's `extra.answer_aliases` are
+right answers too. `documents` turns a question's paragraphs into the in-memory documents of
+its corpus (`tools.local_corpus`).
 """
 
 from __future__ import annotations
 
 import html
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,19 +28,36 @@ from typing import Any
 from tools.local_docs import CorpusDocument, SentenceSpan
 
 __all__ = [
+    "DATASETS",
     "HOTPOTQA_DEV_100",
+    "MUSIQUE_DEV_100",
+    "TWOWIKI_DEV_250",
     "CorpusDocument",
     "FormatError",
     "Paragraph",
     "Question",
     "SentenceSpan",
+    "data_path",
+    "dataset_name",
     "documents",
     "load",
     "parse_question",
 ]
 
-HOTPOTQA_DEV_100 = Path(__file__).parent / "data" / "hotpotqa" / "dev_distractor_100.jsonl"
+_DATA = Path(__file__).parent / "data"
+HOTPOTQA_DEV_100 = _DATA / "hotpotqa" / "dev_distractor_100.jsonl"
 """The vendored slice: the first 100 questions of the shared 600 (see its README)."""
+TWOWIKI_DEV_250 = _DATA / "2wikimultihopqa" / "dev_250.jsonl"
+"""250 2WikiMultihopQA dev questions (see its README)."""
+MUSIQUE_DEV_100 = _DATA / "musique" / "dev_100.jsonl"
+"""100 MuSiQue-Ans dev questions (see its README)."""
+DATASETS: dict[str, Path] = {
+    "hotpotqa": HOTPOTQA_DEV_100,
+    "2wikimultihopqa": TWOWIKI_DEV_250,
+    "musique": MUSIQUE_DEV_100,
+}
+"""The vendored sets by the name `--data` accepts for them."""
+_LABELS = {"hotpotqa": "HotpotQA", "2wikimultihopqa": "2WikiMultihopQA", "musique": "MuSiQue"}
 
 
 class FormatError(ValueError):
@@ -65,6 +87,14 @@ class Paragraph:
 
     title: str
     sentences: tuple[str, ...]
+    id: str = ""
+    """What supporting facts and the corpus name it by: its title, or where another paragraph
+    of the context has the same title, the title and its position (`Title #3`). Empty given,
+    the title."""
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", self.title)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +105,19 @@ class Question:
     question: str
     answer: str
     type: str
-    level: str
+    level: str | None
     supporting_facts: tuple[tuple[str, int], ...]
-    """(paragraph title, sentence index) pairs, titles exactly as in `context`."""
+    """(paragraph id, sentence index) pairs: `Paragraph.id`, which is the title exactly as in
+    `context` unless the title repeats."""
     context: tuple[Paragraph, ...]
     extra: dict[str, Any] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    """Other answers that count as right (MuSiQue's `extra.answer_aliases`)."""
+
+    @property
+    def answers(self) -> tuple[str, ...]:
+        """Every right answer: the gold one first, then its aliases."""
+        return (self.answer, *self.aliases)
 
 
 def load(path: Path | str, limit: int | None = None) -> list[Question]:
@@ -116,30 +154,46 @@ def parse_question(line: str, number: int = 1, source: str = "") -> Question:
         raise FormatError(source, number, e.field, e.problem) from None
 
 
+def data_path(name_or_path: str) -> Path:
+    """The vendored set called `name_or_path` (a key of `DATASETS`), or else that file."""
+    return DATASETS.get(name_or_path.casefold(), Path(name_or_path))
+
+
+def dataset_name(path: Path | str) -> str:
+    """Which data set a file holds: a vendored file's, or the one its file name starts with
+    (as the shared files' do); HotpotQA when the name says none."""
+    resolved = Path(path).resolve()
+    for key, vendored in DATASETS.items():
+        if resolved == vendored.resolve():
+            return _LABELS[key]
+    name = Path(path).name.casefold()
+    return next((label for key, label in _LABELS.items() if name.startswith(key)), "HotpotQA")
+
+
 def documents(question: Question) -> list[CorpusDocument]:
     """Each paragraph of `question` as one document, in context order.
 
-    `doc_id` is the title exactly as in the file (what supporting facts name), `title` the
-    same with HTML entities unescaped, for display. `text` is the sentences concatenated as
-    they are (each carries its own leading space), and sentence `i` is
-    `text[sentences[i].start:sentences[i].end]`.
+    `doc_id` is the paragraph's id (what supporting facts name: the title exactly as in the
+    file where it does not repeat), `title` the title with HTML entities unescaped, for
+    display. `text` is the sentences concatenated as they are (each carries its own leading
+    space), and sentence `i` is `text[sentences[i].start:sentences[i].end]`.
     """
-    found: list[CorpusDocument] = []
-    for paragraph in question.context:
-        spans: list[SentenceSpan] = []
-        start = 0
-        for sent_id, sentence in enumerate(paragraph.sentences):
-            spans.append(SentenceSpan(sent_id, start, start + len(sentence)))
-            start += len(sentence)
-        found.append(
-            CorpusDocument(
-                doc_id=paragraph.title,
-                title=html.unescape(paragraph.title),
-                text="".join(paragraph.sentences),
-                sentences=tuple(spans),
-            )
-        )
-    return found
+    return [paragraph_document(paragraph, paragraph.id) for paragraph in question.context]
+
+
+def paragraph_document(paragraph: Paragraph, doc_id: str) -> CorpusDocument:
+    """`paragraph` as one corpus document named `doc_id`, its sentences as spans."""
+    spans: list[SentenceSpan] = []
+    start = 0
+    for sent_id, sentence in enumerate(paragraph.sentences):
+        spans.append(SentenceSpan(sent_id, start, start + len(sentence)))
+        start += len(sentence)
+    return CorpusDocument(
+        doc_id=doc_id,
+        title=html.unescape(paragraph.title),
+        text="".join(paragraph.sentences),
+        sentences=tuple(spans),
+    )
 
 
 def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
@@ -154,15 +208,17 @@ def _question(record: object) -> Question:
     extra = record.get("extra", {})
     if not isinstance(extra, dict):
         raise _FieldError("extra", f"expected an object, got {_kind(extra)}")
+    kept, at = _context(record)
     return Question(
         id=_text(record, "id"),
         question=_text(record, "question"),
         answer=_text(record, "answer"),
         type=_text(record, "type"),
-        level=_text(record, "level"),
-        supporting_facts=_supporting_facts(record),
-        context=_context(record),
+        level=_optional_text(record, "level"),
+        supporting_facts=_resolved(_supporting_facts(record), kept, at, extra),
+        context=kept,
         extra=extra,
+        aliases=_aliases(extra),
     )
 
 
@@ -173,6 +229,22 @@ def _text(record: dict[str, Any], name: str) -> str:
     if not isinstance(value, str):
         raise _FieldError(name, f"expected a string, got {_kind(value)}")
     return value
+
+
+def _optional_text(record: dict[str, Any], name: str) -> str | None:
+    """A string field that may be null (2WikiMultihopQA and MuSiQue have no levels)."""
+    if name in record and record[name] is None:
+        return None
+    return _text(record, name)
+
+
+def _aliases(extra: dict[str, Any]) -> tuple[str, ...]:
+    aliases = _list(extra.get("answer_aliases", []), "extra.answer_aliases")
+    for index, alias in enumerate(aliases):
+        if not isinstance(alias, str):
+            problem = f"expected a string, got {_kind(alias)}"
+            raise _FieldError(f"extra.answer_aliases[{index}]", problem)
+    return tuple(aliases)
 
 
 def _list(value: object, name: str) -> list[Any]:
@@ -195,25 +267,84 @@ def _supporting_facts(record: dict[str, Any]) -> tuple[tuple[str, int], ...]:
     return tuple(facts)
 
 
-def _context(record: dict[str, Any]) -> tuple[Paragraph, ...]:
+def _context(record: dict[str, Any]) -> tuple[tuple[Paragraph, ...], list[int]]:
+    """The context's paragraphs, each once, with ids; and for each position in the file's
+    context, the position of its paragraph among those kept."""
     if "context" not in record:
         raise _FieldError("context", "missing")
-    paragraphs: list[Paragraph] = []
-    titles: dict[str, int] = {}
+    read: list[tuple[str, tuple[str, ...]]] = []
     for index, item in enumerate(_list(record["context"], "context")):
         name = f"context[{index}]"
         title, sentences = _titled(item, name, "[title, [sentence, ...]]")
-        if title in titles:
-            # Supporting facts name paragraphs by title: a repeated one would be ambiguous.
-            problem = f"repeats the title {title!r} of context[{titles[title]}]"
-            raise _FieldError(f"{name}[0]", problem)
-        titles[title] = index
         for position, sentence in enumerate(_list(sentences, f"{name}[1]")):
             if not isinstance(sentence, str):
                 problem = f"expected a string, got {_kind(sentence)}"
                 raise _FieldError(f"{name}[1][{position}]", problem)
-        paragraphs.append(Paragraph(title=title, sentences=tuple(sentences)))
-    return tuple(paragraphs)
+        read.append((title, tuple(sentences)))
+    # A paragraph given twice word for word (2WikiMultihopQA does so) is one paragraph: a
+    # second copy would only take a place among the passages a search shows.
+    first: dict[tuple[str, tuple[str, ...]], int] = {}
+    for index, paragraph in enumerate(read):
+        first.setdefault(paragraph, index)
+    kept_at = {paragraph: position for position, paragraph in enumerate(first)}
+    titles = Counter(title for title, _ in first)
+    # Different paragraphs under one title (MuSiQue) stay apart by their place in the file.
+    kept = tuple(
+        Paragraph(title, sentences, title if titles[title] == 1 else f"{title} #{index}")
+        for (title, sentences), index in first.items()
+    )
+    return kept, [kept_at[paragraph] for paragraph in read]
+
+
+def _resolved(
+    facts: tuple[tuple[str, int], ...],
+    kept: tuple[Paragraph, ...],
+    at: list[int],
+    extra: dict[str, Any],
+) -> tuple[tuple[str, int], ...]:
+    """The supporting facts with paragraph ids for titles. A title that names one paragraph
+    names it; where `extra.supporting_paragraph_idx` is given, a fact names the supporting
+    paragraphs of its title (MuSiQue's titles repeat, and the indices are authoritative); a
+    title no paragraph has is kept as it is (it scores as a miss, as officially)."""
+    by_title: dict[str, list[Paragraph]] = {}
+    for paragraph in kept:
+        by_title.setdefault(paragraph.title, []).append(paragraph)
+    supporting = _supporting_paragraphs(extra, kept, at)
+    resolved: list[tuple[str, int]] = []
+    for index, (title, sent_id) in enumerate(facts):
+        named = by_title.get(title, [])
+        if supporting is not None and named:
+            named = [p for p in named if p.id in supporting]
+            if not named:
+                problem = f"names {title!r}, which no supporting paragraph has as its title"
+                raise _FieldError(f"supporting_facts[{index}][0]", problem)
+        elif len(named) > 1:
+            problem = (
+                f"names {title!r}, a title of {len(named)} paragraphs: "
+                "extra.supporting_paragraph_idx must say which"
+            )
+            raise _FieldError(f"supporting_facts[{index}][0]", problem)
+        for fact in [(p.id, sent_id) for p in named] or [(title, sent_id)]:
+            if fact not in resolved:
+                resolved.append(fact)
+    return tuple(resolved)
+
+
+def _supporting_paragraphs(
+    extra: dict[str, Any], kept: tuple[Paragraph, ...], at: list[int]
+) -> set[str] | None:
+    """The ids of the paragraphs `extra.supporting_paragraph_idx` names; None without it."""
+    if "supporting_paragraph_idx" not in extra:
+        return None
+    name = "extra.supporting_paragraph_idx"
+    ids: set[str] = set()
+    for position, index in enumerate(_list(extra["supporting_paragraph_idx"], name)):
+        valid = isinstance(index, int) and not isinstance(index, bool)
+        if not valid or not 0 <= index < len(at):
+            problem = f"expected an index into context (0 to {len(at) - 1}), got {index!r}"
+            raise _FieldError(f"{name}[{position}]", problem)
+        ids.add(kept[at[index]].id)
+    return ids
 
 
 def _titled(value: object, name: str, shape: str) -> tuple[str, Any]:

@@ -10,7 +10,9 @@ set beside published ones:
 - supporting facts are compared as sets of (title, sent_id) pairs; EM means the sets are equal;
 - joint precision and recall are the products of the answer's and the facts'; joint EM is
   both EMs; joint F1 comes from the joint precision and recall;
-- a question without a prediction scores 0, and every metric is a mean over all questions.
+- a question without a prediction scores 0, and every metric is a mean over all questions;
+- where a question has several right answers (MuSiQue's aliases), an answer's EM and F1 are
+  each the best over them, as the official MuSiQue evaluation takes them.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 SupportingFact = tuple[str, int]
 """(paragraph title, sentence index), the title exactly as in the question's context."""
@@ -75,6 +77,16 @@ def answer_scores(prediction: str, gold: str) -> Scores:
     return Scores(em=em, f1=_f1(precision, recall), precision=precision, recall=recall)
 
 
+def best_answer_scores(prediction: str, golds: Sequence[str]) -> Scores:
+    """`answer_scores` against each of `golds`: the best EM and the best F1 (with the precision
+    and recall of the gold answer that gives that F1). Raises ValueError for no gold answer."""
+    if not golds:
+        raise ValueError("no gold answer to score against")
+    scored = [answer_scores(prediction, gold) for gold in golds]
+    best = max(scored, key=lambda s: s.f1)
+    return replace(best, em=max(s.em for s in scored))
+
+
 def supporting_fact_scores(
     prediction: Iterable[SupportingFact], gold: Iterable[SupportingFact]
 ) -> Scores:
@@ -103,14 +115,16 @@ def joint_scores(answer: Scores, supporting: Scores) -> Scores:
 
 
 def score_question(
-    gold_answer: str,
+    gold_answer: str | Sequence[str],
     gold_facts: Iterable[SupportingFact],
     answer: str | None,
     facts: Iterable[SupportingFact] | None,
 ) -> QuestionScores:
-    """All scores of one question; a missing answer or missing facts (None) score 0, and so
-    does the joint metric then, as in the official script. An empty answer is a prediction."""
-    answered = answer_scores(answer, gold_answer) if answer is not None else ZERO
+    """All scores of one question against its gold answer (or every right answer, the best
+    counting); a missing answer or missing facts (None) score 0, and so does the joint metric
+    then, as in the official script. An empty answer is a prediction."""
+    golds = [gold_answer] if isinstance(gold_answer, str) else list(gold_answer)
+    answered = best_answer_scores(answer, golds) if answer is not None else ZERO
     supported = supporting_fact_scores(facts, gold_facts) if facts is not None else ZERO
     joint = joint_scores(answered, supported) if answer is not None and facts is not None else ZERO
     return QuestionScores(answer=answered, supporting=supported, joint=joint)

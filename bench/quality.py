@@ -55,8 +55,9 @@ SUITE_FIXED: dict[str, Any] = {"max_paths": 50, "max_nodes": 500}
 # replanner's proposals all kept, no evaluator, no pruning, shallowest first in proposal order
 # (beam with the widest beam and no scores ranks by depth, then by id: first in, first out).
 STRATEGIES: dict[str, dict[str, Any]] = {
-    "mcts": {},
-    "mcts-noeval": {"evaluate": False},
+    "anytime": {},
+    "mcts": {"strategy": "mcts"},
+    "mcts-noeval": {"strategy": "mcts", "evaluate": False},
     "beam": {"strategy": "beam"},
     "dfs": {"strategy": "dfs"},
     "chain": {"max_candidates": 1, "reserve": False},

@@ -85,7 +85,7 @@ async def _point(rps: float, config: QuotaConfig, data_dir: Path) -> dict[str, A
             tools=[],
         )
         engine = Engine(settings=settings, models=SettingsModelFactory(settings), tools=[])
-        params = RunParams(max_paths=config.max_paths)
+        params = RunParams(strategy="mcts", max_paths=config.max_paths)
         started = time.monotonic()
         results = await asyncio.gather(
             *(engine.run(f"{TASK} (run {i})", params) for i in range(config.runs))

@@ -40,6 +40,9 @@ def scenario(name: ScenarioName) -> Scenario:
 
 
 def params_for(name: ScenarioName, **overrides: object) -> RunParams:
-    """Run parameters that let the scenario's whole tree complete."""
+    """Run parameters that let the scenario's whole tree complete: the tree search (`mcts`),
+    whose parallel siblings these benchmarks time; the anytime search runs one job at a time."""
     paths = {"wide": 6, "small": 2, "tiny": 1}[name]
-    return RunParams.model_validate({"max_paths": paths, "max_candidates": 3, **overrides})
+    return RunParams.model_validate(
+        {"strategy": "mcts", "max_paths": paths, "max_candidates": 3, **overrides}
+    )

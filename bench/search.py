@@ -21,7 +21,7 @@ from bench.stats import spread
 
 logger = logging.getLogger(__name__)
 
-_DEFAULTS = RunParams()
+_DEFAULTS = RunParams(strategy="mcts")
 TARGET_RATIO = 1.2
 TARGET_SPEEDUP = 3.0  # seconds per completed path: a plain sequential agent's over the defaults'
 PLAIN = "plain"  # the row of the plain plan-and-execute agent

@@ -1,5 +1,6 @@
-"""Small statistics for repeated measurements: medians with min-max, percentiles, and a paired
-bootstrap interval for the mean difference of two configurations on the same questions."""
+"""Small statistics for repeated measurements: medians with min-max, percentiles, a paired
+bootstrap interval for the mean difference of two configurations on the same questions, and
+an exact McNemar test for two configurations' right/wrong answers on the same questions."""
 
 from __future__ import annotations
 
@@ -64,3 +65,18 @@ def paired_interval(
     low = means[int(0.025 * resamples)]
     high = means[min(resamples - 1, int(0.975 * resamples))]
     return statistics.fmean(differences), low, high
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """The two-sided p-value of an exact McNemar test: of the questions exactly one of two
+    configurations got right (`only_a` by the first alone, `only_b` by the second alone), is
+    the split further from even than chance would make it? Twice the binomial(n, 1/2) tail
+    of the smaller count, at most 1; 1.0 when no question tells them apart. Raises
+    ValueError for a negative count."""
+    if only_a < 0 or only_b < 0:
+        raise ValueError(f"want counts >= 0, got {only_a} and {only_b}")
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(only_a, only_b) + 1))
+    return min(1.0, 2 * tail / (1 << n))

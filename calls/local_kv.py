@@ -1,17 +1,24 @@
-"""Saved llama.cpp states keyed by the tokens they hold, within a byte budget.
+"""Which KV entries a llama.cpp call may take over from earlier calls, and the saved states
+that hold them, within a byte budget.
 
 The engine's calls share long prompt prefixes (system prompt, task, the path so far; children
 share their parent's), but llama.cpp keeps only the last call's tokens, so any other call in
 between — a sibling branch, another role — makes the next one evaluate its whole prompt again.
 The runner saves its state after each call here and, before a call, restores the saved state
-with the longest common prefix when that beats what the context holds. Pure bookkeeping: a
-state is opaque bytes, and this module knows nothing of llama.cpp.
+sharing the most with the prompt when that beats what the context holds.
+
+Reuse is exact: a reply is the same as if the prompt had been evaluated whole. The KV entry of
+a token depends on the shape of the batch it was computed in (ggml's matrix products add in
+another order for another batch size), so only entries computed as a fresh evaluation computes
+them are taken over: those of prompt tokens (never of a reply, computed one token at a time),
+evaluated in blocks aligned to absolute positions, up to a block boundary (`exact_reuse`).
+Pure bookkeeping: a state is opaque bytes, and this module knows nothing of llama.cpp.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -30,6 +37,50 @@ def common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     return low
 
 
+def exact_reuse(shared: int, prompt_len: int, block: int) -> int:
+    """How many leading tokens of a prompt of `prompt_len` tokens may be taken from a KV cache
+    holding `shared` of them, as evaluated prompt tokens in `block`-sized batches from position
+    0: the shared part floored to a block boundary, so that the rest is evaluated in the same
+    batches as a fresh evaluation would use, leaving at least the last token, whose logits
+    the reply starts from."""
+    return max(0, min(shared, prompt_len - 1)) // block * block
+
+
+def reusable(prompt_len: int, block: int) -> int:
+    """How many leading tokens of an evaluated prompt a later call may take over: its full
+    blocks (the last, partial one was a shorter batch than a longer prompt would use)."""
+    return prompt_len // block * block
+
+
+@dataclass(frozen=True)
+class PromptShare:
+    """How much of one prompt the calls before it held: what each reuse scheme would have
+    spared, to be compared on the same sequence of calls. `*_held` counts the earlier call's
+    prompt and reply (what llama.cpp's context holds after it), `*_prompt` its prompt only;
+    `last_*` the previous call's, `any_*` the best of the earlier calls kept (`PromptLedger`)."""
+
+    tokens: int
+    last_held: int = 0
+    last_prompt: int = 0
+    any_held: int = 0
+    any_prompt: int = 0
+
+    def evaluated(self, block: int | None, *, saved: bool) -> int:
+        """The tokens evaluated with exact reuse in blocks of `block` (None: unrestricted
+        reuse of anything held, as llama-cpp-python does by itself), from the previous call
+        only or, `saved`, from any earlier call's saved state."""
+        if block is None:
+            shared = self.any_held if saved else self.last_held
+            return self.tokens - max(0, min(shared, self.tokens - 1))
+        shared = self.any_prompt if saved else self.last_prompt
+        return self.tokens - exact_reuse(shared, self.tokens, block)
+
+
+def evaluated(shares: Iterable[PromptShare], block: int | None, *, saved: bool) -> int:
+    """Prompt tokens a sequence of calls evaluates under one reuse scheme (`PromptShare`)."""
+    return sum(share.evaluated(block, saved=saved) for share in shares)
+
+
 @dataclass(frozen=True)
 class Saved:
     """One saved state and the tokens in its KV cache, in order."""
@@ -39,10 +90,12 @@ class Saved:
 
 
 class PrefixStates:
-    """States by token sequence, least recently used dropped first past `budget_bytes`.
+    """States by the tokens a later call may take over from them (`reusable`), least
+    recently used dropped first past `budget_bytes`.
 
     A state whose tokens are a prefix of another's is dropped: the longer one serves every
-    prompt the shorter one could (a token's KV entries depend only on the tokens before it).
+    prompt the shorter one could (the entries of a block depend only on the tokens up to its
+    end, and every state computed them alike).
     """
 
     def __init__(self, budget_bytes: int) -> None:
@@ -95,34 +148,40 @@ class PrefixStates:
         self._bytes -= len(self._saved.pop(key).state)
 
 
-class PrefixFloor:
-    """What no prefix reuse could spare: for each prompt, the tokens past the longest prefix
-    it shares with what an earlier call held (its prompt and its reply, the last `keep`
-    calls'), whatever states were kept. The measure a cache's `prompt_evaluated` is held
-    against; counted like llama.cpp's counter (the last token is always computed again, and a
-    lone token counts as generation, so as 0)."""
+class PromptLedger:
+    """The last `keep` calls' prompts and what their context held after them, to say for each
+    new prompt how much of it earlier calls held (`PromptShare`), whatever states were kept:
+    the measure reuse schemes are compared by on one sequence of calls. The earlier call a
+    prompt shares most with counts as used again (it is forgotten last, as a saved state in
+    use is dropped last)."""
 
     def __init__(self, keep: int = 64) -> None:
-        self._held: deque[tuple[int, ...]] = deque(maxlen=keep)
+        self._calls: deque[tuple[tuple[int, ...], tuple[int, ...]]] = deque(maxlen=keep)
+        self._last: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
 
-    def floor(self, prompt: Sequence[int]) -> int:
-        """The tokens of `prompt` that any reuse of the earlier calls' states would still
-        evaluate. The sequence it shares most with counts as used again (it is forgotten last,
-        as a saved state in use is dropped last)."""
+    def share(self, prompt: Sequence[int]) -> PromptShare:
+        """How much of `prompt` the calls recorded so far held."""
         wanted = tuple(prompt)
-        if not wanted:
-            return 0
-        shared, best = 0, None
-        for held in self._held:
-            length = common_prefix(held, wanted)
-            if length > shared:
-                shared, best = length, held
+        any_held = any_prompt = 0
+        best = None
+        for call in self._calls:
+            held = common_prefix(call[1], wanted)
+            any_prompt = max(any_prompt, common_prefix(call[0], wanted))
+            if held > any_held:
+                any_held, best = held, call
         if best is not None:
-            self._held.remove(best)
-            self._held.append(best)
-        left = len(wanted) - min(shared, len(wanted) - 1)
-        return 0 if left == 1 else left
+            self._calls.remove(best)
+            self._calls.append(best)
+        return PromptShare(
+            tokens=len(wanted),
+            last_held=common_prefix(self._last[1], wanted),
+            last_prompt=common_prefix(self._last[0], wanted),
+            any_held=any_held,
+            any_prompt=any_prompt,
+        )
 
-    def held(self, tokens: Sequence[int]) -> None:
-        """A call ended holding `tokens` (its prompt, then its reply)."""
-        self._held.append(tuple(tokens))
+    def record(self, prompt: Sequence[int], held: Sequence[int]) -> None:
+        """A call ended: its prompt, and what the context then held (the prompt and the
+        reply's tokens, all but the last one evaluated)."""
+        self._last = (tuple(prompt), tuple(held))
+        self._calls.append(self._last)

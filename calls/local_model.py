@@ -171,17 +171,22 @@ class LocalChatModel(BaseChatModel):
         tools: list[dict[str, Any]] | None = None,
         tool_choice: str | None = None,
         response_format: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
     ) -> tuple[dict[str, Any], bool]:
-        """(llama.cpp request, whether the reply is a tool choice)."""
+        """(llama.cpp request, whether the reply is a tool choice). A call's `temperature`
+        and `seed` win over the model's (0: greedy; no seed at all: a random one)."""
+        temperature = self.temperature if temperature is None else temperature
+        if not 0 <= temperature <= 2:
+            raise ValueError(f"temperature {temperature} is outside 0..2")
         request: dict[str, Any] = {
             "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
+            "temperature": float(temperature),
             # llama.cpp's usual default; the Python binding's 1.0 lets SmolLM2 loop on a phrase.
             "repeat_penalty": 1.1,
             "stop": stop or [],
+            "seed": self.seed if seed is None else seed,
         }
-        if self.seed is not None:
-            request["seed"] = self.seed
         answer_chars = self.max_tokens * CHARS_PER_TOKEN
         if tools and tool_choice != "none":
             rounds = sum(1 for m in messages if isinstance(m, ToolMessage))
@@ -339,6 +344,9 @@ class LocalChatModel(BaseChatModel):
         return self._result(completion, tool_mode)
 
 
+_CALL_OPTIONS = ("tools", "tool_choice", "response_format", "temperature", "seed")
+
+
 def _known(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The call options this model understands; others (provider-specific) are ignored."""
-    return {k: kwargs[k] for k in ("tools", "tool_choice", "response_format") if k in kwargs}
+    return {k: kwargs[k] for k in _CALL_OPTIONS if k in kwargs}

@@ -1,7 +1,7 @@
 """The llama.cpp runner of the offline models: loads a GGUF (`calls.local_catalog` finds it)
 once per file and settings in the process, and runs one completion at a time, abortable when
-nobody waits for it any more, reusing saved KV states across calls that share a prompt prefix
-(`calls.local_kv`)."""
+nobody waits for it any more, reusing KV entries across calls that share a prompt prefix
+(`calls.local_kv`) only where that leaves the reply exactly as a fresh evaluation gives it."""
 
 from __future__ import annotations
 
@@ -9,21 +9,45 @@ import ctypes
 import dataclasses
 import logging
 import os
+import secrets
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from calls.local_catalog import LocalModelUnavailable
-from calls.local_kv import PrefixFloor, PrefixStates, common_prefix
+from calls.local_kv import (
+    PrefixStates,
+    PromptLedger,
+    PromptShare,
+    Saved,
+    common_prefix,
+    exact_reuse,
+    reusable,
+)
 
 logger = logging.getLogger(__name__)
 
 _TEMPLATE_TOKENS = 8  # chat-template tokens around each message
-# Restoring a saved state copies its bytes into the KV cache (milliseconds); below this many
-# more reused tokens, evaluating them costs about as much.
-_MIN_RESTORE_GAIN = 16
+# Prompts are evaluated in batches of this many tokens from position 0, and KV entries are
+# reused only up to a multiple of it (`calls.local_kv.exact_reuse`), so a reused prefix gives
+# up half a block on average. Measured (docs/models.md): the 1.5B Qwen evaluates prompts 3 %
+# slower in batches of 64 than of 128; on the same engine calls exact reuse evaluated 3-4 %
+# more prompt tokens than unrestricted reuse in blocks of 64, 8-9 % in 128, 16-20 % in 256.
+BLOCK = 64
+# llama.cpp's LLAMA_DEFAULT_SEED, which asks it to pick a seed at random.
+_RANDOM_SEED = 0xFFFFFFFF
+
+
+def sampling_seed(seed: int | None) -> int:
+    """The seed a call samples with: `seed` brought into llama.cpp's 32 bits, short of the one
+    value that would make it pick a random seed; a fresh random one for None. Always explicit:
+    llama-cpp-python, given none, derives the next seed from the last call's."""
+    if seed is None:
+        return secrets.randbelow(_RANDOM_SEED)
+    return seed % _RANDOM_SEED
 
 
 class Aborted(Exception):
@@ -35,9 +59,12 @@ class LocalStats:
     """What one engine has done: for logs and for measuring speed.
 
     `prompt_tokens` counts every prompt token of every call; `prompt_evaluated` only those
-    llama.cpp computed (the rest were reused from the KV cache, the last call's or a saved
-    state), from llama.cpp's own counters, which count a one-token remainder as generation;
-    `prompt_floor` the least any prefix reuse could have evaluated (`PrefixFloor`).
+    llama.cpp computed (the rest were taken over from the context or a saved state). Two
+    measures of the same calls under the unrestricted reuse llama-cpp-python does by itself
+    (`calls.local_kv.PromptShare`), which takes over reply tokens and prefixes of any length
+    and so can change a reply: `prompt_unrestricted`, what it evaluates from the last call's
+    context alone, and `prompt_floor`, what it would with every earlier call's state at hand,
+    the least any prefix reuse could evaluate.
     """
 
     calls: int = 0
@@ -47,7 +74,8 @@ class LocalStats:
     seconds: float = 0.0
     prompt_seconds: float = 0.0
     restores: int = 0  # calls that started from a saved state
-    prompt_floor: int = 0  # what no prefix reuse could have spared (`PrefixFloor`)
+    prompt_unrestricted: int = 0
+    prompt_floor: int = 0
 
     @property
     def tokens_per_s(self) -> float:
@@ -77,11 +105,16 @@ class LocalStats:
 class LlamaRunner:
     """One llama.cpp instance per model file and settings in the process, used in turn.
 
-    With `kv_cache_bytes`, the state after each call is kept (`PrefixStates`) and a later
-    call whose prompt shares a longer prefix with a kept state than with what the context
-    holds starts from that state. llama-cpp-python's own `LlamaRAMCache` is not used: every
-    state it saves also copies up to 512 rows of logits (n_batch by vocabulary floats: 311 MB
-    for Qwen's 152k-token vocabulary) that its byte budget does not count.
+    A reply depends only on its prompt, seed and sampling settings, not on the calls before
+    it. Prompts are evaluated in batches of `BLOCK` tokens aligned to position 0, and a call
+    takes over the KV entries of an earlier prompt's full blocks only (`exact_reuse`), which a
+    fresh evaluation would compute in the very same batches: after each call the context is
+    cut back to its prompt's full blocks, and with `kv_cache_bytes` that state is kept
+    (`PrefixStates`) for a later call whose prompt shares more with it than with what the
+    context holds. llama-cpp-python's own `LlamaRAMCache` is not used: every state it saves
+    also copies up to 512 rows of logits (n_batch by vocabulary floats: 311 MB for Qwen's
+    152k-token vocabulary) that its byte budget does not count, and it restores whatever it
+    holds, reply tokens included.
     """
 
     def __init__(
@@ -105,10 +138,15 @@ class LlamaRunner:
             n_ctx=n_ctx,
             n_threads=threads,
             n_threads_batch=threads,
+            # llama-cpp-python's `eval` cuts a prompt into batches of n_batch counted from
+            # where evaluation starts, and llama.cpp splits those into n_ubatch: both one block.
+            n_batch=BLOCK,
+            n_ubatch=BLOCK,
             verbose=False,
             seed=0,
         )
         self.n_ctx = n_ctx
+        self.block = self.llama.n_batch
         self.threads = threads
         self.lock = threading.Lock()
         self._llama_cpp = llama_cpp
@@ -120,10 +158,10 @@ class LlamaRunner:
         self._current: threading.Event | None = None
         self._abort_hook = llama_cpp.ggml_abort_callback(self._should_abort)
         llama_cpp.llama_set_abort_callback(self._ctx, self._abort_hook, None)
-        # The prompt's tokens, to look a saved state up before the call: rendered by a
+        # The prompt's tokens, to decide what to reuse before the call: rendered by a
         # formatter built as llama-cpp-python builds the one it uses for the GGUF's own chat
-        # template. Were they ever to differ, a lookup would only miss: llama.cpp still
-        # matches the real prompt against the restored tokens and evaluates the rest.
+        # template. Without it nothing is reused; were the two ever to differ, llama.cpp could
+        # take over a prefix cut off a block boundary, so the runner stops reusing (`_settle`).
         template = self.llama.metadata.get("tokenizer.chat_template")
         self._formatter: Any = None
         if template and self.llama.chat_format == "chat_template.default":
@@ -134,8 +172,15 @@ class LlamaRunner:
                 bos_token=self._token_text(bos),
                 stop_token_ids=[eos],
             )
+        self._reuse = self._formatter is not None
+        # The prompt tokens whose KV entries the context holds for a later call: always the
+        # first `llama.n_tokens` of `llama.input_ids` between calls.
+        self._held: tuple[int, ...] = ()
         self.states = PrefixStates(kv_cache_bytes) if kv_cache_bytes > 0 else None
-        self.floor = PrefixFloor()
+        self.ledger = PromptLedger()
+        # Each call's `PromptShare`, the latest last: what other reuse schemes would have
+        # evaluated on the same calls (bench/local_prefix.py compares them).
+        self.shares: deque[PromptShare] = deque(maxlen=1024)
         self.stats = LocalStats()
         logger.info("local model %s loaded in %.2fs", path.name, time.monotonic() - started)
 
@@ -178,26 +223,56 @@ class LlamaRunner:
             )
         )
 
-    def _held(self) -> tuple[int, ...]:
-        return tuple(self.llama.input_ids[: self.llama.n_tokens].tolist())
+    def _prepare(self, prompt: tuple[int, ...] | None) -> tuple[int, bool]:
+        """Leave the context holding only what `prompt` may take over: (tokens, whether from
+        a saved state). llama-cpp-python's `generate` matches the prompt against the first
+        `n_tokens` of `input_ids` and evaluates the rest, so it cannot take over more."""
+        if prompt is None or not self._reuse:
+            self._forget()
+            return 0, False
+        reuse = exact_reuse(common_prefix(self._held, prompt), len(prompt), self.block)
+        found = self.states.best(prompt) if self.states is not None else None
+        restored = False
+        if found is not None and exact_reuse(found[0], len(prompt), self.block) > reuse:
+            if not self._restore(found[1]):
+                return 0, False
+            reuse, restored = exact_reuse(found[0], len(prompt), self.block), True
+        self.llama.n_tokens = reuse
+        return reuse, restored
 
-    def _restore(self, prompt: tuple[int, ...]) -> bool:
-        """Start from the kept state that shares most of `prompt`, if it beats the context."""
-        assert self.states is not None
-        found = self.states.best(prompt)
-        if found is None or found[0] < common_prefix(self._held(), prompt) + _MIN_RESTORE_GAIN:
-            return False
-        length, saved = found
+    def _restore(self, saved: Saved) -> bool:
         buffer = (ctypes.c_uint8 * len(saved.state)).from_buffer(saved.state)
         if self._llama_cpp.llama_state_set_data(self._ctx, buffer, len(saved.state)) == 0:
             logger.warning("local model: a saved KV state could not be restored")
-            self.llama.n_tokens = 0  # whatever the cache holds now, evaluate it all again
+            self._forget()  # whatever the cache holds now, evaluate it all again
             return False
         self.llama.input_ids[: len(saved.tokens)] = saved.tokens
-        # At least the prompt's last token is evaluated again: its logits were not saved.
-        # llama.cpp drops the cached entries past this point before it evaluates the rest.
-        self.llama.n_tokens = min(length, len(prompt) - 1)
+        self._held = saved.tokens
         return True
+
+    def _forget(self) -> None:
+        """Reuse nothing in the next call: llama-cpp-python then clears the cache itself."""
+        self.llama.n_tokens = 0
+        self._held = ()
+
+    def _settle(self, prompt: tuple[int, ...] | None, evaluated: tuple[int, ...]) -> None:
+        """After a call that evaluated the prompt `evaluated`: keep only its full blocks in
+        the context (its reply and its last, partial block were not computed as a longer
+        prompt's fresh evaluation computes them), and save that state."""
+        if prompt is not None and prompt != evaluated and self._reuse:
+            logger.warning(
+                "local model: llama.cpp's prompt differs from the one rendered to plan KV "
+                "reuse; reuse is off for this model from now on"
+            )
+            self._reuse = False
+        keep = reusable(len(evaluated), self.block) if self._reuse else 0
+        if keep == 0 or not self.llama._ctx.kv_cache_seq_rm(-1, keep, -1):
+            self._forget()
+            return
+        self.llama.n_tokens = keep
+        self._held = evaluated[:keep]
+        if self.states is not None:
+            self._save()
 
     def _save(self) -> None:
         assert self.states is not None
@@ -208,24 +283,24 @@ class LlamaRunner:
         del buffer  # a bytearray cannot shrink while a ctypes view exports it
         if written < size:
             del state[written:]
-        self.states.put(self._held(), state)
+        self.states.put(self._held, state)
 
     def complete(self, request: dict[str, Any], abort: threading.Event) -> dict[str, Any]:
         """Run one chat completion (blocking; call from a worker thread). Setting `abort`
-        stops it with `Aborted`. The reply's usage carries `prompt_tokens_evaluated`."""
+        stops it with `Aborted`. The reply's usage carries `prompt_tokens_evaluated`.
+
+        The reply depends on the request alone. llama-cpp-python builds each call's sampler
+        afresh from the request: its penalties count this reply's tokens only, its grammar
+        starts over, and its random draws come from the call's seed (`sampling_seed`); with
+        temperature 0 it is greedy."""
         with self.lock:
             if abort.is_set():
                 raise Aborted
             messages = self.fit(request.pop("messages"), request["max_tokens"])
+            request["seed"] = sampling_seed(request.get("seed"))
             started = time.monotonic()
             prompt = self.prompt_tokens(messages)
-            floor = self.floor.floor(prompt) if prompt is not None else None
-            restored = (
-                self.states is not None
-                and prompt is not None
-                and len(prompt) > 1
-                and self._restore(prompt)
-            )
+            reused, restored = self._prepare(prompt)
             before = self._llama_cpp.llama_perf_context(self._ctx)
             self._current = abort
             try:
@@ -233,45 +308,50 @@ class LlamaRunner:
                     messages=messages,  # type: ignore[arg-type]
                     **request,
                 )
-            except RuntimeError as e:
-                if abort.is_set():
+            except BaseException as e:
+                self._forget()  # a call cut short leaves the cache in no known state
+                if isinstance(e, RuntimeError) and abort.is_set():
                     raise Aborted from e
                 raise
             finally:
                 self._current = None
             after = self._llama_cpp.llama_perf_context(self._ctx)
-            if self.states is not None:
-                self._save()
-            self.floor.held(self._held())
-            elapsed = time.monotonic() - started
             usage = result.setdefault("usage", {})
-            evaluated = after.n_p_eval - _floor_free(before.n_p_eval)
+            n_prompt = int(usage.get("prompt_tokens", 0))
+            # The prompt llama.cpp evaluated, and what the context held after the reply (all
+            # of it but the last token), before `_settle` cuts it back.
+            evaluated_prompt = tuple(self.llama.input_ids[:n_prompt].tolist())
+            held = tuple(self.llama.input_ids[: self.llama.n_tokens].tolist())
+            # llama-cpp-python took over the part of the first `reused` tokens this prompt
+            # shares, and evaluates the last token again in any case.
+            taken = common_prefix(prompt[:reused] if prompt else (), evaluated_prompt)
+            evaluated = n_prompt - min(taken, max(0, n_prompt - 1))
+            self._settle(prompt, evaluated_prompt)
+            share = self.ledger.share(evaluated_prompt)
+            self.ledger.record(evaluated_prompt, held)
+            self.shares.append(share)
+            elapsed = time.monotonic() - started
             usage["prompt_tokens_evaluated"] = evaluated
             self.stats += LocalStats(
                 calls=1,
-                prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                prompt_tokens=n_prompt,
                 prompt_evaluated=evaluated,
                 completion_tokens=int(usage.get("completion_tokens", 0)),
                 seconds=elapsed,
                 prompt_seconds=(after.t_p_eval_ms - before.t_p_eval_ms) / 1000,
                 restores=int(restored),
-                prompt_floor=int(usage.get("prompt_tokens", 0)) if floor is None else floor,
+                prompt_unrestricted=share.evaluated(None, saved=False),
+                prompt_floor=share.evaluated(None, saved=True),
             )
             logger.debug(
-                "local completion: %s prompt tokens (%d evaluated%s) + %s output in %.2fs",
-                usage.get("prompt_tokens"),
+                "local completion: %d prompt tokens (%d evaluated%s) + %s output in %.2fs",
+                n_prompt,
                 evaluated,
                 ", from a saved state" if restored else "",
                 usage.get("completion_tokens"),
                 elapsed,
             )
             return result
-
-
-def _floor_free(n_p_eval: int) -> int:
-    """llama.cpp reports its prompt-token counter as at least 1; it counts only batches of two
-    or more tokens (a one-token batch counts as generation), so a 1 is really 0."""
-    return 0 if n_p_eval == 1 else n_p_eval
 
 
 _engines: dict[tuple[str, int, int | None, int], LlamaRunner] = {}

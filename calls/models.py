@@ -91,12 +91,21 @@ class RunModels:
 PROVIDER_TIMEOUT_MARGIN_S = 5.0
 
 
+# Providers whose chat model takes a per-call `seed` (calls.decoding); others get temperature only.
+SEEDED_PROVIDERS = frozenset({LOCAL_MODEL, "google_genai", "openai"})
+
+
 def with_policy(
-    inner: BaseChatModel, role: Role, settings: ModelSettings, limiter: ModelLimiter | None
+    inner: BaseChatModel,
+    role: Role,
+    settings: ModelSettings,
+    limiter: ModelLimiter | None,
+    *,
+    seeded: bool = False,
 ) -> ResilientChatModel:
-    """`inner` behind the call policy with the settings' timeouts and retries. The factory
-    uses it for every model; scripted models in tests and benchmarks use it to run through the
-    same policy as production."""
+    """`inner` behind the call policy with the settings' timeouts and retries; `seeded` when it
+    takes a per-call seed. The factory uses it for every model; scripted models in tests and
+    benchmarks use it to run through the same policy as production."""
     return ResilientChatModel(
         inner=inner,
         role=role,
@@ -106,6 +115,7 @@ def with_policy(
         rate_limit_patience_s=settings.model_rate_limit_patience_s,
         limiter=limiter,
         profile=inner.profile,
+        seeded=seeded,
     )
 
 
@@ -184,7 +194,8 @@ class SettingsModelFactory:
         logger.info("model for role=%s: %s", role, spec)
         # One llama.cpp instance serves the process in turn; a request rate means nothing.
         limiter = None if spec == LOCAL_MODEL else limiter_for(settings, spec, self._limiters)
-        return with_policy(inner, role, settings, limiter)
+        provider = LOCAL_MODEL if spec == LOCAL_MODEL else spec.partition(":")[0]
+        return with_policy(inner, role, settings, limiter, seeded=provider in SEEDED_PROVIDERS)
 
     def _local(self, role: Role) -> BaseChatModel:
         from calls.local_catalog import CATALOG

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calls import streaming
 from calls.attempts import CallPolicy, find_hook
+from calls.decoding import decoding_of
 from calls.retarget import retarget
 from calls.usage import call_cost
 
@@ -55,6 +56,11 @@ class ResilientChatModel(BaseChatModel):
         default=300.0, ge=0, description="How long a call keeps retrying 429s."
     )
     limiter: Any = Field(default=None, exclude=True, description="A `ModelLimiter`, or None.")
+    seeded: bool = Field(
+        default=False,
+        description="The provider takes a per-call `seed` (calls.decoding): Gemini, OpenAI and "
+        "the local model do; sending one to a provider that does not would fail the call.",
+    )
 
     def __repr_args__(self) -> Any:
         # LangChain serialises a model it cannot `dumps` through its repr for every callback
@@ -115,6 +121,18 @@ class ResilientChatModel(BaseChatModel):
 
     # calls ------------------------------------------------------------------------------------
 
+    def _decoded(
+        self,
+        run_manager: AsyncCallbackManagerForLLMRun | CallbackManagerForLLMRun | None,
+        kwargs: dict[str, Any],
+    ) -> dict[str, Any]:
+        """The call's options with the decoding its config asked for (calls.decoding): the
+        caller's own options win, so a test or a provider-specific option is never replaced."""
+        decoding = decoding_of(run_manager.metadata if run_manager is not None else None)
+        if decoding is None:
+            return kwargs
+        return {**decoding.options(seeded=self.seeded), **kwargs}
+
     async def _agenerate(
         self,
         messages: list[BaseMessage],
@@ -122,6 +140,7 @@ class ResilientChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        kwargs = self._decoded(run_manager, kwargs)
         return await self._policy().run(
             lambda: self.inner._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs),
             messages,
@@ -137,6 +156,7 @@ class ResilientChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         # The engine is async; this path exists for completeness.
+        kwargs = self._decoded(run_manager, kwargs)
         return self._policy().run_sync(
             lambda: self.inner._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
         )
@@ -151,6 +171,7 @@ class ResilientChatModel(BaseChatModel):
         if not streaming.streams(self.inner):
             yield streaming.one_chunk(await self._agenerate(messages, stop, run_manager, **kwargs))
             return
+        kwargs = self._decoded(run_manager, kwargs)
         policy = self._policy()
         hook = find_hook(run_manager)
         stream, first = await policy.run(

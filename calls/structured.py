@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
+from calls.decoding import for_attempt
 from calls.errors import BudgetExhausted, ModelError
 from calls.memo import IdentityMemo
 
@@ -61,16 +62,16 @@ async def call_structured(
     """Ask `model` for output matching `schema` and turn it into `T` with `parse`.
 
     `parse` raises `ValueError` (or `ValidationError`) for output that parses but is unusable.
-    A reply that fails is retried once with the failure shown to the model; a second failure,
-    or a model call that fails (the model layer has already retried what was worth it), raises
-    `ModelError`.
+    A reply that fails is retried once with the failure shown to the model (with a seed of its
+    own, `calls.decoding.for_attempt`); a second failure, or a model call that fails (the model
+    layer has already retried what was worth it), raises `ModelError`.
     """
     runnable = structured(model, schema)
     history: list[BaseMessage] = list(messages)
     problem = "no reply"
     for attempt in (1, 2):
         try:
-            out = await runnable.ainvoke(history, config=config)
+            out = await runnable.ainvoke(history, config=for_attempt(config, attempt))
         except (BudgetExhausted, ModelError):
             raise
         except Exception as e:

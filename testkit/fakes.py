@@ -20,6 +20,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field
 
+from calls.decoding import Decoding, decoding_of
 from calls.settings import Role
 
 
@@ -33,6 +34,10 @@ class FakeCall:
     schema: dict[str, Any] | None
     spec: str = "scripted"
     """The model string of the model that was called (`FakeModels.for_model`)."""
+    decoding: Decoding | None = None
+    """The decoding the engine asked of the call (calls.decoding), from its metadata."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The per-call options the model received (`temperature`, `seed`, …)."""
 
     @property
     def prompt(self) -> str:
@@ -120,10 +125,20 @@ class ScriptedChatModel(BaseChatModel):
         raise NotImplementedError("the engine is async; use ainvoke")
 
     async def _agenerate(
-        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
     ) -> ChatResult:
         call = FakeCall(
-            self.role, list(messages), list(self.tool_names), self.json_schema_sent, self.spec
+            self.role,
+            list(messages),
+            list(self.tool_names),
+            self.json_schema_sent,
+            self.spec,
+            decoding=decoding_of(run_manager.metadata if run_manager is not None else None),
+            options=dict(kwargs),
         )
         rec: Recorder = self.recorder
         rec.calls.append(call)
@@ -172,6 +187,7 @@ def tool_call(name: str, args: dict[str, Any], call_id: str = "call-1") -> AIMes
 
 
 _STEP_TO_EXECUTE = re.compile(r"^Step to execute: (.*)$", re.MULTILINE)
+_STEP_TO_REPLACE = re.compile(r"^Step to replace: (.*)$", re.MULTILINE)
 _DONE_STEP = re.compile(r"^Step \d+: (.*)$", re.MULTILINE)
 
 
@@ -180,6 +196,13 @@ def step_to_execute(call: FakeCall) -> str:
     match = _STEP_TO_EXECUTE.search(call.prompt)
     assert match, "not an executor prompt"
     return match.group(1).strip()
+
+
+def step_to_replace(call: FakeCall) -> str | None:
+    """The step a proposal of alternatives (anytime search) asks to replace; None for any
+    other call."""
+    match = _STEP_TO_REPLACE.search(call.prompt)
+    return match.group(1).strip() if match else None
 
 
 def executed_steps(models: FakeModels) -> list[str]:

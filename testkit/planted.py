@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
 
-from testkit.fakes import FakeCall, Reply, last_done_step, step_to_execute
+from testkit.fakes import FakeCall, Reply, last_done_step, step_to_execute, step_to_replace
 from testkit.planted_world import Truth, World
 
 VIABLE = 0.15  # a reading below this is called not viable
@@ -116,7 +116,8 @@ class PlantedScript:
             return "vote", None
         if call.role == "executor":
             return "exec", self.world.by_step(step_to_execute(call)).key
-        node = self.world.by_step(last_done_step(call)).key
+        weak = step_to_replace(call)
+        node = self.world.by_step(weak if weak is not None else last_done_step(call)).key
         return ("respond" if call.role == "responder" else "expand"), node
 
     def reply(self, call: FakeCall) -> Reply:
@@ -136,12 +137,25 @@ class PlantedScript:
         raise AssertionError(f"unexpected role {call.role}")
 
     def replan(self, call: FakeCall) -> dict[str, Any]:
+        weak = step_to_replace(call)
+        if weak is not None:  # alternatives to a step: its siblings in the world
+            replaced = self.world.by_step(weak)
+            parent = self.world.parent(replaced)
+            others = (
+                [c for c in self.world.children(parent) if c.key != replaced.key] if parent else []
+            )
+            return self._proposals(call, others)
         node = self.world.by_step(last_done_step(call))
         if node.terminal:
             return {"complete": True, "candidates": []}
+        return self._proposals(call, self.world.children(node))
+
+    def _proposals(self, call: FakeCall, children: list[Truth]) -> dict[str, Any]:
+        """`children` proposed best first, as many as the system prompt allows, judged as the
+        world's replanner reads them."""
         system = call.messages[0].text if call.messages else ""
         limit = _UP_TO.search(system)
-        read = [(self.world.replanner_reads(c), c) for c in self.world.children(node)]
+        read = [(self.world.replanner_reads(c), c) for c in children]
         read.sort(key=lambda x: (-x[0], x[1].key))  # best first, as asked
         if limit:
             read = read[: int(limit.group(1))]

@@ -92,6 +92,11 @@ class World:
     def children(self, node: Truth) -> list[Truth]:
         return [self.nodes[k] for k in node.children]
 
+    def parent(self, node: Truth) -> Truth | None:
+        """The node's parent (None for the root): keys are paths, "r.2.1" under "r.2"."""
+        key, _, _ = node.key.rpartition(".")
+        return self.nodes[key] if key else None
+
     def best(self, max_depth: int) -> Truth:
         """The node whose path ends with the best answer any search within `max_depth` steps
         could give."""

@@ -15,6 +15,7 @@ from testkit.fakes import (
     Reply,
     last_done_step,
     step_to_execute,
+    step_to_replace,
     tool_call,
 )
 
@@ -44,6 +45,9 @@ class Scenario:
     gate: asyncio.Event | None = None
     gate_roles: tuple[str, ...] = ("executor",)
     delays: dict[str, float] = field(default_factory=dict)
+    alternatives: dict[str, list[str]] = field(default_factory=dict)
+    """Anytime search: the steps the replanner proposes in place of a weak step (none by
+    default: the search then has nothing to try there)."""
 
     async def __call__(self, call: FakeCall) -> Reply:
         if self.gate is not None and call.role in self.gate_roles:
@@ -58,6 +62,8 @@ class Scenario:
         step = ""
         if call.role == "executor":
             step = step_to_execute(call)
+        elif step_to_replace(call) is not None:
+            step = step_to_replace(call) or ""
         elif call.role in ("replanner", "evaluator", "responder"):
             step = last_done_step(call)
         return self.delays.get(call.role, 0.0) + self.delays.get(step, 0.0)
@@ -73,6 +79,8 @@ class Scenario:
                 name, args = self.tools[step]
                 return tool_call(name, args)
             return AIMessage(content=f"result of {step}")
+        if call.role == "replanner" and (weak := step_to_replace(call)) is not None:
+            return self.replace(weak)
         if call.role == "replanner":
             return self.replan(last_done_step(call))
         if call.role == "responder":
@@ -102,6 +110,21 @@ class Scenario:
                 for s in proposals
             ],
             "next_steps": proposals,
+        }
+
+    def replace(self, step: str) -> dict[str, Any]:
+        """The replanner's alternatives to `step` (`alternatives`), judged by `priors`."""
+        return {
+            "complete": False,
+            "candidates": [
+                {
+                    "step": s,
+                    "score": self.priors.get(s, 0.5),
+                    "viable": s not in self.not_viable,
+                    "reason": f"instead of {step}",
+                }
+                for s in self.alternatives.get(step, [])
+            ],
         }
 
     def judge(self, call: FakeCall) -> Reply:

@@ -1,6 +1,8 @@
 """`local_corpus`: BM25 over documents held in memory (one question's paragraphs, say), offline.
 
-The same index as `local_docs` (`LocalDocsIndex.from_documents`), one passage per document. A
+The same index as `local_docs` (`LocalDocsIndex.from_documents`), one passage per document.
+`index_corpus` builds it once and `corpus_tool` makes any number of tools over it, each with a
+runtime of its own (a large corpus that many runs search is indexed once). A
 passage is cut only after a whole sentence, so what the model reads is a prefix of it, and the
 artifact's `passages` record each passage shown, its text exactly as shown and the spans of
 the whole sentences in it: enough to check later which sentences an answer rests on.
@@ -119,6 +121,27 @@ def render_passages(
     return layout.content, artifact
 
 
+@dataclass(frozen=True, slots=True)
+class IndexedCorpus:
+    """Documents indexed once (`index_corpus`): the index, each document's URL, and the digest
+    that keeps two corpora's cached answers apart."""
+
+    index: LocalDocsIndex
+    urls: dict[str, str]
+    digest: str
+
+
+def index_corpus(
+    documents: Sequence[CorpusDocument], max_document_chars: int = DOCUMENT_MAX_CHARS
+) -> IndexedCorpus:
+    """`documents` indexed, one passage each. Raises ValueError for repeated `doc_id`s."""
+    return IndexedCorpus(
+        index=LocalDocsIndex.from_documents(documents, max_document_chars),
+        urls={document.doc_id: document_url(document) for document in documents},
+        digest=corpus_digest(documents, max_document_chars),
+    )
+
+
 def build_corpus_tool(
     documents: Sequence[CorpusDocument],
     runtime: ToolRuntime,
@@ -128,19 +151,30 @@ def build_corpus_tool(
     max_document_chars: int = DOCUMENT_MAX_CHARS,
     description: str | None = None,
 ) -> BaseTool:
-    """A `local_docs`-style tool named `name` over `documents`, one passage each.
+    """A `local_docs`-style tool named `name` over `documents`, one passage each (`corpus_tool`
+    over `index_corpus(documents)`). Raises ValueError for repeated `doc_id`s."""
+    corpus = index_corpus(documents, max_document_chars)
+    return corpus_tool(corpus, runtime, name=name, k=k, description=description)
+
+
+def corpus_tool(
+    corpus: IndexedCorpus,
+    runtime: ToolRuntime,
+    *,
+    name: str = NAME,
+    k: int = MAX_PASSAGES,
+    description: str | None = None,
+) -> BaseTool:
+    """A `local_docs`-style tool named `name` over an indexed corpus.
 
     Calls go through `runtime` under `name`, with the corpus digest added to its cache scope:
-    two corpora never share cached answers. Raises ValueError for repeated `doc_id`s.
+    two corpora never share cached answers.
     """
-    index = LocalDocsIndex.from_documents(documents, max_document_chars)
-    urls = {document.doc_id: document_url(document) for document in documents}
-    digest = corpus_digest(documents, max_document_chars)
-    runtime = replace(runtime, name=name, scope=f"{runtime.scope}|{digest}|k={k}")
+    runtime = replace(runtime, name=name, scope=f"{runtime.scope}|{corpus.digest}|k={k}")
 
     def fetch(query: str) -> ToolResult:
-        found = index.search(query, k)
-        return render_passages(name, query, [p for p, _ in found], urls, runtime.max_chars)
+        found = corpus.index.search(query, k)
+        return render_passages(name, query, [p for p, _ in found], corpus.urls, runtime.max_chars)
 
     return runtime.query_tool(
         description

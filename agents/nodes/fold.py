@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.anytime import Move, assess, first_answered, greedy_phase, is_anytime, on_first_path
 from agents.events import (
     CandidatesProposed,
     Event,
-    NodeBrief,
     NodeEvaluated,
     NodeFinished,
     NodePruned,
@@ -27,6 +27,8 @@ from agents.events import (
 )
 from agents.grounding.evidence import step_evidence
 from agents.jobs import ExecOutcome, ExpandOutcome, Job, JobOutcome, Judged, RespondOutcome
+from agents.nodes import fold_anytime
+from agents.nodes.judged import brief, candidates_observation, prune_reason, revivable
 from agents.params import RunParams
 from agents.state import NodeRecord, NodeStatus, StopReason, new_node
 from agents.tree import (
@@ -58,6 +60,9 @@ class TreeFold:
     capped: bool = False
     held_back: bool = False  # this round, the call budget kept work from starting
     changed: dict[str, NodeRecord] = field(default_factory=dict)
+    task: str = ""
+    first: dict[str, Any] | None = None  # the first verified answer (agents.events.FirstAnswer)
+    branched_at: list[str] = field(default_factory=list)  # anytime: steps branched at so far
     _events: list[Event] = field(default_factory=list)
 
     # -- bookkeeping ---------------------------------------------------------------------------
@@ -69,6 +74,10 @@ class TreeFold:
         node: NodeRecord = {**self.nodes[node_id], **fields}  # type: ignore[typeddict-item]
         self.put(node)
         return node
+
+    def queue(self, event: Event) -> None:
+        """Owe `event`: it goes out with the round's other events, in order."""
+        self._events.append(event)
 
     def take_events(self) -> list[Event]:
         """The events queued since the last call, oldest first."""
@@ -103,7 +112,17 @@ class TreeFold:
             return "max_paths"
         if self.satisfied():
             return "early_stop"
+        if self.first_sufficient():
+            return "first_answer_sufficient"
         return None
+
+    def first_sufficient(self) -> bool:
+        """Anytime search: the first answer exists and no model-free signal finds it weak
+        (agents/anytime.py: `Assessment.sufficient`), so the rest of the budget is kept."""
+        if not is_anytime(self.params) or greedy_phase(self.nodes):
+            return False
+        leaf = first_answered(self.nodes)
+        return leaf is not None and assess(self.task, self.nodes, leaf).sufficient
 
     # -- the reserve -----------------------------------------------------------------------------
     def revive(self) -> str | None:
@@ -134,8 +153,15 @@ class TreeFold:
         if job.kind == "execute":
             self._finish_node(job.node_id, "cancelled", None, reason, metrics)
 
-    def apply(self, job: Job, outcome: JobOutcome | BaseException, metrics: Metrics) -> None:
-        """Fold a finished job in; `metrics` are the run's counts to show with its events."""
+    def apply(
+        self,
+        job: Job,
+        outcome: JobOutcome | BaseException,
+        metrics: Metrics,
+        elapsed_s: float = 0.0,
+    ) -> None:
+        """Fold a finished job in; `metrics` are the run's counts to show with its events,
+        `elapsed_s` the run's search time so far."""
         if isinstance(outcome, BudgetExhausted):
             self.budget_hit = outcome.reason
             self.stopped(job, "budget exhausted", metrics)
@@ -146,10 +172,12 @@ class TreeFold:
         elif isinstance(outcome, ExecOutcome):
             status: NodeStatus = "done" if outcome.ok else "failed"
             self._finish_node(job.node_id, status, outcome, outcome.error, metrics)
+        elif isinstance(outcome, ExpandOutcome) and job.kind == "branch":
+            fold_anytime.branched(self, job.node_id, outcome, metrics)
         elif isinstance(outcome, ExpandOutcome):
             self._expanded(job.node_id, outcome, metrics)
         else:
-            self._answered(job.node_id, outcome, metrics)
+            self._answered(job.node_id, outcome, metrics, elapsed_s)
 
     def _crashed(self, job: Job, error: BaseException, metrics: Metrics) -> None:
         logger.error(
@@ -159,6 +187,9 @@ class TreeFold:
             self._finish_node(job.node_id, "failed", None, "internal error", metrics)
         elif job.kind == "expand":  # end the path with what it found rather than lose it
             self._expanded(job.node_id, ExpandOutcome(complete=True, steps=[], dropped=[]), metrics)
+        elif job.kind == "branch":  # no alternatives at this step (it stays tried)
+            empty = ExpandOutcome(complete=False, steps=[], dropped=[])
+            fold_anytime.branched(self, job.node_id, empty, metrics)
         else:
             self.update(job.node_id, answer_error="internal error")
 
@@ -262,17 +293,7 @@ class TreeFold:
                 run_id=self.run_id,
                 parent_id=node_id,
                 complete=outcome.complete or not created,
-                nodes=[
-                    NodeBrief(
-                        node_id=c["id"],
-                        parent_id=node_id,
-                        depth=c["depth"],
-                        step=c["step"],
-                        score=j.score if j else None,
-                        reason=(j.reason or None) if j else None,
-                    )
-                    for c, j in created
-                ],
+                nodes=[brief(c, j) for c, j in created],
                 dropped=dropped,
                 observed=observed,
                 values=self.lineage_values(node_id, *(c["id"] for c, _ in created)),
@@ -283,7 +304,9 @@ class TreeFold:
         for child, reason in pruned:
             self._events.append(NodePruned(run_id=self.run_id, node_id=child["id"], reason=reason))
 
-    def _answered(self, node_id: str, outcome: RespondOutcome, metrics: Metrics) -> None:
+    def _answered(
+        self, node_id: str, outcome: RespondOutcome, metrics: Metrics, elapsed_s: float
+    ) -> None:
         self.update(
             node_id, answer=outcome.answer, answer_error=outcome.error, grounding=outcome.grounding
         )
@@ -298,36 +321,21 @@ class TreeFold:
                 metrics=metrics,
             )
         )
+        if (
+            self.first is None
+            and outcome.answer is not None
+            and on_first_path(node_id)
+            and (first := first_answered(self.nodes)) is not None
+            and first["id"] == node_id
+        ):
+            fold_anytime.first_ready(self, node_id, outcome, metrics, elapsed_s)
+
+    def begin(self, move: Move) -> None:
+        """An anytime move is about to be made (`fold_anytime.begin`)."""
+        fold_anytime.begin(self, move)
 
 
-def revivable(node: NodeRecord) -> bool:
-    """A candidate the search pruned (with its reason), never run."""
-    return node["status"] == "pruned" and node["error"] is not None and node["seconds"] is None
-
-
-def prune_reason(judged: Judged | None, min_score: float) -> str | None:
-    """Why a judged candidate is pruned, or None to keep it (unjudged ones are kept)."""
-    if judged is None:
-        return None
-    if not judged.viable:
-        return f"not viable: {judged.reason}" if judged.reason else "not viable"
-    if judged.score < min_score:
-        return f"score {judged.score:.2f} below {min_score:.2f}" + (
-            f": {judged.reason}" if judged.reason else ""
-        )
-    return None
-
-
-def candidates_observation(progress: Judged | None, live: list[Judged | None]) -> float | None:
-    """What the candidates back up through their node and its ancestors (one visit each): the
-    best score among the live continuations the replanner proposed (the value the node now has
-    through them). None when they back up nothing: when the evaluator judged the path (its
-    progress score is the expansion's observation, backed up by `_progress`) or no live
-    continuation has a score."""
-    if progress is not None:
-        return None
-    scores = [judged.score for judged in live if judged is not None]
-    return max(scores) if scores else None
+__all__ = ["TreeFold", "candidates_observation", "fold_of", "prune_reason", "revivable"]
 
 
 def fold_of(run_id: str, params: RunParams, state: Mapping[str, Any]) -> TreeFold:
@@ -338,4 +346,7 @@ def fold_of(run_id: str, params: RunParams, state: Mapping[str, Any]) -> TreeFol
         nodes=dict(state.get("nodes", {})),
         budget_hit=state.get("budget_hit"),
         capped=bool(state.get("capped", False)),
+        task=str(state.get("task", "")),
+        first=state.get("first"),
+        branched_at=list(state.get("branched_at") or []),
     )

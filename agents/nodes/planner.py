@@ -25,7 +25,9 @@ logger = logging.getLogger(__name__)
 class Plan(BaseModel):
     """The planner's structured output."""
 
-    steps: list[str] = Field(description="Concrete research steps, in the order to do them.")
+    steps: list[str] = Field(
+        min_length=1, description="Concrete research steps, in the order to do them."
+    )
 
 
 def _usable_steps(plan: Any, max_steps: int) -> list[str]:

@@ -12,14 +12,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agents.anytime import assess, first_answered, is_anytime, siblings_room
 from agents.context import RunContext
 from agents.grounding.verify import path_complete_supported, question_entities
 from agents.jobs import ExpandOutcome, Judged
 from agents.nodes.evaluator import progress_wanted, score_progress
-from agents.nodes.fold import prune_reason
-from agents.prompts import path_evidence_ledger, replanner_messages
+from agents.nodes.judged import prune_reason
+from agents.params import RunParams
+from agents.prompts import alternatives_messages, path_evidence_ledger, replanner_messages
 from agents.state import NodeRecord
-from agents.tree import children_of, path_to, pick_candidates
+from agents.tree import children_of, path_to, pick_candidates, siblings_of
 from calls.errors import BudgetExhausted, ModelError
 from calls.structured import call_structured
 
@@ -98,6 +100,12 @@ def read_replan(out: Any) -> tuple[bool, list[Proposal]]:
     ]
 
 
+def expansion_width(params: RunParams) -> int:
+    """How many next steps one expansion may propose: one in the anytime search, whose every
+    path is a chain (it branches only at weak steps, `branch`), else `max_candidates`."""
+    return 1 if is_anytime(params) else params.max_candidates
+
+
 async def _replan(
     ctx: RunContext, path: list[NodeRecord], node_id: str
 ) -> tuple[bool, list[Proposal]]:
@@ -107,7 +115,10 @@ async def _replan(
             ctx.model("replanner"),
             replan_schema(),
             replanner_messages(
-                ctx.task, ctx.shown(path), ctx.params.max_candidates, ctx.settings.result_max_chars
+                ctx.task,
+                ctx.shown(path),
+                expansion_width(ctx.params),
+                ctx.settings.result_max_chars,
             ),
             config=ctx.config(tracker, node_id=node_id),
             parse=read_replan,
@@ -172,13 +183,13 @@ async def _proposals(
             node_id,
         )
         complete, proposals = False, [(path[-1]["planned"][0], None)]
-    if complete and params.max_paths == 1:
+    if complete and (params.max_paths == 1 or is_anytime(params)):
         return ExpandOutcome(complete=True, steps=[], dropped=[s for s, _ in proposals])
     # A complete path keeps the steps proposed beside "complete" as checks: children of its
     # last node, run when the search has budget for more paths (its answer is written anyway).
     # One path wanted, or none proposed, and the path simply ends.
     taken = [n["step"] for n in path] + [c["step"] for c in children_of(nodes, node_id)]
-    kept, dropped = pick_candidates(proposals, taken=taken, limit=params.max_candidates)
+    kept, dropped = pick_candidates(proposals, taken=taken, limit=expansion_width(params))
     # With evaluate=false the replanner's judgements are not used at all (no priors, no pruning).
     scores = [judged if params.evaluate else None for _, judged in kept]
     ctx.accountant.candidates_scored += sum(1 for s in scores if s is not None)
@@ -201,3 +212,48 @@ async def _judge_progress(ctx: RunContext, path: list[NodeRecord], node_id: str)
     if judged is None:
         return None
     return Judged(score=judged.score, viable=True, reason=judged.reason)
+
+
+async def branch(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str) -> ExpandOutcome:
+    """Alternatives to the step at `node_id` (anytime search): the replanner, shown the path
+    before it and why the first answer looks weak, proposes steps that retrieve differently.
+    They become the node's siblings (`TreeFold.branched`); repeats of the path's steps, of
+    the node's own or of its siblings' are dropped. The call samples (its own seed) even on
+    the first path: it exists to bring something the greedy path did not."""
+    started = time.monotonic()
+    node = nodes[node_id]
+    before = path_to(nodes, node["parent_id"]) if node["parent_id"] else []
+    leaf = first_answered(nodes)
+    reasons = assess(ctx.task, nodes, leaf).reasons() if leaf is not None else []
+    room = siblings_room(nodes, node_id, ctx.params)
+    tracker = ctx.tracker("replanner", node_id)
+    try:
+        _, proposals = await call_structured(
+            ctx.model("replanner"),
+            replan_schema(),
+            alternatives_messages(
+                ctx.task,
+                ctx.shown(before),
+                node["step"],
+                reasons,
+                room,
+                ctx.settings.result_max_chars,
+            ),
+            config=ctx.config(tracker, node_id=node_id, salt="alternatives"),
+            parse=read_replan,
+            what="replanner",
+        )
+    except ModelError as e:
+        logger.warning("run=%s node=%s no alternatives: %s", ctx.run_id, node_id, e)
+        proposals = []
+    taken = [n["step"] for n in before] + [n["step"] for n in siblings_of(nodes, node_id)]
+    kept, dropped = pick_candidates(proposals, taken=taken, limit=room)
+    scores = [judged if ctx.params.evaluate else None for _, judged in kept]
+    ctx.accountant.candidates_scored += sum(1 for s in scores if s is not None)
+    return ExpandOutcome(
+        complete=False,
+        steps=[step for step, _ in kept],
+        dropped=dropped,
+        scores=scores,
+        seconds=round(time.monotonic() - started, 4),
+    )

@@ -31,6 +31,8 @@ def to_answer(job: Job, node: NodeRecord, params: RunParams) -> int:
         return 1
     if job.kind == "expand":
         return expand_calls(node, params) + 1
+    if job.kind == "branch":  # the proposal, then an alternative's step, expansion, answer
+        return 1 + 1 + expand_calls(node, params) + 1
     return 1 + expand_calls(node, params) + 1
 
 
@@ -41,6 +43,8 @@ def still_owed(job: Job, node: NodeRecord, params: RunParams) -> int:
         return expand_calls(node, params) + 1
     if job.kind == "expand":
         return 1
+    if job.kind == "branch":
+        return 1 + expand_calls(node, params) + 1
     return 0
 
 

@@ -22,11 +22,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agents.accounting import FINISH_RESERVE_CALLS
+from agents.anytime import greedy_phase, is_anytime, next_move
 from agents.context import RunContext
 from agents.jobs import Job, JobOutcome
 from agents.nodes.executor import execute
 from agents.nodes.fold import TreeFold, fold_of
-from agents.nodes.replanner import expand
+from agents.nodes.replanner import branch, expand
 from agents.nodes.reserve import affordable
 from agents.nodes.responder import respond
 from agents.nodes.steer import take_commands
@@ -74,11 +75,47 @@ def plan_jobs(ctx: RunContext, fold: TreeFold) -> list[Job]:
         slots = pool.free_slots() - len(plan)
         picks = strategy_for(params).select(fold.nodes, runnable(fold.nodes, busy), busy, slots)
         plan += [Job("execute", n["id"]) for n in picks]
+        if not plan and not busy and is_anytime(params):
+            plan = _anytime_move(ctx, fold, busy)
     # The vote's call is held back by the accountant; the rest must still carry paths home.
     calls_left = params.max_llm_calls - ctx.accountant.total_calls - FINISH_RESERVE_CALLS
     admitted = affordable(plan, fold.nodes, pool.jobs(), params, calls_left)
     fold.held_back = len(admitted) < len(plan)
-    return admitted[: pool.free_slots()]
+    return admitted[: _slots(ctx)]
+
+
+def _slots(ctx: RunContext) -> int:
+    """How many jobs may start now. The anytime search runs one job at a time: its answer
+    must not depend on which of two jobs ends first (near the end of the budget, on which
+    path gets the last calls); the tree strategies fill `max_concurrency` slots."""
+    if is_anytime(ctx.params):
+        return min(ctx.pool.free_slots(), 1 - len(ctx.pool))
+    return ctx.pool.free_slots()
+
+
+def _anytime_move(ctx: RunContext, fold: TreeFold, busy: set[str]) -> list[Job]:
+    """Anytime search, nothing running and nothing left to start: once the first answer
+    exists, the next move (agents/anytime.py: `next_move`): the first path's undone planned
+    step, added at once, or alternatives at its weakest step not yet tried (a `branch` job)."""
+    if greedy_phase(fold.nodes):
+        return []
+    move = next_move(ctx.task, fold.nodes, ctx.params, fold.branched_at)
+    if move is None:
+        return []
+    logger.info(
+        "run=%s node=%s anytime move: %s (%s)",
+        ctx.run_id,
+        move.node_id,
+        move.kind,
+        "; ".join(move.reasons),
+    )
+    fold.begin(move)
+    if move.kind == "branch":
+        return [Job("branch", move.node_id)]
+    picks = strategy_for(ctx.params).select(
+        fold.nodes, runnable(fold.nodes, busy), busy, ctx.pool.free_slots()
+    )
+    return [Job("execute", n["id"]) for n in picks]
 
 
 async def launch(ctx: RunContext, fold: TreeFold) -> None:
@@ -99,6 +136,8 @@ async def launch(ctx: RunContext, fold: TreeFold) -> None:
             ctx.pool.start(job, execute(ctx, snapshot, job.node_id))
         elif job.kind == "expand":
             ctx.pool.start(job, expand(ctx, snapshot, job.node_id))
+        elif job.kind == "branch":
+            ctx.pool.start(job, branch(ctx, snapshot, job.node_id))
         else:
             ctx.pool.start(job, respond(ctx, snapshot, job.node_id))
         logger.debug("run=%s node=%s started %s", ctx.run_id, job.node_id, job.kind)
@@ -173,7 +212,7 @@ async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
             if finished is None:
                 stop = "deadline"
             for job, outcome in finished or []:
-                fold.apply(job, outcome, ctx.accountant.snapshot())
+                fold.apply(job, outcome, ctx.accountant.snapshot(), ctx.elapsed_s())
             await _flush(ctx, fold)
             stop = stop or fold.stop_reason()
         if stop is not None:
@@ -188,6 +227,8 @@ async def search(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         "metrics": ctx.accountant.snapshot(),
         "elapsed_s": round(ctx.elapsed_s(), 4),
         "steered_through": steered,
+        "first": fold.first,
+        "branched_at": fold.branched_at,
     }
     if stop is not None:
         logger.info("run=%s search stopped: %s", ctx.run_id, stop)

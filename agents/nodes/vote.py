@@ -11,9 +11,11 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
+from agents.anytime import first_answered, is_anytime
+from agents.choice import Option, may_replace, options_of, rule_rank
 from agents.context import RunContext
 from agents.errors import NoResult
-from agents.events import VoteCast
+from agents.events import ChosenBy, VoteCast
 from agents.grounding.corroborate import PathAnswer, agrees, corroborated
 from agents.grounding.verify import Grounding
 from agents.nodes.responder import Answer, write_answer
@@ -81,12 +83,14 @@ def _final(
     answer: str,
     partial: bool,
     grounding: Grounding | None,
+    chosen_by: ChosenBy,
 ) -> FinalResult:
     path = path_to(nodes, leaf["id"])
     return FinalResult(
         answer=answer,
         partial=partial,
         chosen_id=leaf["id"],
+        chosen_by=chosen_by,
         path=[n["id"] for n in path],
         sources=path_sources(path),
         citations=grounding["citations"] if grounding else [],
@@ -96,11 +100,14 @@ def _final(
     )
 
 
-def _vote_evidence(nodes: Mapping[str, NodeRecord], leaf: NodeRecord, weight: float) -> str:
-    """What the voter reads of a candidate besides its answer: its path's value and
-    groundedness, the quotes its citations were verified on, then its steps and results."""
+def _vote_evidence(
+    nodes: Mapping[str, NodeRecord], leaf: NodeRecord, weight: float, figures: str = ""
+) -> str:
+    """What the voter reads of a candidate besides its answer: `figures` (an option's
+    agreement and grounding, in the anytime search), its path's value and groundedness, the
+    quotes its citations were verified on, then its steps and results."""
     grounding = leaf["grounding"]
-    lines: list[str] = []
+    lines: list[str] = [figures] if figures else []
     if grounding is not None:
         lines.append(
             f"Groundedness (share of the answer's sentences backed by a verified quote): "
@@ -118,9 +125,13 @@ def _vote_evidence(nodes: Mapping[str, NodeRecord], leaf: NodeRecord, weight: fl
 
 
 async def _vote(
-    ctx: RunContext, nodes: Mapping[str, NodeRecord], leaves: list[NodeRecord]
+    ctx: RunContext,
+    nodes: Mapping[str, NodeRecord],
+    leaves: list[NodeRecord],
+    figures: Mapping[str, str] | None = None,
 ) -> tuple[NodeRecord, VoteMethod, str | None]:
-    """Pick a leaf: (leaf, method, reason)."""
+    """Pick a leaf: (leaf, method, reason). `figures` adds a line per leaf id to what the
+    voter reads of it."""
     if len(leaves) == 1:
         return leaves[0], "single", None
     weight = ctx.params.prior_weight
@@ -130,7 +141,11 @@ async def _vote(
     # that should be served from the cache).
     random.Random(f"{ctx.task}\n{','.join(shown)}").shuffle(shown)
     candidates = [
-        (cid, by_id[cid]["answer"] or "", _vote_evidence(nodes, by_id[cid], weight))
+        (
+            cid,
+            by_id[cid]["answer"] or "",
+            _vote_evidence(nodes, by_id[cid], weight, (figures or {}).get(cid, "")),
+        )
         for cid in shown
     ]
 
@@ -173,8 +188,10 @@ async def _best_effort(ctx: RunContext, nodes: Mapping[str, NodeRecord]) -> Fina
         text = "The research stopped before a complete answer. Findings so far:\n\n" + trim(
             path_evidence(path_to(nodes, leaf["id"]), ctx.settings.result_max_chars), 8000
         )
-        return _final(nodes, leaf, text, partial=True, grounding=None)
-    return _final(nodes, leaf, answer.text, partial=True, grounding=answer.grounding)
+        return _final(nodes, leaf, text, partial=True, grounding=None, chosen_by="best_effort")
+    return _final(
+        nodes, leaf, answer.text, partial=True, grounding=answer.grounding, chosen_by="best_effort"
+    )
 
 
 async def finish(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -202,8 +219,16 @@ async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
     revived = {n["id"] for n in leaves if from_reserve(nodes, n)}
     searched = [n for n in leaves if n["id"] not in revived] or leaves
     searched_ids = {n["id"] for n in searched}
-    voted = eligible(searched, ctx.params.min_groundedness)
-    leaf, method, reason = await _vote(ctx, nodes, voted)
+    first = first_answered(nodes) if is_anytime(ctx.params) else None
+    groups: list[list[str]] = []
+    if first is not None and first["id"] in searched_ids:
+        options = options_of(searched, first["id"])
+        groups = [[n["id"] for n in o.leaves] for o in options]
+        leaf, method, reason, chosen_by, voted = await _choose(ctx, nodes, options, first)
+    else:
+        voted = eligible(searched, ctx.params.min_groundedness)
+        leaf, method, reason = await _vote(ctx, nodes, voted)
+        chosen_by = _CHOSEN_BY[method]
     agreeing = [
         n
         for n in leaves
@@ -222,13 +247,51 @@ async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
             method=method,
             reason=reason,
             seconds=round(time.monotonic() - started, 4),
+            chosen_by=chosen_by,
+            options=groups,
         )
     )
     grounding = leaf["grounding"]
     if agreeing and grounding is not None:
-        return {"phase": "done", "final": _corroborated(ctx, nodes, leaf, grounding, agreeing)}
-    final = _final(nodes, leaf, leaf["answer"] or "", partial=False, grounding=grounding)
+        final = _corroborated(ctx, nodes, leaf, grounding, agreeing, chosen_by)
+        return {"phase": "done", "final": final}
+    final = _final(
+        nodes, leaf, leaf["answer"] or "", partial=False, grounding=grounding, chosen_by=chosen_by
+    )
     return {"phase": "done", "final": final}
+
+
+_CHOSEN_BY: dict[VoteMethod, ChosenBy] = {"llm": "vote", "single": "single", "fallback": "fallback"}
+
+
+async def _choose(
+    ctx: RunContext, nodes: Mapping[str, NodeRecord], options: Sequence[Option], first: NodeRecord
+) -> tuple[NodeRecord, VoteMethod, str | None, ChosenBy, list[NodeRecord]]:
+    """The anytime search's choice (agents/choice.py): the first answer stays unless an
+    option the rule admits wins the vote among them and it; the vote never sees an option
+    the rule does not admit, and when it fails the rule's ranking decides. Also returns the
+    leaves the choice was among."""
+    first_option = next(o for o in options if o.has_first)
+    admitted = [
+        o
+        for o in options
+        if not o.has_first and may_replace(o, first_option, ctx.params.min_groundedness)
+    ]
+    if len(options) == 1 and len(first_option.leaves) == 1:
+        return first, "single", None, "single", [first]
+    if not admitted:
+        kept = "no alternative met the choice rule: the first answer is kept"
+        return first, "single", kept, "first", [first]
+    by_leaf = {first["id"]: first_option, **{o.representative["id"]: o for o in admitted}}
+    leaves = [first, *(o.representative for o in admitted)]
+    figures = {leaf_id: option.figures() for leaf_id, option in by_leaf.items()}
+    leaf, method, reason = await _vote(ctx, nodes, leaves, figures)
+    if method == "fallback":
+        ranked = rule_rank([first_option, *admitted])
+        chosen = first if ranked.has_first else ranked.representative
+        ruled = "the vote failed; the choice rule's ranking decided"
+        return chosen, "fallback", ruled, "rule", leaves
+    return leaf, method, reason, "vote", leaves
 
 
 def _path_answer(ctx: RunContext, nodes: Mapping[str, NodeRecord], leaf: NodeRecord) -> PathAnswer:
@@ -246,6 +309,7 @@ def _corroborated(
     leaf: NodeRecord,
     grounding: Grounding,
     agreeing: Sequence[NodeRecord],
+    chosen_by: ChosenBy,
 ) -> FinalResult:
     """The chosen answer (verified as `grounding`) with the verified quotes of the paths that
     agree with it (agents/grounding/corroborate.py); sources: the chosen path's, then those of
@@ -267,6 +331,7 @@ def _corroborated(
             unsupported=verified["unsupported"],
             groundedness=verified["groundedness"],
         ),
+        chosen_by=chosen_by,
     )
     final["sources"] = path_sources([*path, *(n for n in cited if n["id"] not in on_path)])
     logger.info(

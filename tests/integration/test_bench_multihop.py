@@ -1,5 +1,6 @@
 """The multi-hop benchmark through the real engine, with testkit's scripted reader: every
-configuration searches each question's own corpus and is scored by the official metrics."""
+configuration searches each question's own corpus, or the pool of every question's, and is
+scored by the official metrics; 2WikiMultihopQA's and MuSiQue's lines are read as they are."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ from bench.multihop_report import section
 from testkit.multihop_reader import TITLE_QUESTION
 from tests.support.bench import run_bench
 
+# The rows one question gives under the default configurations: the chain's, and the default
+# search's two (its first answer's, when the engine reports one, and its final answer's).
+ROWS = ("chain", "chain@first", "anytime")
+
+
+def _configs(rows: list[dict[str, Any]], question: str) -> list[str]:
+    return [row["config"] for row in rows if row["id"] == question]
+
 
 async def test_every_configuration_answers_two_questions_through_the_corpus(
     tmp_path: Path,
@@ -23,10 +32,9 @@ async def test_every_configuration_answers_two_questions_through_the_corpus(
     out = await run_multihop(MultihopConfig(limit=2), scripted_models, tmp_path)
 
     rows = out["rows"]
-    assert [(row["id"], row["config"]) for row in rows[:4]] == [
-        ("5a8133725542995ce29dcbdb", name) for name in DEFAULT_CONFIGS
-    ]
-    assert len(rows) == 8
+    first = "5a8133725542995ce29dcbdb"
+    assert _configs(rows, first) in (list(ROWS), ["chain", "anytime"])
+    assert DEFAULT_CONFIGS == ("chain", "anytime")
     for row in rows:
         assert row["status"] == "done"
         assert row["tool_calls"] == 1
@@ -39,8 +47,15 @@ async def test_every_configuration_answers_two_questions_through_the_corpus(
     assert [row["branched"] for row in rows if row["config"] == "chain"] == [0, 0]
     assert rows[0]["predicted"] == "Henry Roth"  # the reader's guess: the first passage
     assert (rows[0]["em"], rows[0]["f1"]) == (0.0, 0.0)
-    assert set(out["totals"]) == set(DEFAULT_CONFIGS)
-    assert out["totals"]["mcts"]["n"] == 2
+    assert {"chain", "anytime"} <= set(out["totals"]) <= set(ROWS)
+    assert out["totals"]["anytime"]["n"] == 2
+    assert {row["corpus"] for row in rows} == {"distractor"}
+    # The default's first answer is its greedy first path: the chain's answer, at no more
+    # calls than the whole run.
+    by_config = {row["config"]: row for row in rows if row["id"] == first}
+    if "chain@first" in by_config:
+        assert by_config["chain@first"]["answer"] == by_config["chain"]["answer"]
+        assert by_config["chain@first"]["llm_calls"] <= by_config["anytime"]["llm_calls"]
 
 
 async def test_a_right_answer_scores_full_marks_in_every_configuration(tmp_path: Path) -> None:
@@ -49,9 +64,10 @@ async def test_a_right_answer_scores_full_marks_in_every_configuration(tmp_path:
 
     out = await run_multihop(MultihopConfig(data=data), scripted_models, tmp_path / "work")
 
-    assert [(row["predicted"], row["em"], row["f1"]) for row in out["rows"]] == [
+    assert len(out["rows"]) >= len(DEFAULT_CONFIGS)
+    assert {(row["predicted"], row["em"], row["f1"]) for row in out["rows"]} == {
         ("Ann Smith", 1.0, 1.0)
-    ] * len(DEFAULT_CONFIGS)
+    }
     assert out["totals"]["chain"]["em"] == 1.0
     # Its citation quotes sentence 0 of the gold paragraph: the supporting fact, verified.
     for row in out["rows"]:
@@ -80,14 +96,14 @@ def test_a_results_directory_below_the_results_is_the_same_benchmark_with_anothe
     data = tmp_path / "one.jsonl"
     data.write_text(json.dumps(TITLE_QUESTION) + "\n", encoding="utf-8")
     options = ("--data", str(data), "--model", "scripted")
-    code, results = run_bench("multihop", tmp_path, *options, "--configs", "chain,mcts")
+    code, results = run_bench("multihop", tmp_path, *options, "--configs", "chain,anytime")
     assert code == 0
     first = (results / "b.md").read_text(encoding="utf-8")
     # The other model's run, its results below the page's: the page is drawn from the page's
     # results, the other model's as a table of their own.
     monkeypatch.setattr(bench_main, "RESULTS", results)
     other, page = results / "other", tmp_path / "page.md"
-    argv = ["--only", "multihop", *options, "--configs", "chain,mcts", "--results", str(other)]
+    argv = ["--only", "multihop", *options, "--configs", "chain,anytime", "--results", str(other)]
 
     assert bench_main.main([*argv, "--docs", str(page)]) == 0
 
@@ -98,9 +114,9 @@ def test_a_results_directory_below_the_results_is_the_same_benchmark_with_anothe
     )
     section_11 = first.split("## 11.")[1].split("Published points of reference")[0]
     assert main_section.split("## 11.")[1] == section_11
-    assert f"--configs chain,mcts --budget 40 --results {other}\n" in more
+    assert f"--configs chain,anytime --budget 40 --results {other}\n" in more
     assert "| chain | 1 |" in more
-    assert "| mcts | 1 |" in more
+    assert "| anytime | 1 |" in more
 
 
 async def test_rows_already_in_the_progress_file_are_kept_not_run_again(tmp_path: Path) -> None:
@@ -207,3 +223,138 @@ async def test_chosen_questions_run_alone_and_leave_their_trees_as_traces(
     assert trace["result"]["chosen_id"] in {node["id"] for node in nodes}
     with pytest.raises(ValueError, match="no question's id starts with"):
         await run_multihop(MultihopConfig(limit=3, ids=("nope",)), scripted_models, tmp_path)
+
+
+# A 2WikiMultihopQA line as the shared file has it: `level` null, one paragraph given twice.
+TWOWIKI_LINE: dict[str, Any] = {
+    "id": "w1",
+    "question": "Which film did Kora Lind direct in 1951?",
+    "answer": "Cold Moon",
+    "type": "compositional",
+    "level": None,
+    "supporting_facts": [["Cold Moon", 0], ["Kora Lind", 0]],
+    "context": [
+        ["Cold Moon", ["Cold Moon is a 1951 film directed by Kora Lind.", " It is lost."]],
+        ["Kora Lind", ["Kora Lind was a film director."]],
+        ["Cold Moon", ["Cold Moon is a 1951 film directed by Kora Lind.", " It is lost."]],
+    ],
+    "extra": {"official_dev_index": 8},
+}
+# A MuSiQue line: two paragraphs titled "Liberal Party", the second the supporting one; the
+# reader's answer (the top passage's title) is right by an alias only.
+MUSIQUE_LINE: dict[str, Any] = {
+    "id": "2hop__1_2",
+    "question": "Which party did Robert Menzies found in 1944?",
+    "answer": "the Liberals",
+    "type": "2hop",
+    "level": None,
+    "supporting_facts": [["Liberal Party", 0], ["Leeds", 0]],
+    "context": [
+        ["Liberal Party", ["The Liberal Party of Canada is a party."]],
+        ["Leeds", ["Leeds is a city."]],
+        ["Liberal Party", ["The Liberal Party was founded by Robert Menzies in 1944."]],
+    ],
+    "extra": {"supporting_paragraph_idx": [2, 1], "answer_aliases": ["Liberal Party"]},
+}
+
+
+def _data(tmp_path: Path, *lines: dict[str, Any]) -> Path:
+    data = tmp_path / "questions.jsonl"
+    data.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return data
+
+
+async def test_a_2wikimultihopqa_line_without_a_level_runs_and_scores(tmp_path: Path) -> None:
+    data = _data(tmp_path, TWOWIKI_LINE)
+
+    out = await run_multihop(
+        MultihopConfig(data=data, configs=("chain",)), scripted_models, tmp_path / "work"
+    )
+
+    [row] = out["rows"]
+    assert (row["predicted"], row["em"], row["status"]) == ("Cold Moon", 1.0, "done")
+    assert (row["sp_precision"], row["sp_recall"], row["misverified"]) == (1.0, 0.5, 0)
+
+
+async def test_a_musique_line_is_scored_by_its_supporting_paragraph_and_aliases(
+    tmp_path: Path,
+) -> None:
+    data = _data(tmp_path, MUSIQUE_LINE)
+
+    out = await run_multihop(
+        MultihopConfig(data=data, configs=("chain",)), scripted_models, tmp_path / "work"
+    )
+
+    [row] = out["rows"]
+    # "Liberal Party" is an alias of the gold answer: right.
+    assert (row["predicted"], row["em"], row["f1"]) == ("Liberal Party", 1.0, 1.0)
+    assert row["gold"] == "the Liberals"
+    # Its citation quotes the supporting "Liberal Party" paragraph (context[2]), not the
+    # other one of that title: a supporting fact of the two.
+    assert (row["citations"], row["misverified"]) == (1, 0)
+    assert (row["sp_precision"], row["sp_recall"]) == (1.0, 0.5)
+    assert out["config"]["dataset"] == "HotpotQA"  # named by its file, which says no set
+
+
+async def test_in_the_pooled_setting_every_question_searches_every_paragraph(
+    tmp_path: Path,
+) -> None:
+    data = _data(tmp_path, TITLE_QUESTION, TWOWIKI_LINE, MUSIQUE_LINE)
+    config = MultihopConfig(data=data, limit=2, configs=("chain",), corpus="pooled")
+
+    out = await run_multihop(config, scripted_models, tmp_path / "work")
+
+    # Every paragraph of all three lines, each (title, text) once (Cold Moon's twice given,
+    # and "Leeds is a city." in two questions); the first two questions run.
+    assert out["config"]["corpus"] == "pooled"
+    assert out["config"]["pool"] == {"documents": 6}
+    assert [(row["corpus"], row["predicted"], row["em"]) for row in out["rows"]] == [
+        ("pooled", "Ann Smith", 1.0),
+        ("pooled", "Cold Moon", 1.0),
+    ]
+    # Supporting facts are still scored: each citation names a gold sentence by the pool's id.
+    assert [(row["sp_precision"], row["misverified"]) for row in out["rows"]] == [(1.0, 0)] * 2
+    lines = "\n".join(section(out))
+    assert "--corpus pooled" in lines
+    assert "open corpus: every question searches one pool of 6 paragraphs" in lines
+
+
+async def test_shards_of_both_settings_resume_without_redoing_a_finished_row(
+    tmp_path: Path,
+) -> None:
+    data = _data(tmp_path, TITLE_QUESTION, TWOWIKI_LINE, MUSIQUE_LINE)
+    progress = tmp_path / "progress.jsonl"
+    base = MultihopConfig(data=data, configs=DEFAULT_CONFIGS, progress=progress)
+    asked: list[tuple[str, str]] = []
+
+    def counting(setting: str) -> Any:
+        def models(question: Any, settings: Any) -> Any:
+            asked.append((setting, question.id))
+            return scripted_models(question, settings)
+
+        return models
+
+    for setting in ("distractor", "pooled"):
+        for shard in ((0, 2), (1, 2)):
+            config = replace(base, corpus=setting, shard=shard)
+            await run_multihop(config, counting(setting), tmp_path / "a")
+    # Each setting ran each question once per configuration: a setting's rows are its own.
+    questions = ("t1", "w1", "2hop__1_2")
+    assert sorted(asked) == sorted(
+        (setting, q)
+        for setting in ("distractor", "pooled")
+        for q in questions
+        for _ in DEFAULT_CONFIGS
+    )
+
+    # The last process (the pooled setting's shard 1/2, question w1) was killed while writing
+    # its last run's rows: that run, and no other, runs again.
+    text = progress.read_text(encoding="utf-8")
+    progress.write_text(text[: text.rstrip("\n").rfind("\n") + 20], encoding="utf-8")
+    asked.clear()
+    whole = await run_multihop(replace(base, corpus="pooled"), counting("pooled"), tmp_path / "b")
+
+    assert asked == [("pooled", "w1")]
+    assert {row["corpus"] for row in whole["rows"]} == {"pooled"}
+    assert [row["id"] for row in whole["rows"] if row["config"] == "anytime"] == list(questions)
+    assert whole["totals"]["chain"]["n"] == whole["totals"]["anytime"]["n"] == 3

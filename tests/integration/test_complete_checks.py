@@ -20,7 +20,9 @@ async def test_with_paths_to_spare_the_checks_of_a_complete_path_run_as_a_second
 ) -> None:
     engine, models = make_engine(SCENARIO)
 
-    result = await engine.run("t", RunParams(max_paths=2, max_concurrency=1), sink=events)
+    result = await engine.run(
+        "t", RunParams(strategy="mcts", max_paths=2, max_concurrency=1), sink=events
+    )
 
     assert result.status == "done"
     assert result.stop_reason == "max_paths"
@@ -46,7 +48,7 @@ async def test_with_one_path_wanted_the_checks_are_dropped(
 ) -> None:
     engine, models = make_engine(SCENARIO)
 
-    result = await engine.run("t", RunParams(max_paths=1), sink=events)
+    result = await engine.run("t", RunParams(strategy="mcts", max_paths=1), sink=events)
 
     assert result.status == "done"
     assert executed_steps(models) == ["A"]
@@ -62,7 +64,7 @@ async def test_a_complete_path_without_checks_still_ends_the_search_when_nothing
 ) -> None:
     engine, models = make_engine(Scenario(plan=["A", "B"]))
 
-    result = await engine.run("t", RunParams(max_paths=3))
+    result = await engine.run("t", RunParams(strategy="mcts", max_paths=3))
 
     assert result.stop_reason == "frontier_exhausted"
     assert executed_steps(models) == ["A"]

@@ -40,7 +40,9 @@ async def _run(
     engine, models = make_engine(_scenario(guidebook), tools=[PageSearch(PAGES).tool()])
     result = await engine.run(
         TASK,
-        RunParams(**{"max_paths": 2, "max_concurrency": 1, "reserve": True, **params}),
+        RunParams(
+            **{"strategy": "mcts", "max_paths": 2, "max_concurrency": 1, "reserve": True, **params}
+        ),
         sink=events,
     )
     return result, models
@@ -123,7 +125,7 @@ async def test_searched_paths_that_agree_pool_their_quotes_after_the_vote(
     )
     engine, models = make_engine(both, tools=[PageSearch(PAGES).tool()])
 
-    result = await engine.run(TASK, RunParams(max_paths=2), sink=events)
+    result = await engine.run(TASK, RunParams(strategy="mcts", max_paths=2), sink=events)
 
     [vote] = events.of("vote")
     assert vote.method == "llm"

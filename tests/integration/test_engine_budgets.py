@@ -26,7 +26,9 @@ def run_wide(make_engine: EngineMaker, events: EventLog) -> WideRun:
 
     async def run(**params: Any) -> tuple[RunResult, FakeModels]:
         engine, models = make_engine(WIDE)
-        return await engine.run("task?", RunParams(**params), sink=events), models
+        return await engine.run(
+            "task?", RunParams(**{"strategy": "mcts", **params}), sink=events
+        ), models
 
     return run
 
@@ -75,7 +77,9 @@ async def test_token_budget_stops_before_the_next_call(
 
     engine, models = make_engine(script)
 
-    result = await engine.run("task?", RunParams(max_tokens=1000, max_paths=10), sink=events)
+    result = await engine.run(
+        "task?", RunParams(strategy="mcts", max_tokens=1000, max_paths=10), sink=events
+    )
 
     assert result.stop_reason == "budget_tokens"
     executed = executed_steps(models)
@@ -97,7 +101,7 @@ async def test_deadline_cancels_in_flight_steps_and_still_answers(
 
     engine, _ = make_engine(script)
 
-    result = await engine.run("task?", RunParams(deadline_s=0.2), sink=events)
+    result = await engine.run("task?", RunParams(strategy="mcts", deadline_s=0.2), sink=events)
 
     assert result.stop_reason == "deadline"
     cancelled = [e.node_id for e in events.of("node_finished") if e.status == "cancelled"]

@@ -39,7 +39,9 @@ async def test_concurrency_reaches_max_concurrency_and_never_exceeds_it(
     engine, models = make_engine(script)
     holder["recorder"] = models.recorder
 
-    result = await engine.run("task?", RunParams(max_candidates=4, max_concurrency=limit))
+    result = await engine.run(
+        "task?", RunParams(strategy="mcts", max_candidates=4, max_concurrency=limit)
+    )
 
     assert result.status == "done"
     assert models.recorder.max_in_flight == limit
@@ -57,7 +59,9 @@ async def test_a_slow_branch_does_not_hold_back_the_others(
 
     engine, _ = make_engine(script)
 
-    result = await engine.run("task?", RunParams(max_candidates=4, max_paths=3), sink=events)
+    result = await engine.run(
+        "task?", RunParams(strategy="mcts", max_candidates=4, max_paths=3), sink=events
+    )
 
     completed = [e.node_id for e in events.of("path_completed")]
     assert sorted(completed) == ["n1.2", "n1.3", "n1.4"]
@@ -110,7 +114,9 @@ async def test_branches_waiting_for_tools_give_their_model_slots_to_other_branch
 
     engine, models = make_engine(script, tools=[held_lookup])
 
-    result = await engine.run("task?", RunParams(max_candidates=4, max_paths=4, max_concurrency=2))
+    result = await engine.run(
+        "task?", RunParams(strategy="mcts", max_candidates=4, max_paths=4, max_concurrency=2)
+    )
 
     assert result.status == "done"
     assert asked_while_held == {"D", "E"}  # their model calls came while B and C's tools held
@@ -145,7 +151,7 @@ async def test_sync_tools_in_threads_move_their_jobs_between_slots_on_the_runs_l
 
     async with asyncio.timeout(30):
         result = await engine.run(
-            "task?", RunParams(max_candidates=4, max_paths=4, max_concurrency=1)
+            "task?", RunParams(strategy="mcts", max_candidates=4, max_paths=4, max_concurrency=1)
         )
 
     assert result.status == "done"

@@ -16,7 +16,7 @@ async def test_one_step_plan_completes_with_a_single_path(
 ) -> None:
     engine, models = make_engine(Scenario(plan=["only step"]))
 
-    result = await engine.run("task?", sink=events)
+    result = await engine.run("task?", RunParams(strategy="mcts"), sink=events)
 
     assert result.status == "done"
     assert result.answer == "answer via only step"
@@ -30,7 +30,7 @@ async def test_empty_plan_is_retried_once_then_fails_with_a_clear_error(
 ) -> None:
     engine, models = make_engine(Scenario(plan=[]))
 
-    result = await engine.run("task?", sink=events)
+    result = await engine.run("task?", RunParams(strategy="mcts"), sink=events)
 
     assert result.status == "failed"
     assert result.error == {"code": "plan", "message": "the planner produced no usable plan"}
@@ -45,7 +45,7 @@ async def test_plan_steps_that_carry_fence_markers_are_not_run(
 ) -> None:
     engine, models = make_engine(Scenario(plan=[">>>NEXT STEP<<<", "only step"]))
 
-    result = await engine.run("task?", sink=events)
+    result = await engine.run("task?", RunParams(strategy="mcts"), sink=events)
 
     assert result.status == "done"
     assert events.of("plan")[0].steps == ["only step"]
@@ -62,7 +62,7 @@ async def test_unparseable_plan_recovers_on_the_retry(make_engine: EngineMaker) 
 
     engine, _ = make_engine(script)
 
-    result = await engine.run("task?")
+    result = await engine.run("task?", RunParams(strategy="mcts"))
 
     assert result.status == "done"
     assert result.answer == "answer via A"
@@ -78,7 +78,7 @@ async def test_a_replanner_that_never_completes_is_stopped_by_the_depth_limit(
 
     engine, models = make_engine(script)
 
-    result = await engine.run("task?", RunParams(max_depth=4, max_paths=1))
+    result = await engine.run("task?", RunParams(strategy="mcts", max_depth=4, max_paths=1))
 
     assert result.status == "done"
     assert max(n["depth"] for n in result.nodes) == 3
@@ -96,7 +96,7 @@ async def test_duplicate_candidates_are_dropped_against_siblings_and_ancestors(
     )
     engine, _ = make_engine(scenario)
 
-    await engine.run("task?", RunParams(max_candidates=5), sink=events)
+    await engine.run("task?", RunParams(strategy="mcts", max_candidates=5), sink=events)
 
     proposed = events.of("candidates")[0]
     assert [n.step for n in proposed.nodes] == ["Check Y", "Other"]
@@ -109,7 +109,7 @@ async def test_candidates_are_never_padded_and_never_exceed_max_candidates(
     scenario = Scenario(plan=["A"], replans={"A": ["B", "C", "D", "E"]})
     engine, _ = make_engine(scenario)
 
-    await engine.run("task?", RunParams(max_candidates=2), sink=events)
+    await engine.run("task?", RunParams(strategy="mcts", max_candidates=2), sink=events)
 
     proposed = events.of("candidates")[0]
     assert [n.step for n in proposed.nodes] == ["B", "C"]
@@ -122,7 +122,7 @@ async def test_a_failing_node_is_marked_failed_and_the_run_goes_on_elsewhere(
     scenario = Scenario(plan=["A"], replans={"A": ["bad", "good"]}, fail={"bad"})
     engine, _ = make_engine(scenario)
 
-    result = await engine.run("task?", sink=events)
+    result = await engine.run("task?", RunParams(strategy="mcts"), sink=events)
 
     failed = [e for e in events.of("node_finished") if e.status == "failed"]
     assert [e.node_id for e in failed] == ["n1.1"]
@@ -140,7 +140,7 @@ async def test_an_unparseable_vote_is_retried_then_falls_back_to_the_best_valued
         Scenario(plan=["A"], replans={"A": ["B", "C"]}, vote=lambda call: unknown_choice)
     )
 
-    result = await engine.run("task?", sink=events)
+    result = await engine.run("task?", RunParams(strategy="mcts"), sink=events)
 
     assert len(models.recorder.by_role("voter")) == 2
     assert "choice must be one of" in models.recorder.by_role("voter")[1].prompt
@@ -156,7 +156,7 @@ async def test_the_vote_schema_is_a_string_enum_of_the_candidate_ids(
 ) -> None:
     engine, models = make_engine(Scenario(plan=["A"], replans={"A": ["B", "C", "D"]}))
 
-    await engine.run("task?")
+    await engine.run("task?", RunParams(strategy="mcts"))
 
     schema = models.recorder.by_role("voter")[0].schema
     assert schema is not None
@@ -176,7 +176,7 @@ async def test_zero_candidates_gives_a_partial_best_effort_answer(
 
     engine, _ = make_engine(script)
 
-    result = await engine.run("task?", sink=events)
+    result = await engine.run("task?", RunParams(strategy="mcts"), sink=events)
 
     assert result.status == "done"
     assert result.partial is True
@@ -192,7 +192,7 @@ async def test_no_successful_step_at_all_ends_with_an_error_event(
 ) -> None:
     engine, _ = make_engine(Scenario(plan=["A"], fail={"A"}))
 
-    result = await engine.run("task?", sink=events)
+    result = await engine.run("task?", RunParams(strategy="mcts"), sink=events)
 
     assert result.status == "failed"
     assert result.error == {"code": "no_result", "message": "no research step succeeded"}
@@ -212,7 +212,7 @@ async def test_tool_calls_are_recorded_on_the_node_and_emitted(
     scenario = Scenario(plan=["A"], tools={"A": ("lookup", {"query": "q1"})})
     engine, models = make_engine(scenario, tools=[lookup])
 
-    result = await engine.run("task?", sink=events)
+    result = await engine.run("task?", RunParams(strategy="mcts"), sink=events)
 
     root = result.nodes[0]
     assert [(t["name"], t["args"], t["ok"]) for t in root["tool_calls"]] == [
@@ -239,7 +239,7 @@ async def test_a_raising_tool_becomes_an_error_observation_not_a_failed_node(
     scenario = Scenario(plan=["A"], tools={"A": ("flaky", {"query": "q"})})
     engine, _ = make_engine(scenario, tools=[flaky])
 
-    result = await engine.run("task?", sink=events)
+    result = await engine.run("task?", RunParams(strategy="mcts"), sink=events)
 
     assert result.nodes[0]["status"] == "done"
     assert result.nodes[0]["tool_calls"][0]["ok"] is False

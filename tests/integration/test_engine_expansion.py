@@ -23,7 +23,7 @@ async def test_an_expansion_with_scored_candidates_costs_one_replanner_call_and_
 ) -> None:
     engine, models = make_engine(TREE)
 
-    result = await engine.run("t", RunParams(min_score=0.2), sink=events)
+    result = await engine.run("t", RunParams(strategy="mcts", min_score=0.2), sink=events)
 
     expansions = len(events.of("candidates"))
     replanned = models.recorder.by_role("replanner")
@@ -48,7 +48,9 @@ async def test_with_early_stop_on_the_path_ends_are_judged_and_nothing_else(
 ) -> None:
     engine, models = make_engine(TREE)
 
-    result = await engine.run("t", RunParams(min_score=0.2, satisfaction=0.99), sink=events)
+    result = await engine.run(
+        "t", RunParams(strategy="mcts", min_score=0.2, satisfaction=0.99), sink=events
+    )
 
     judged = sorted(e.node_id for e in events.of("evaluated"))
     ends = sorted(n["id"] for n in result.nodes if n["complete"])
@@ -62,7 +64,7 @@ async def test_with_the_reserve_revived_path_ends_are_judged_too(
     engine, _ = make_engine(TREE)
 
     result = await engine.run(
-        "t", RunParams(min_score=0.2, satisfaction=0.99, reserve=True), sink=events
+        "t", RunParams(strategy="mcts", min_score=0.2, satisfaction=0.99, reserve=True), sink=events
     )
 
     judged = sorted(e.node_id for e in events.of("evaluated"))
@@ -85,7 +87,7 @@ async def test_unscored_proposals_are_observed_through_the_evaluator(
 ) -> None:
     engine, models = make_engine(_unjudged)
 
-    await engine.run("t", RunParams(max_paths=10), sink=events)
+    await engine.run("t", RunParams(strategy="mcts", max_paths=10), sink=events)
 
     (evaluated,) = events.of("evaluated")
     assert evaluated.node_id == "n1"
@@ -97,7 +99,9 @@ async def test_without_evaluation_there_are_no_priors_no_pruning_and_no_evaluato
 ) -> None:
     engine, models = make_engine(TREE)
 
-    result = await engine.run("t", RunParams(evaluate=False, max_paths=10), sink=events)
+    result = await engine.run(
+        "t", RunParams(strategy="mcts", evaluate=False, max_paths=10), sink=events
+    )
 
     assert models.recorder.by_role("evaluator") == []
     assert events.of("pruned") == []
@@ -118,7 +122,7 @@ async def test_a_reply_in_the_older_next_steps_shape_still_expands_unjudged(
 ) -> None:
     engine, _ = make_engine(_unjudged)
 
-    result = await engine.run("t", RunParams(max_paths=10))
+    result = await engine.run("t", RunParams(strategy="mcts", max_paths=10))
 
     children = [n for n in result.nodes if n["parent_id"] == "n1"]
     assert [(n["step"], n["prior"]) for n in children] == [("x", None), ("y", None)]
@@ -136,7 +140,7 @@ async def test_the_voter_sees_each_judged_candidates_value_and_the_vote_event_li
     engine, models = make_engine(JUDGED)
 
     # With early stop on, every path end is judged (and 0.99 is never reached).
-    await engine.run("t", RunParams(min_score=0.0, satisfaction=0.99), sink=events)
+    await engine.run("t", RunParams(strategy="mcts", min_score=0.0, satisfaction=0.99), sink=events)
 
     (vote,) = events.of("vote")
     # (prior + progress) / 2, blended with the answers' groundedness (0: the scripted answers

@@ -21,7 +21,7 @@ from testkit.scenario import Scenario
 from tests.support.makers import EngineMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C", "D"]})
-PARAMS = RunParams(max_paths=3)
+PARAMS = RunParams(strategy="mcts", max_paths=3)
 
 
 class SignallingSaver(AsyncSqliteSaver):

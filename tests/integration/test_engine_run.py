@@ -20,7 +20,7 @@ async def test_three_path_run_votes_once_and_returns_the_chosen_answer(
     )
     engine, models = make_engine(scenario)
 
-    result = await engine.run("task?", RunParams(max_paths=3), sink=events)
+    result = await engine.run("task?", RunParams(strategy="mcts", max_paths=3), sink=events)
 
     assert result.status == "done"
     assert result.stop_reason == "max_paths"
@@ -50,7 +50,7 @@ async def test_three_path_run_votes_once_and_returns_the_chosen_answer(
 async def test_root_result_reaches_every_later_step(make_engine: EngineMaker) -> None:
     engine, models = make_engine(Scenario(plan=["A", "B", "C"], replans={"A": ["B"], "B": ["C"]}))
 
-    await engine.run("task?", RunParams(max_paths=1))
+    await engine.run("task?", RunParams(strategy="mcts", max_paths=1))
 
     c_prompt = next(
         c.prompt for c in models.recorder.by_role("executor") if step_to_execute(c) == "C"

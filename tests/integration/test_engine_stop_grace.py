@@ -41,7 +41,7 @@ async def test_an_identical_rerun_after_a_max_paths_stop_makes_no_model_call(
     make_engine: EngineMaker, events: EventLog, caplog: pytest.LogCaptureFixture
 ) -> None:
     engine, models = make_engine(_script)
-    params = RunParams(max_paths=1)
+    params = RunParams(strategy="mcts", max_paths=1)
 
     first = await engine.run("t", params, sink=events)
     assert first.stop_reason == "max_paths"
@@ -61,7 +61,10 @@ async def test_an_identical_rerun_after_a_max_paths_stop_makes_no_model_call(
 
 @pytest.mark.parametrize(
     "params",
-    [RunParams(max_paths=1, stop_grace_s=0), RunParams(max_paths=1, use_cache=False)],
+    [
+        RunParams(strategy="mcts", max_paths=1, stop_grace_s=0),
+        RunParams(strategy="mcts", max_paths=1, use_cache=False),
+    ],
     ids=["no-grace", "no-cache"],
 )
 async def test_without_the_grace_the_rerun_pays_for_the_call_the_stop_cut_off(
@@ -101,7 +104,7 @@ async def test_cancelling_the_run_also_cancels_calls_left_to_finish_after_the_st
         return scenario.reply(call)
 
     engine, models = make_engine(script)
-    run = asyncio.create_task(engine.run("t", RunParams(max_paths=2), sink=events))
+    run = asyncio.create_task(engine.run("t", RunParams(strategy="mcts", max_paths=2), sink=events))
     async with asyncio.timeout(5):
         await voting.wait()
     run.cancel()
@@ -136,7 +139,7 @@ async def test_a_step_left_to_finish_starts_no_tool_and_no_further_model_call(
 
     engine, models = make_engine(script, tools=[lookup])
 
-    result = await engine.run("t", RunParams(max_paths=1), sink=events)
+    result = await engine.run("t", RunParams(strategy="mcts", max_paths=1), sink=events)
     after_run = len(events)
     await settle_background()
 

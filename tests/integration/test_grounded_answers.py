@@ -205,7 +205,9 @@ async def test_the_vote_leaves_out_an_ungrounded_candidate_when_a_grounded_one_e
         events.append(event)
 
     result = await engine.run(
-        "What is the capital of France?", RunParams(max_paths=2, max_candidates=2), sink=sink
+        "What is the capital of France?",
+        RunParams(strategy="mcts", max_paths=2, max_candidates=2),
+        sink=sink,
     )
 
     [vote] = [e for e in events if e.type == "vote"]

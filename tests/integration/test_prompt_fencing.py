@@ -63,7 +63,9 @@ async def test_tool_text_reaches_every_role_only_inside_a_fence(
     engine, models = make_engine(scenario, tools=[search])
 
     # A satisfaction bar makes the evaluator judge path ends, so all six roles speak.
-    result = await engine.run("What do otters use?", RunParams(max_paths=2, satisfaction=0.99))
+    result = await engine.run(
+        "What do otters use?", RunParams(strategy="mcts", max_paths=2, satisfaction=0.99)
+    )
 
     assert result.status == "done"
     assert {c.role for c in models.recorder.calls} == set(ROLES)

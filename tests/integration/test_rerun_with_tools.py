@@ -30,7 +30,10 @@ SCENARIO = Scenario(
 
 @pytest.mark.parametrize(
     "params",
-    [RunParams(max_paths=3), RunParams(max_paths=2, max_concurrency=1)],
+    [
+        RunParams(strategy="mcts", max_paths=3),
+        RunParams(strategy="mcts", max_paths=2, max_concurrency=1),
+    ],
     ids=["every-path", "max-paths-stop"],
 )
 async def test_an_identical_rerun_with_tool_calls_makes_no_model_call(

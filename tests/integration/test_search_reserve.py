@@ -30,7 +30,9 @@ async def _search(
     """SCENARIO searched one step at a time with `params`: the result, and the steps executed
     in their order."""
     engine, models = make_engine(SCENARIO)
-    result = await engine.run("t", RunParams(max_concurrency=1, **params), sink=sink)
+    result = await engine.run(
+        "t", RunParams(strategy="mcts", max_concurrency=1, **params), sink=sink
+    )
     return result, executed_steps(models)
 
 

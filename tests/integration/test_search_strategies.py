@@ -72,7 +72,9 @@ async def test_pruned_candidates_do_not_run_while_live_ones_give_the_paths_wante
     )
     engine, models = make_engine(scenario)
 
-    result = await engine.run("t", RunParams(min_score=0.2, max_paths=1), sink=events)
+    result = await engine.run(
+        "t", RunParams(strategy="mcts", min_score=0.2, max_paths=1), sink=events
+    )
 
     pruned = {e.node_id: e.reason for e in events.of("pruned")}
     assert pruned == {
@@ -92,7 +94,7 @@ async def test_a_path_whose_continuations_are_all_pruned_ends_with_an_answer(
     scenario = Scenario(plan=["A"], replans={"A": ["x", "y"]}, not_viable={"x", "y"})
     engine, _ = make_engine(scenario)
 
-    result = await engine.run("t", RunParams(max_paths=1), sink=events)
+    result = await engine.run("t", RunParams(strategy="mcts", max_paths=1), sink=events)
 
     assert result.answer == "answer via A"
     assert result.path == ["n1"]
@@ -139,8 +141,8 @@ async def test_early_stop_ends_the_search_once_a_path_is_good_enough(
 @pytest.mark.parametrize(
     "params",
     [
-        RunParams(max_paths=10),  # parallel, the search runs out of work
-        RunParams(max_paths=3, max_concurrency=1),  # stops with work left
+        RunParams(strategy="mcts", max_paths=10),  # parallel, the search runs out of work
+        RunParams(strategy="mcts", max_paths=3, max_concurrency=1),  # stops with work left
     ],
     ids=["parallel-exhausted", "sequential-max-paths"],
 )
@@ -167,10 +169,10 @@ async def test_an_identical_rerun_is_served_entirely_from_the_cache(
 
 async def test_use_cache_false_bypasses_the_cache(make_engine: EngineMaker) -> None:
     engine, models = make_engine(SCENARIO)
-    await engine.run("t", RunParams(max_paths=2))
+    await engine.run("t", RunParams(strategy="mcts", max_paths=2))
     calls = len(models.recorder.calls)
 
-    again = await engine.run("t", RunParams(max_paths=2, use_cache=False))
+    again = await engine.run("t", RunParams(strategy="mcts", max_paths=2, use_cache=False))
 
     assert len(models.recorder.calls) == 2 * calls
     assert again.metrics["cache_hits"] == 0
@@ -178,7 +180,7 @@ async def test_use_cache_false_bypasses_the_cache(make_engine: EngineMaker) -> N
 
 async def test_a_sqlite_cache_serves_a_new_process(settings: Settings, tmp_path: Path) -> None:
     settings = settings.model_copy(update={"cache_path": tmp_path / "cache.sqlite"})
-    params = RunParams(max_paths=2, max_concurrency=1)
+    params = RunParams(strategy="mcts", max_paths=2, max_concurrency=1)
     first = Engine(settings=settings, models=FakeModels(SCENARIO), tools=[])
     await first.run("t", params)
     models = FakeModels(SCENARIO)
@@ -232,7 +234,7 @@ async def test_a_trace_rebuilds_the_live_tree(
 ) -> None:
     engine, _ = make_engine(SCENARIO)
 
-    params = RunParams(max_paths=4, min_score=0.35, reserve=reserve)
+    params = RunParams(strategy="mcts", max_paths=4, min_score=0.35, reserve=reserve)
     result = await engine.run("t", params, sink=events)
     rebuilt = tree_from_events(e.model_dump(mode="json") for e in events)
 
@@ -274,7 +276,7 @@ async def test_tool_results_are_cached_and_use_cache_false_goes_to_the_source(
     )
     scenario = Scenario(plan=["A"], tools={"A": ("web_search", {"query": "q1"})})
     engine, _ = make_engine(scenario, tools=tools)
-    params = RunParams(max_concurrency=1)
+    params = RunParams(strategy="mcts", max_concurrency=1)
 
     first = await engine.run("t", params)
     await engine.run("t", params)

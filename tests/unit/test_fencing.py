@@ -44,7 +44,7 @@ def test_an_empty_text_is_fenced_too() -> None:
 
 def test_every_system_prompt_carries_the_rule() -> None:
     systems = [v for k, v in vars(prompts).items() if k.endswith("_SYSTEM")]
-    assert len(systems) == 6
+    assert len(systems) == 7
     assert all(FENCE_RULE in s for s in systems)
 
 

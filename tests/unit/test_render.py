@@ -134,3 +134,44 @@ def test_json_lines_print_each_event_as_one_line_of_json() -> None:
         printer.handle(event)
 
     assert [json.loads(line) for line in out.getvalue().splitlines()] == events
+
+
+def test_the_first_answer_prints_as_provisional_and_the_end_says_whether_it_was_kept() -> None:
+    out = io.StringIO()
+    printer = TreePrinter(out)
+    first = {"answer": "Paris.[1]", "node_id": "n1.1", "path": ["n1", "n1.1"]}
+    for event in [
+        {
+            "type": "answer_ready",
+            **first,
+            "elapsed_s": 12.0,
+            "metrics": {"llm_calls": 5},
+            "citations": [
+                {"marker": 1, "quote": "Paris is the capital", "source": {"title": "France"}}
+            ],
+            "groundedness": 1.0,
+        },
+        {
+            "type": "branched",
+            "node_id": "n1.1",
+            "parent_id": "n1",
+            "reasons": ["no new evidence from n1.1"],
+            "nodes": [{"node_id": "n1.2", "parent_id": "n1", "depth": 1, "step": "ask again"}],
+        },
+        {
+            "type": "done",
+            "answer": "Paris.[1]",
+            "chosen_id": "n1.1",
+            "chosen_by": "first",
+            "first": first,
+            "stop_reason": "frontier_exhausted",
+            "metrics": {},
+        },
+    ]:
+        printer.handle(event)
+
+    text = out.getvalue()
+    assert "first answer (provisional, 5 model calls, 12.0s; the search goes on):" in text
+    assert '  [1] "Paris is the capital" — France' in text
+    assert "⑂ beside n1.1: n1.2 'ask again' (no new evidence from n1.1)" in text
+    assert "answer (the first answer, kept):" in text

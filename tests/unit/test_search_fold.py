@@ -113,8 +113,10 @@ def test_an_answer_completes_the_path_and_counts_towards_max_paths() -> None:
 
     assert fold.completed_paths() == 1
     assert fold.stop_reason() == "max_paths"
-    (event,) = fold.take_events()
+    event, ready = fold.take_events()
     assert (event.type, event.path, event.answer) == ("path_completed", ["n1"], "42")
+    # The first path's answer is also the run's first answer.
+    assert (ready.type, ready.node_id, ready.answer) == ("answer_ready", "n1", "42")
 
 
 def test_early_stop_needs_a_judged_leaf_whose_value_reaches_the_satisfaction() -> None:

@@ -338,8 +338,8 @@ def test_pruned_nodes_never_take_a_beam_place() -> None:
 
 
 def test_the_run_parameters_choose_the_rule_for_work_in_flight() -> None:
-    default = strategy_for(RunParams())
-    chosen = strategy_for(RunParams(in_flight_rule="unobserved"))
+    default = strategy_for(RunParams(strategy="mcts"))
+    chosen = strategy_for(RunParams(strategy="mcts", in_flight_rule="unobserved"))
 
     assert isinstance(default, Mcts)
     assert isinstance(chosen, Mcts)

@@ -69,4 +69,5 @@ def test_an_unknown_strategy_is_refused_by_the_run_parameters() -> None:
 def test_each_strategy_name_gives_its_policy() -> None:
     assert strategy_for(RunParams(strategy="dfs")).name == "dfs"
     assert strategy_for(RunParams(strategy="beam")).name == "beam"
-    assert strategy_for(RunParams()).name == "mcts"
+    assert strategy_for(RunParams(strategy="mcts")).name == "mcts"
+    assert strategy_for(RunParams()).name == "anytime"

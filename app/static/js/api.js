@@ -197,6 +197,8 @@ export const EVENT_TYPES = [
   "pruned",
   "revived",
   "path_completed",
+  "answer_ready",
+  "branched",
   "vote",
   "done",
   "error",

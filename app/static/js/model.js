@@ -13,6 +13,8 @@ export function newRun(runId) {
     startedAt: null,
     endedAt: null,
     answer: null,
+    provisional: false, // the first verified answer, shown while the search may replace it
+    chosenBy: null, // how the final answer was chosen (`done`'s chosen_by)
     partial: false,
     chosenId: null,
     path: [],
@@ -151,6 +153,20 @@ export function apply(run, event) {
       run.pathsCompleted += 1;
       if (node) Object.assign(node, { candidate: true, answer: event.answer });
       break;
+    case "answer_ready":
+      // The first verified answer (the chain's), readable at once; `done` replaces it.
+      Object.assign(run, {
+        answer: event.answer,
+        provisional: true,
+        path: event.path,
+        citations: event.citations ?? [],
+        groundedness: event.groundedness ?? null,
+        unsupported: event.unsupported ?? [],
+      });
+      break;
+    case "branched":
+      for (const brief of event.nodes) addNode(run, brief);
+      break;
     case "vote":
       run.vote = event;
       break;
@@ -158,6 +174,8 @@ export function apply(run, event) {
       Object.assign(run, {
         status: "done",
         answer: event.answer,
+        provisional: false,
+        chosenBy: event.chosen_by ?? null,
         partial: event.partial,
         chosenId: event.chosen_id,
         path: event.path,

@@ -110,6 +110,7 @@ let shownAnswer = null;
 
 function drawAnswer(run) {
   $("answer-card").hidden = run.answer === null;
+  $("answer-provisional").hidden = !run.provisional;
   if (run.answer === shownAnswer) return; // re-parse only when it changes
   shownAnswer = run.answer;
   const answer = $("answer");
@@ -278,7 +279,8 @@ export function drawVote(run, onPick) {
   const path = run.status === "done" ? run.path : [];
   $("vote-card").hidden = !vote && path.length === 0;
   $("vote-method").hidden = !vote;
-  $("vote-method").textContent = vote ? (VOTE_METHODS[vote.method] ?? vote.method) : "";
+  const how = vote?.chosen_by ? CHOSEN_BY[vote.chosen_by] : undefined;
+  $("vote-method").textContent = vote ? (how ?? VOTE_METHODS[vote.method] ?? vote.method) : "";
   // The reason is model text: shown as text, never as markup.
   $("vote-reason").hidden = !vote?.reason;
   $("vote-reason").textContent = vote?.reason ?? "";
@@ -316,6 +318,16 @@ function valueText(node) {
   const value = node ? nodeValue(node) : null;
   return value !== null ? `value ${value.toFixed(2)}` : "";
 }
+
+// How the answer was chosen (`chosen_by`, docs/events.md); wins over the vote's method.
+const CHOSEN_BY = {
+  single: "one candidate answer: no vote needed",
+  first: "the first answer kept: no alternative was backed by more agreeing paths and verified quotes",
+  vote: "the voter model chose among the answers the choice rule admits",
+  rule: "the voter failed: the choice rule's ranking decided",
+  fallback: "the voter failed: the best-valued path was taken",
+  best_effort: "no path completed: a best-effort answer",
+};
 
 const VOTE_METHODS = {
   llm: "the voter model chose",

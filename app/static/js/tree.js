@@ -84,14 +84,20 @@ export class TreeView {
   }
 
   draw(run) {
-    const root = [...run.nodes.values()].find((n) => n.parentId === null);
-    if (!root) return this.clear();
+    const roots = [...run.nodes.values()].filter((n) => n.parentId === null);
+    if (!roots.length) return this.clear();
     const children = new Map();
     for (const n of run.nodes.values()) {
       if (n.parentId === null) continue;
       if (!children.has(n.parentId)) children.set(n.parentId, []);
       children.get(n.parentId).push(n);
     }
+    // Alternatives to the first step are roots beside it: they hang from an undrawn root,
+    // and every column moves one to the left.
+    const many = roots.length > 1;
+    const root = many ? { id: "", synthetic: true } : roots[0];
+    if (many) children.set("", roots);
+    const shift = many ? NODE_W + GAP_X : 0;
     const layout = tidyTree()
       .nodeSize([NODE_H + GAP_Y, NODE_W + GAP_X])
       .separation((a, b) => (a.parent === b.parent ? 1 : 1.2));
@@ -103,11 +109,11 @@ export class TreeView {
       top = Math.min(top, d.x);
       bottom = Math.max(bottom, d.x);
     });
-    const at = (d) => ({ left: PAD + d.y, top: PAD + d.x - top });
+    const at = (d) => ({ left: PAD + d.y - shift, top: PAD + d.x - top });
     const onPath = new Set(run.status === "done" ? run.path : []);
     const voted = new Set(run.vote?.candidates ?? []);
 
-    const width = PAD * 2 + (laidOut.height + 1) * (NODE_W + GAP_X) - GAP_X;
+    const width = PAD * 2 + (laidOut.height + (many ? 0 : 1)) * (NODE_W + GAP_X) - GAP_X;
     const height = PAD * 2 + bottom - top + NODE_H;
     this.canvas.style.width = `${width}px`;
     this.canvas.style.height = `${height}px`;
@@ -116,10 +122,11 @@ export class TreeView {
 
     const paths = [];
     laidOut.each((d) => {
+      if (d.data.synthetic) return;
       const id = d.data.id;
       const mark = { chosen: onPath.has(id), winner: id === run.chosenId, voted: voted.has(id) };
       this.drawNode(d.data, at(d), mark);
-      if (!d.parent) return;
+      if (!d.parent || d.parent.data.synthetic) return;
       const from = at(d.parent);
       const to = at(d);
       const x1 = from.left + NODE_W;

@@ -22,7 +22,7 @@ from testkit.gemini_roles import research_scenario
 from testkit.gemini_sim import GeminiSimulator
 from testkit.process import ROOT, shared_runs_env
 
-TASK = ["solve", "What do the sources say?", "--max-paths", "2"]
+TASK = ["solve", "What do the sources say?", "--max-paths", "2", "--strategy", "mcts"]
 LIBRARY_LINES = ("HTTP Request:", "AFC is enabled")
 # Cursor and erase sequences the live line is drawn with, and the spinner's colour.
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

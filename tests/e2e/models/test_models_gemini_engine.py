@@ -74,7 +74,7 @@ async def _run(
     engine = Engine(settings=settings, models=SettingsModelFactory(settings), tools=tools)
     # Early stop on (never reached): every path's end is judged, so the evaluator's structured
     # call goes through the client too.
-    params = RunParams(max_paths=2, max_concurrency=3, satisfaction=0.99)
+    params = RunParams(strategy="mcts", max_paths=2, max_concurrency=3, satisfaction=0.99)
     if events is None:
         return await engine.run("What do the sources say?", params)
     return await engine.run("What do the sources say?", params, sink=events)
@@ -246,7 +246,7 @@ async def test_an_identical_rerun_after_a_stop_with_calls_in_flight_makes_no_mod
     sim = gemini_sim(contrast_is_slow, latency_s=0.05)
     settings = _settings(tmp_path)
     engine = Engine(settings=settings, models=SettingsModelFactory(settings), tools=[lookup])
-    params = RunParams(max_paths=1, max_concurrency=4)
+    params = RunParams(strategy="mcts", max_paths=1, max_concurrency=4)
     task = "What do the sources say?"
 
     first = await engine.run(task, params)

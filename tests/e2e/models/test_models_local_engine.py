@@ -52,6 +52,7 @@ async def _run(tmp_path: Any, events: EventLog, **params: Any) -> RunResult:
     before = local_stats()
     started = time.monotonic()
     defaults: dict[str, Any] = {
+        "strategy": "mcts",
         "max_paths": 2,
         "max_depth": 3,
         "max_plan_steps": 3,

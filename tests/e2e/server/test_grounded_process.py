@@ -37,7 +37,7 @@ ANSWERS = {
         ],
     },
 }
-BODY = {"task": "What do the sources say?", "max_paths": 2, "max_candidates": 2}
+BODY = {"task": "What do the sources say?", "max_paths": 2, "max_candidates": 2, "strategy": "mcts"}
 
 
 def citing(request: SimRequest) -> SimReply:
@@ -113,7 +113,7 @@ def test_the_mcp_solve_result_and_the_openai_completion_carry_the_citations(
     completion = client.chat.completions.create(
         model="plantree",
         messages=[{"role": "user", "content": BODY["task"]}],
-        extra_body={"max_paths": 2, "max_candidates": 2},
+        extra_body={"max_paths": 2, "max_candidates": 2, "strategy": "mcts"},
     )
     info = (completion.model_extra or {})["plantree"]
     assert info["groundedness"] == 1.0

@@ -39,6 +39,7 @@ async def _run_to_the_end(page: Page, url: str, task: str) -> None:
     """Open the page at `url`, start `task` from the form and wait until the run is done."""
     await open_page(page, url)
     await page.fill("#task", task)
+    await page.select_option("#param-strategy", "mcts")  # the tree these tests draw
     await page.click("#start")
     await expect(page.locator("#run-status")).to_have_text("done")
 
@@ -125,6 +126,7 @@ async def test_scores_values_and_pruned_candidates_are_drawn(
     async with service_for(SCORED) as svc:
         await open_page(page, svc.url)
         await page.fill("#task", "scored")
+        await page.select_option("#param-strategy", "mcts")
         await page.click("#more-params summary")
         await page.fill("#param-satisfaction", "0.99")  # early stop on: path ends are judged
         await page.click("#start")

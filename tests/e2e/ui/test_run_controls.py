@@ -46,6 +46,7 @@ async def test_prune_and_add_step_buttons_steer_the_running_search(
     async with service_for(gate) as svc:
         await open_page(page, svc.url)
         await page.fill("#task", "steer it")
+        await page.select_option("#param-strategy", "mcts")
         await page.fill("#param-max_paths", "4")
         await page.click("#more-params summary")
         await page.fill("#param-max_concurrency", "1")

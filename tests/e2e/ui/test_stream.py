@@ -73,7 +73,9 @@ async def test_a_dropped_stream_rejoins_after_the_last_event_id(
     overrides: dict[str, Any] = {"api_keys": [SecretStr(KEY)]} if keyed else {}
     async with service_for(TREE, **overrides) as svc:
         headers = {"Accept": "application/json", "X-API-Key": KEY}
-        run = (await svc.client.post("/solve", json={"task": "t"}, headers=headers)).json()
+        run = (
+            await svc.client.post("/solve", json={"task": "t", "strategy": "mcts"}, headers=headers)
+        ).json()
         trace = (await svc.client.get(f"/runs/{run['run_id']}/trace", headers=headers)).text
         first = [json.loads(line) for line in trace.splitlines()][:3]
         # The first connection delivers three events, then drops (no terminal event).
@@ -121,7 +123,8 @@ window.EventSource = class extends EventSource {
   constructor(...args) {
     super(...args);
     const types = ["run_started", "plan", "node_started", "tool_call", "node_finished",
-                   "candidates", "evaluated", "pruned", "path_completed", "vote", "done",
+                   "candidates", "evaluated", "pruned", "path_completed", "answer_ready",
+                   "branched", "vote", "done",
                    "error", "cancelled"];
     const record = (e) => e.data !== undefined && window.receivedIds.push(e.lastEventId);
     for (const type of types) super.addEventListener(type, record);

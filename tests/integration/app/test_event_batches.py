@@ -169,7 +169,7 @@ async def test_a_round_s_starts_go_together_before_anything_their_jobs_say(
         log.extend((writes, event) for event in events)
 
     engine, _ = make_engine(TREE, tools=[lookup])
-    params = RunParams(max_paths=3, max_concurrency=3)
+    params = RunParams(strategy="mcts", max_paths=3, max_concurrency=3)
     result = await engine.run(
         "task?", params, sink=one, sink_all=together if batched else None, announce=False
     )

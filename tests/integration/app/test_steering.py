@@ -22,7 +22,7 @@ from tests.support.makers import ServiceMaker
 ALICE = "alice-secret-4d1c"
 KEYS = {"api_keys": [SecretStr(f"alice:{ALICE}")]}
 AS_ALICE = {"Authorization": f"Bearer {ALICE}"}
-BODY = {"task": "t", "max_paths": 5, "max_concurrency": 1}
+BODY = {"task": "t", "max_paths": 5, "max_concurrency": 1, "strategy": "mcts"}
 
 
 # A -> B, C, E; a gate on it holds B's executor, so commands sent meanwhile land before the

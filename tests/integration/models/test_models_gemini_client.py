@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
 from app.settings import Settings
+from calls.decoding import DECODING_KEY, Decoding
 from calls.errors import ModelError
 from calls.models import SettingsModelFactory
 from testkit.gemini_script import Call, Delayed, Disconnect, Fault, Json, Malformed, Slow, Text
@@ -233,3 +235,25 @@ async def test_a_dropped_connection_is_retried(gemini_sim: SimulatorMaker) -> No
 
     assert reply.text == "reconnected"
     assert [r.status for r in sim.requests] == [0, 200]
+
+
+async def test_a_call_s_decoding_reaches_gemini_as_its_temperature_and_seed(
+    gemini_sim: SimulatorMaker,
+) -> None:
+    sim = gemini_sim(_always(Json({"steps": ["look"]})))
+    model = _factory().for_role("replanner").with_structured_output(Plan, method="json_schema")
+    messages = [HumanMessage(content="Task: x")]
+
+    def config(decoding: Decoding) -> RunnableConfig:
+        return RunnableConfig(metadata={DECODING_KEY: decoding.as_metadata()})
+
+    await model.ainvoke(messages, config=config(Decoding(greedy=True, seed=41)))
+    await model.ainvoke(messages, config=config(Decoding(greedy=False, seed=42)))
+    await model.ainvoke(messages)
+
+    greedy, sampled, plain = (r.generation_config for r in sim.requests)
+    assert (greedy["temperature"], greedy["seed"]) == (0.0, 41)
+    # Sampled at the role's own temperature, with its seed.
+    assert (sampled["temperature"], sampled["seed"]) == (0.8, 42)
+    assert plain["temperature"] == 0.8
+    assert "seed" not in plain

@@ -1,5 +1,6 @@
 """How the local model turns LangChain requests into llama.cpp ones and replies back, on the
-bundled GGUF: tool choice rounds, replies parsed back, and locating the model file."""
+bundled GGUF: tool choice rounds, a call's sampling options, replies parsed back, and locating
+the model file."""
 
 from __future__ import annotations
 
@@ -90,6 +91,37 @@ def test_tool_choice_none_is_a_plain_reply(model: LocalChatModel) -> None:
 
     assert not tool_mode
     assert "response_format" not in request
+
+
+def test_a_calls_temperature_and_seed_win_over_the_models() -> None:
+    model = LocalChatModel(model_path=default_model_path(), temperature=0.7, seed=3)
+    messages = [HumanMessage(content="go")]
+
+    (default, _), (greedy, _), (reseeded, _) = (
+        model._request(messages, None),
+        model._request(messages, None, temperature=0, seed=None),
+        model._request(messages, None, seed=11),
+    )
+
+    assert (default["temperature"], default["seed"]) == (0.7, 3)
+    assert (greedy["temperature"], greedy["seed"]) == (0.0, 3)
+    assert (reseeded["temperature"], reseeded["seed"]) == (0.7, 11)
+    assert model._request(messages, None)[0]["seed"] == 3  # the model's own are unchanged
+
+
+def test_without_a_seed_the_request_leaves_it_to_the_runner() -> None:
+    model = LocalChatModel(model_path=default_model_path())
+
+    request, _ = model._request([HumanMessage(content="go")], None)
+
+    assert model.seed is None
+    assert request["seed"] is None  # `calls.local_runner.sampling_seed` draws one per call
+
+
+@pytest.mark.parametrize("temperature", [-0.1, 2.5])
+def test_a_temperature_out_of_bounds_is_refused(model: LocalChatModel, temperature: float) -> None:
+    with pytest.raises(ValueError, match="outside"):
+        model._request([HumanMessage(content="go")], None, temperature=temperature)
 
 
 def test_a_tool_choice_reply_becomes_a_tool_call(model: LocalChatModel) -> None:

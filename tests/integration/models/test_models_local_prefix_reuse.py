@@ -1,7 +1,8 @@
 """KV prefix reuse with the bundled SmolLM2: two calls sharing a long prompt prefix, with an
 unrelated call in between, as sibling branches of the engine's tree arrive. llama.cpp alone
 keeps only the last call's tokens; with saved states the second call evaluates only what is
-new — as little as any prefix reuse could (the floor) — and the replies stay the same."""
+new, from the last block boundary before it (`calls.local_kv.exact_reuse`), and the replies
+stay the same."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from dataclasses import dataclass
 import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from calls.local_kv import exact_reuse
 from calls.local_model import LocalChatModel, default_model_path
-from calls.local_runner import LocalStats
+from calls.local_runner import BLOCK, LocalStats
 
 FACTS = " ".join(
     f"Fact {n}: honey bee colonies number {n * 1000} workers in survey {n}, who forage up to "
@@ -67,7 +69,11 @@ def test_a_call_sharing_an_earlier_prefix_evaluates_only_the_rest(
 
     assert plain.prompt_tokens == reused.prompt_tokens > 400
     assert plain.prompt_evaluated > 0.9 * plain.prompt_tokens  # the colour call broke it
-    assert reused.prompt_evaluated < 0.1 * reused.prompt_tokens
+    # What the first call's prompt shares with it, up to the last block boundary before that.
+    shared = reused.prompt_tokens - reused.prompt_floor
+    assert shared > 0.9 * reused.prompt_tokens
+    taken = exact_reuse(shared, reused.prompt_tokens, BLOCK)
+    assert reused.prompt_evaluated == reused.prompt_tokens - taken < 0.15 * reused.prompt_tokens
     assert reused.restores == 1
     total = sum(s.prompt_evaluated for s in with_cache.per_call)
     assert total < 0.7 * sum(s.prompt_evaluated for s in without_cache.per_call)
@@ -80,14 +86,14 @@ def test_replies_are_the_same_with_and_without_saved_states(
     assert with_cache.replies == without_cache.replies
 
 
-def test_saved_states_reach_the_floor_that_last_call_reuse_misses(
+def test_saved_states_come_within_a_block_of_the_floor_that_last_call_reuse_misses(
     without_cache: Outcome, with_cache: Outcome
 ) -> None:
     # The floor depends on the prompts only: the same with or without saved states.
     floors = [s.prompt_floor for s in with_cache.per_call]
     assert floors == [s.prompt_floor for s in without_cache.per_call]
-    # Nothing held before the first call and nothing shared by the second: all of each.
-    assert floors[:2] == [s.prompt_evaluated for s in without_cache.per_call[:2]]
+    # Nothing held before the first call: all of it.
+    assert floors[0] == without_cache.per_call[0].prompt_evaluated
     assert floors[2] < 0.1 * with_cache.per_call[2].prompt_tokens
-    assert with_cache.per_call[2].prompt_evaluated == floors[2]
-    assert without_cache.per_call[2].prompt_evaluated > floors[2]
+    assert floors[2] <= with_cache.per_call[2].prompt_evaluated < floors[2] + BLOCK
+    assert without_cache.per_call[2].prompt_evaluated > floors[2] + BLOCK

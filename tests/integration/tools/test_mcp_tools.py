@@ -90,7 +90,9 @@ async def test_a_run_survives_a_server_that_dies_mid_call(settings: Settings) ->
     async def sink(event: Any) -> None:
         events.append(event)
 
-    result = await engine.run("q", RunParams(max_paths=2, max_concurrency=1), sink=sink)
+    result = await engine.run(
+        "q", RunParams(strategy="mcts", max_paths=2, max_concurrency=1), sink=sink
+    )
 
     calls = {e.name: e for e in events if e.type == "tool_call"}
     assert result.status == "done"

@@ -1,4 +1,5 @@
-"""Reading the multi-hop JSON Lines format, the vendored HotpotQA slice, and corpus documents."""
+"""Reading the multi-hop JSON Lines format (HotpotQA's shape, and 2WikiMultihopQA's and
+MuSiQue's differences), the vendored sets, and corpus documents."""
 
 from __future__ import annotations
 
@@ -10,16 +11,26 @@ from typing import Any
 import pytest
 
 from bench.multihop_data import (
+    DATASETS,
     HOTPOTQA_DEV_100,
+    MUSIQUE_DEV_100,
+    TWOWIKI_DEV_250,
     FormatError,
     Paragraph,
     Question,
+    data_path,
+    dataset_name,
     documents,
     load,
     parse_question,
 )
 
 README_SHA256 = "ad99ca54eb53f1ace984c7dffe4b1074074b61f0aa4d0e3e11fe67622ab53dfb"
+VENDORED = {
+    HOTPOTQA_DEV_100: (100, README_SHA256),
+    TWOWIKI_DEV_250: (250, "9b9a36fe0ef6762d76f231da3d4dc66f7a36bec1f12fe179cdaa2f0376b92ac6"),
+    MUSIQUE_DEV_100: (100, "978ca5c16c3ed366e047a92fd31c230c3ebf668a28a90dc06ad254b886d082ad"),
+}
 
 
 def _record(**changes: Any) -> dict[str, Any]:
@@ -200,13 +211,145 @@ def test_a_malformed_paragraph_is_named(tmp_path: Path, context: object, field: 
     assert error.field == field
 
 
-def test_a_repeated_title_in_one_context_is_refused(tmp_path: Path) -> None:
-    context = [["Book", ["x"]], ["Ann", ["y"]], ["Book", ["z"]]]
+# A 2WikiMultihopQA line as the shared file has it: no level, one paragraph given twice.
+TWOWIKI_LINE: dict[str, Any] = {
+    "id": "w1",
+    "question": "Who was born first, Ann Lee or Bo Park?",
+    "answer": "Ann Lee",
+    "type": "comparison",
+    "level": None,
+    "supporting_facts": [["Ann Lee", 0], ["Bo Park", 0]],
+    "context": [
+        ["Ann Lee", ["Ann Lee (born 1901) was a painter."]],
+        ["Cold Moon", ["Cold Moon is a film."]],
+        ["Bo Park", ["Bo Park (born 1950) was a poet."]],
+        ["Cold Moon", ["Cold Moon is a film."]],
+    ],
+    "extra": {"official_dev_index": 8},
+}
+# A MuSiQue line: two different paragraphs titled "Liberal Party", the second one supporting;
+# one paragraph a sentence; aliases.
+MUSIQUE_LINE: dict[str, Any] = {
+    "id": "2hop__1_2",
+    "question": "Who founded the party of the premier of Leeds?",
+    "answer": "Robert Menzies",
+    "type": "2hop",
+    "level": None,
+    "supporting_facts": [["Liberal Party", 0], ["Leeds", 0]],
+    "context": [
+        ["Liberal Party", ["The Liberal Party of Canada is a party."]],
+        ["Leeds", ["The premier of Leeds is of the Liberal Party."]],
+        ["Liberal Party", ["The Liberal Party was founded by Robert Menzies."]],
+    ],
+    "extra": {
+        "supporting_paragraph_idx": [1, 2],
+        "answer_aliases": ["Sir Robert Menzies", "Menzies"],
+        "answerable": True,
+    },
+}
 
-    error = _error(tmp_path, json.dumps(_record(context=context)))
 
-    assert error.field == "context[2][0]"
-    assert "repeats the title 'Book' of context[0]" in str(error)
+def test_a_question_without_a_level_is_read() -> None:
+    question = parse_question(json.dumps(TWOWIKI_LINE))
+
+    assert question.level is None
+    assert question.supporting_facts == (("Ann Lee", 0), ("Bo Park", 0))
+
+
+def test_a_paragraph_given_twice_word_for_word_is_kept_once() -> None:
+    question = parse_question(json.dumps(TWOWIKI_LINE))
+
+    assert [p.id for p in question.context] == ["Ann Lee", "Cold Moon", "Bo Park"]
+
+
+def test_paragraphs_that_share_a_title_are_told_apart_by_their_place() -> None:
+    question = parse_question(json.dumps(MUSIQUE_LINE))
+
+    assert [p.id for p in question.context] == ["Liberal Party #0", "Leeds", "Liberal Party #2"]
+    assert [d.doc_id for d in documents(question)] == [p.id for p in question.context]
+    assert {d.title for d in documents(question)} == {"Liberal Party", "Leeds"}
+
+
+def test_the_supporting_paragraph_indices_say_which_paragraph_of_a_title_supports() -> None:
+    question = parse_question(json.dumps(MUSIQUE_LINE))
+
+    assert question.supporting_facts == (("Liberal Party #2", 0), ("Leeds", 0))
+
+
+def test_two_supporting_paragraphs_of_one_title_both_support() -> None:
+    line = {**MUSIQUE_LINE, "supporting_facts": [["Liberal Party", 0], ["Liberal Party", 0]]}
+    line["extra"] = {**MUSIQUE_LINE["extra"], "supporting_paragraph_idx": [0, 2]}
+
+    question = parse_question(json.dumps(line))
+
+    assert question.supporting_facts == (("Liberal Party #0", 0), ("Liberal Party #2", 0))
+
+
+def test_a_supporting_fact_naming_a_repeated_title_needs_the_indices(tmp_path: Path) -> None:
+    line = {**MUSIQUE_LINE, "extra": {}}
+
+    error = _error(tmp_path, json.dumps(line))
+
+    assert error.field == "supporting_facts[0][0]"
+    assert "extra.supporting_paragraph_idx must say which" in str(error)
+
+
+@pytest.mark.parametrize("index", [3, -1, "1", True])
+def test_a_supporting_paragraph_index_outside_the_context_is_refused(
+    tmp_path: Path, index: object
+) -> None:
+    line = {**MUSIQUE_LINE, "extra": {"supporting_paragraph_idx": [1, index]}}
+
+    error = _error(tmp_path, json.dumps(line))
+
+    assert error.field == "extra.supporting_paragraph_idx[1]"
+
+
+def test_answer_aliases_are_right_answers_too() -> None:
+    question = parse_question(json.dumps(MUSIQUE_LINE))
+
+    assert question.answers == ("Robert Menzies", "Sir Robert Menzies", "Menzies")
+    assert parse_question(json.dumps(_record())).answers == ("Ann",)
+
+
+def test_an_alias_that_is_not_a_string_is_refused(tmp_path: Path) -> None:
+    line = {**MUSIQUE_LINE, "extra": {**MUSIQUE_LINE["extra"], "answer_aliases": ["x", 3]}}
+
+    assert _error(tmp_path, json.dumps(line)).field == "extra.answer_aliases[1]"
+
+
+@pytest.mark.parametrize("path", list(VENDORED), ids=lambda p: p.parent.name)
+def test_each_vendored_set_matches_its_readme_and_every_fact_names_a_sentence(path: Path) -> None:
+    count, sha256 = VENDORED[path]
+    questions = load(path)
+
+    assert len(questions) == count
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == sha256
+    assert sha256 in (path.parent / "README.md").read_text(encoding="utf-8")
+    for question in questions:
+        spans = {d.doc_id: {s.sent_id for s in d.sentences} for d in documents(question)}
+        for doc_id, sent_id in question.supporting_facts:
+            assert sent_id in spans[doc_id], (question.id, doc_id)
+
+
+def test_every_musique_supporting_paragraph_is_a_gold_document() -> None:
+    for question in load(MUSIQUE_DEV_100):
+        supporting = {question.context[i].title for i in question.extra["supporting_paragraph_idx"]}
+        gold = {doc_id for doc_id, _ in question.supporting_facts}
+        assert len(gold) == len(question.extra["supporting_paragraph_idx"])
+        assert {doc_id.split(" #")[0] for doc_id in gold} == supporting
+
+
+def test_data_names_select_the_vendored_sets() -> None:
+    assert data_path("musique") == MUSIQUE_DEV_100
+    assert data_path("2WikiMultihopQA") == TWOWIKI_DEV_250
+    assert data_path("hotpotqa") == HOTPOTQA_DEV_100
+    assert data_path("/tmp/mine.jsonl") == Path("/tmp/mine.jsonl")
+    assert [dataset_name(path) for path in DATASETS.values()] == [
+        "HotpotQA",
+        "2WikiMultihopQA",
+        "MuSiQue",
+    ]
 
 
 def test_a_repeated_question_id_is_refused(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from bench.multihop_metrics import (
     Scores,
     aggregate,
     answer_scores,
+    best_answer_scores,
     joint_scores,
     normalize_answer,
     score_question,
@@ -172,3 +173,39 @@ def test_aggregate_is_the_mean_over_questions_under_the_official_names() -> None
 def test_aggregating_no_questions_is_refused() -> None:
     with pytest.raises(ValueError, match="no questions"):
         aggregate([])
+
+
+def test_an_alias_matching_exactly_is_an_exact_match() -> None:
+    scores = best_answer_scores("Menzies", ["Robert Menzies", "Sir Robert Menzies", "Menzies"])
+
+    assert scores == Scores(em=1.0, f1=1.0, precision=1.0, recall=1.0)
+
+
+def test_the_best_f1_over_the_answer_and_its_aliases_counts() -> None:
+    # Three predicted tokens, two shared with each. Against the gold "Sir Robert Gordon
+    # Menzies": precision 2/3, recall 2/4, F1 4/7; against the alias "Robert Menzies":
+    # precision 2/3, recall 2/2, F1 0.8. The alias's counts, with its precision and recall.
+    scores = best_answer_scores(
+        "Robert Menzies PM", ["Sir Robert Gordon Menzies", "Robert Menzies"]
+    )
+
+    assert scores.em == 0.0
+    assert scores.f1 == pytest.approx(0.8)
+    assert (scores.precision, scores.recall) == (pytest.approx(2 / 3), 1.0)
+
+
+def test_exact_match_and_f1_are_each_the_best_over_the_answers() -> None:
+    # "no" matches the alias exactly; the closed-answer rule gives the gold answer F1 0.
+    scores = best_answer_scores("no", ["not at all", "no"])
+
+    assert (scores.em, scores.f1) == (1.0, 1.0)
+    assert best_answer_scores("Leeds", ["Paris"]) == answer_scores("Leeds", "Paris")
+    with pytest.raises(ValueError, match="no gold answer"):
+        best_answer_scores("Leeds", [])
+
+
+def test_a_question_with_aliases_scores_its_answer_against_every_one() -> None:
+    scores = score_question(("Robert Menzies", "Menzies"), [("Leeds", 0)], "menzies", [])
+
+    assert (scores.answer.em, scores.answer.f1) == (1.0, 1.0)
+    assert score_question("Robert Menzies", [], "menzies", []).answer.em == 0.0

@@ -1,17 +1,19 @@
-"""The multi-hop section of docs/benchmarks.md: the question-by-question counts."""
+"""The multi-hop section of docs/benchmarks.md: the question-by-question counts, the default's
+two rows from one run, and both settings."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.multihop_report import (
-    _head_to_head_lines,
-    _reserve_lines,
+from bench.multihop_compare import head_to_head
+from bench.multihop_report import code_lines, command, headline, section
+from bench.multihop_versus import (
     again_lines,
-    code_lines,
-    command,
-    head_to_head,
+    agreement_lines,
+    anytime_lines,
+    head_to_head_lines,
     repeat_lines,
+    reserve_lines,
     wide_lines,
 )
 from bench.stats import paired_interval
@@ -113,7 +115,7 @@ def test_the_reserve_is_compared_with_the_default_on_their_questions() -> None:
         row["wall_s"] = 10.0 * float(str(row["llm_calls"]))
     multihop = {"totals": {"mcts": {}, "reserve": {}}, "rows": rows}
 
-    [blank, line] = _reserve_lines(multihop)
+    [blank, line] = reserve_lines(multihop)
 
     assert blank == ""
     assert "on the same 3 questions — answer F1: better on 0, worse on 0, tied on 3" in line
@@ -133,7 +135,7 @@ def test_the_default_against_the_chain_counts_paths_and_ends() -> None:
     ]
     multihop = {"totals": {"mcts": {}, "chain": {}}, "rows": rows}
 
-    [blank, line] = _head_to_head_lines(multihop)
+    [blank, line] = head_to_head_lines(multihop)
 
     assert blank == ""
     assert "answer F1: better on 1, worse on 0, tied on 1" in line
@@ -156,7 +158,7 @@ def test_the_default_s_ends_are_explained_from_the_rows_that_record_its_tree() -
     ]
     multihop = {"config": {"max_llm_calls": 16}, "totals": {"mcts": {}, "chain": {}}, "rows": rows}
 
-    [_, line] = _head_to_head_lines(multihop)
+    [_, line] = head_to_head_lines(multihop)
 
     assert "Why, from the 3 of its runs whose rows record the tree" in line
     assert "(the tree never branched) on 1; candidates were pruned on 1" in line
@@ -175,14 +177,14 @@ def test_most_trees_unbranched_or_unfinished_are_said_to_be_so() -> None:
         _ran("q2", "chain", "Nice", 0.0),
     ]
     multihop = {"config": {"max_llm_calls": 16}, "totals": {"mcts": {}, "chain": {}}, "rows": rows}
-    [_, line] = _head_to_head_lines(multihop)
+    [_, line] = head_to_head_lines(multihop)
     assert "A tree that does not branch is a chain" in line
     assert "never finished" not in line
 
     for row in rows:
         if row["config"] == "mcts":
             row.update(paths=0, stop_reason="budget_llm_calls", llm_calls=16, branched=2)
-    [_, line] = _head_to_head_lines(multihop)
+    [_, line] = head_to_head_lines(multihop)
     assert "before any path was complete on 2 (the answer is then written from" in line
     assert "ran out of nodes" not in line
     assert "never finished, while the chain spent them all on its one path." in line
@@ -252,7 +254,7 @@ def test_the_questions_the_default_lost_are_named_with_what_its_search_did() -> 
     ]
     multihop = {"config": {"max_llm_calls": 16}, "totals": {"mcts": {}, "chain": {}}, "rows": rows}
 
-    [_, line] = _head_to_head_lines(multihop)
+    [_, line] = head_to_head_lines(multihop)
 
     assert (
         'Where its answer F1 was lower: `q1-lost-` (the chain "1922", F1 1.00; the default '
@@ -263,13 +265,13 @@ def test_the_questions_the_default_lost_are_named_with_what_its_search_did() -> 
     assert "the search found the evidence" in line
 
     rows[4]["gold_on_path"] = 0.0  # its path read less of the gold than the chain's
-    [_, line] = _head_to_head_lines(multihop)
+    [_, line] = head_to_head_lines(multihop)
     assert "Where its answer F1 was lower" in line
     assert "the search found the evidence" not in line
 
     for row in rows:
         row["f1"] = 1.0
-    [_, line] = _head_to_head_lines(multihop)
+    [_, line] = head_to_head_lines(multihop)
     assert "Where its answer F1 was lower" not in line
 
 
@@ -284,7 +286,7 @@ def test_the_questions_whose_supporting_facts_the_default_lost_say_what_its_tree
     ]
     multihop = {"config": {"max_llm_calls": 16}, "totals": {"mcts": {}, "chain": {}}, "rows": rows}
 
-    [_, line] = _head_to_head_lines(multihop)
+    [_, line] = head_to_head_lines(multihop)
 
     assert (
         "Where its supporting-fact F1 was lower (2 questions): its tree never branched on 2 "
@@ -294,13 +296,13 @@ def test_the_questions_whose_supporting_facts_the_default_lost_say_what_its_tree
     ) in line
 
     rows[0]["branched"] = 1  # a choice was made on one of them: the search may have decided
-    [_, line] = _head_to_head_lines(multihop)
+    [_, line] = head_to_head_lines(multihop)
     assert "its tree never branched on 1 and" in line
     assert "not the search" not in line
 
     rows[1]["sp_f1"] = 0.0
     rows[3]["sp_f1"] = 0.0
-    [_, line] = _head_to_head_lines(multihop)
+    [_, line] = head_to_head_lines(multihop)
     assert "supporting-fact F1 was lower" not in line
 
 
@@ -363,3 +365,169 @@ def test_differences_that_hold_on_a_second_run_are_not_called_luck() -> None:
     assert "differences held" not in line
     assert "won" not in line
     assert again_lines({"rows": rows[:2]}) == []  # nothing run again: nothing said
+
+
+def _scored(
+    question: str, config: str, predicted: str, em: float, **fields: object
+) -> dict[str, object]:
+    """A row as the benchmark writes it, with what the report reads."""
+    row: dict[str, object] = {
+        "id": question,
+        "config": config,
+        "corpus": fields.pop("corpus", "distractor"),
+        "answer": fields.pop("answer", predicted),
+        "predicted": predicted,
+        "em": em,
+        "f1": fields.pop("f1", em),
+        "sp_f1": fields.pop("sp_f1", 0.5),
+        "paths": 1,
+        "llm_calls": fields.pop("calls", 6),
+        "wall_s": fields.pop("wall", 60.0),
+        "stop_reason": "frontier_exhausted",
+        **fields,
+    }
+    return row
+
+
+def _anytime_results(setting: str = "distractor") -> dict[str, object]:
+    """Three questions: the default's final answer against its first (the chain's path), and
+    the chain run on its own."""
+    rows = [
+        _scored("q1", "chain", "Paris", 1.0, calls=5, wall=50.0),
+        _scored("q1", "chain@first", "Paris", 1.0, calls=5, wall=40.0),
+        _scored("q1", "anytime", "Paris", 1.0, calls=12, wall=100.0),
+        _scored("q2", "chain", "Lyon", 0.0, calls=6, wall=60.0),
+        _scored("q2", "chain@first", "Lyon", 0.0, calls=6, wall=60.0),
+        _scored("q2", "anytime", "Nice", 1.0, calls=14, wall=120.0),
+        _scored("q3", "chain", "Metz", 0.0, calls=5, wall=50.0, answer="Metz [1]"),
+        _scored("q3", "chain@first", "metz", 0.0, calls=5, wall=55.0, answer="metz"),
+        _scored("q3", "anytime", "metz", 0.0, calls=10, wall=90.0, answer="metz"),
+    ]
+    for row in rows:
+        row["corpus"] = setting
+    names = ("chain", "chain@first", "anytime")
+    totals = {
+        name: {
+            "n": 3,
+            "em": 0.3,
+            "f1": 0.3,
+            "sp_f1": 0.5,
+            "sp_precision": 0.5,
+            "sp_recall": 0.5,
+            "joint_f1": 0.1,
+            "groundedness": 1.0,
+            "citations": 3,
+            "misverified": 0,
+            "llm_calls": 6.0,
+            "tokens": 5000,
+            "gold_seen": 1.0,
+            "wall_s": 60.0,
+        }
+        for name in names
+    }
+    config = {
+        "data": "bench/data/hotpotqa/dev_distractor_100.jsonl",
+        "dataset": "HotpotQA",
+        "corpus": setting,
+        "pool": {"documents": 988} if setting == "pooled" else None,
+        "questions": 3,
+        "max_llm_calls": 16,
+        "measured": [],
+        "default": "anytime",
+    }
+    return {
+        "model": "scripted",
+        "model_detail": "scripted",
+        "config": config,
+        "totals": totals,
+        "rows": rows,
+    }
+
+
+def test_the_default_is_set_against_its_own_first_answer_where_the_rows_have_it() -> None:
+    [_, line] = head_to_head_lines(_anytime_results())
+
+    assert line.startswith(
+        "Question by question, the default search against its own first answer "
+        "(`chain@first`, the single chain's path) — answer F1: better on 1, worse on 0, "
+        "tied on 2"
+    )
+    # q2 is right for the default alone: 1 against 0 discordant questions, p = 2 * 1/2.
+    assert (
+        "On exact match, right for the default alone on 1 and for the chain alone on 0 "
+        "(exact McNemar test, two-sided p = 1.000)."
+    ) in line
+
+
+def test_one_anytime_run_says_when_its_first_and_final_answers_were_ready() -> None:
+    [blank, line] = anytime_lines(_anytime_results())
+
+    assert blank == ""
+    # Medians over the three questions: first 55 s and 5 calls, final 100 s and 12.
+    assert "the first answer was ready after 55 s and 5.0 model calls (medians)" in line
+    assert "the final one after 100 s and 12.0" in line
+    assert "the final answer was the first one, kept, on 2." in line
+    # Exactly the same text on q1 and q2 ("Metz [1]" is not "metz"); calls 16/16, wall
+    # 155/160 of the chain's.
+    assert "the same answer text on 2 of 3 questions" in line
+    assert "model calls 1.00 times and its wall 0.97 times the chain's" in line
+    assert anytime_lines({**_anytime_results(), "totals": {"chain": {}, "mcts": {}}}) == []
+
+
+def test_rerun_agreement_is_the_share_of_the_same_normalised_answers() -> None:
+    multihop = _anytime_results()
+    rows = list(multihop["rows"])
+    rows += [
+        _scored("q1", "chain@first-again", "paris.", 1.0),
+        _scored("q1", "anytime-again", "Paris", 1.0),
+        _scored("q2", "chain@first-again", "Lyon", 0.0),
+        _scored("q2", "anytime-again", "Lille", 0.0),
+    ]
+    totals = dict(multihop["totals"])
+    totals.update({"chain@first-again": {}, "anytime-again": {}})
+
+    [blank, line] = agreement_lines({**multihop, "rows": rows, "totals": totals})
+
+    assert blank == ""
+    assert line.endswith("`chain@first` 2 of 2 (100%); `anytime` 1 of 2 (50%).")
+    assert agreement_lines(_anytime_results()) == []
+
+
+def test_the_command_names_the_data_set_and_the_setting() -> None:
+    multihop = _anytime_results("pooled")
+    multihop["config"]["data"] = "bench/data/musique/dev_100.jsonl"
+
+    assert command(multihop) == (
+        ".venv/bin/python -m bench --only multihop --data musique --corpus pooled --limit 3 "
+        "--model scripted --configs chain,anytime --budget 16"
+    )
+    assert "--data" not in command(_anytime_results())
+    assert "--corpus" not in command(_anytime_results())
+
+
+def test_the_report_renders_both_settings_each_under_its_own_heading() -> None:
+    distractor, pooled = _anytime_results(), _anytime_results("pooled")
+
+    page = "\n".join(section(distractor, more=[(pooled, "bench/results/pooled")]))
+
+    assert page.startswith("## 11. Multi-hop questions (HotpotQA, distractor setting)")
+    assert "### HotpotQA, open-corpus setting, with scripted" in page
+    assert "--corpus pooled --limit 3 --model scripted --configs chain,anytime" in page
+    assert "open corpus: every question searches one pool of 988 paragraphs" in page
+    assert "distractor setting: each question searches its own paragraphs" in page
+    # Each table's rows and comparisons are its own setting's: one table, one comparison each.
+    assert page.count("| chain@first | 3 |") == 2
+    assert page.count("Question by question, the default search against") == 2
+    assert headline(pooled).startswith(
+        "On 3 HotpotQA questions (one index of every question's paragraphs as the only tool"
+    )
+    assert "for its first answer (a chain's)" in headline(distractor)
+
+
+def test_rows_of_two_settings_are_never_paired() -> None:
+    rows = [
+        _scored("q1", "anytime", "Paris", 1.0),
+        _scored("q1", "chain@first", "Lyon", 0.0, corpus="pooled"),
+    ]
+
+    assert head_to_head(rows, "anytime", "chain@first", "f1") == (0, 0, 0)

@@ -7,15 +7,22 @@ from pathlib import Path
 
 import pytest
 
+from agents.params import RunParams
 from bench.engine_runs import bench_settings
 from bench.multihop import (
     CONFIGS,
+    DEFAULT,
+    DEFAULT_CONFIGS,
+    FIXED,
+    MultihopConfig,
+    corpora,
     engine_settings_for,
     params_for,
     predicted_answer,
     supporting_fact_metrics,
 )
 from bench.multihop_data import HOTPOTQA_DEV_100, load
+from bench.multihop_rows import FIRST_ROWS
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -46,10 +53,32 @@ def test_breadth_scores_nothing_and_prunes_nothing() -> None:
     assert (params.evaluate, params.min_score) == (False, 0.0)
 
 
-def test_the_default_configuration_is_the_service_default() -> None:
-    params = params_for("mcts", 40)
+@pytest.mark.parametrize("name", ["anytime", "anytime-again"])
+def test_the_default_configuration_is_the_service_default(name: str) -> None:
+    assert params_for(name, 40) == RunParams(max_llm_calls=40, **FIXED)
 
-    assert (params.strategy, params.evaluate) == ("mcts", True)
+
+@pytest.mark.parametrize("name", ["mcts", "mcts-again", "reserve"])
+def test_the_puct_configurations_search_by_puct(name: str) -> None:
+    assert (params_for(name, 40).strategy, params_for(name, 40).evaluate) == ("mcts", True)
+
+
+def test_one_run_of_the_default_gives_the_chain_s_row_too() -> None:
+    assert DEFAULT == "anytime"
+    assert FIRST_ROWS[DEFAULT] == "chain@first"
+    # The chain runs on its own too: the two chains' answers are checked to be the same.
+    assert DEFAULT_CONFIGS == ("chain", "anytime")
+
+
+def test_the_pool_holds_every_question_of_the_file_whatever_is_run() -> None:
+    corpus_of, pool = corpora(MultihopConfig(limit=1, corpus="pooled"))
+    questions = load(HOTPOTQA_DEV_100)
+
+    assert pool is not None
+    # 992 paragraphs over the 100 questions, 4 of them given to two questions.
+    assert len(pool.documents) == 988
+    assert corpus_of(questions[99]).gold_documents <= set(pool.texts)
+    assert corpora(MultihopConfig(limit=1))[1] is None  # the distractor setting has none
 
 
 def test_the_scored_answer_is_the_first_line_without_citation_links() -> None:

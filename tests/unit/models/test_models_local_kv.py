@@ -1,12 +1,21 @@
-"""The bookkeeping of saved llama.cpp states (`calls.local_kv`): the longest shared prefix
-wins, a state covered by a longer one is not kept twice, and the byte budget holds; the floor
-no reuse could go below counts a prompt's tokens past what any earlier call held."""
+"""The bookkeeping of KV reuse (`calls.local_kv`): exact reuse stops on a block boundary short
+of the prompt's last token; the longest shared prefix wins, a state covered by a longer one is
+not kept twice, and the byte budget holds; the ledger says how much of a prompt earlier calls
+held, so reuse schemes can be compared on one sequence of calls."""
 
 from __future__ import annotations
 
 import pytest
 
-from calls.local_kv import PrefixFloor, PrefixStates, common_prefix
+from calls.local_kv import (
+    PrefixStates,
+    PromptLedger,
+    PromptShare,
+    common_prefix,
+    evaluated,
+    exact_reuse,
+    reusable,
+)
 
 
 def _state(size: int) -> bytearray:
@@ -75,34 +84,75 @@ def test_a_state_larger_than_the_budget_is_not_kept() -> None:
     assert len(states) == 0
 
 
-def test_the_floor_counts_what_no_earlier_call_held() -> None:
-    floor = PrefixFloor(keep=2)
+@pytest.mark.parametrize(
+    ("shared", "prompt_len", "expected"),
+    [
+        (0, 10, 0),
+        (3, 10, 0),  # less than a block: nothing
+        (7, 10, 4),  # floored to the block boundary
+        (8, 10, 8),
+        (9, 10, 8),
+        (10, 10, 8),  # all of it held: still from the block holding the last token
+        (8, 8, 4),  # ... a whole block when the prompt ends on a boundary
+        (8, 9, 8),
+        (50, 10, 8),  # a held sequence longer than the prompt
+        (1, 1, 0),
+        (0, 0, 0),
+    ],
+)
+def test_exact_reuse_ends_on_a_block_boundary_before_the_last_token(
+    shared: int, prompt_len: int, expected: int
+) -> None:
+    assert exact_reuse(shared, prompt_len, block=4) == expected
 
-    first = floor.floor((1, 2, 3, 4))  # nothing held before: all of it
-    floor.held((1, 2, 3, 4, 50, 51))  # its prompt and its reply
-    # Shares 4 with the first call: the rest, 2 tokens.
-    sibling = floor.floor((1, 2, 3, 4, 8, 9))
-    floor.held((1, 2, 3, 4, 8, 9, 60))
-    # A prompt wholly held already: only its last token, which counts as generation.
-    again = floor.floor((1, 2, 3, 4, 8, 9))
-    # Sharing more with the older call, its reply included, than with the newer: the longest.
-    older = floor.floor((1, 2, 3, 4, 50, 51, 7, 8))
-    # Past `keep`, the sequence used longest ago is forgotten: the second call's.
-    floor.held((7,))
-    forgotten = floor.floor((1, 2, 3, 4, 8, 9))
 
-    assert (first, sibling, again, older) == (4, 2, 0, 2)
-    assert forgotten == 2  # shares only 4 with the first call's, kept
-    assert floor.floor(()) == 0
+@pytest.mark.parametrize(("prompt_len", "expected"), [(0, 0), (3, 0), (4, 4), (11, 8), (12, 12)])
+def test_only_an_evaluated_prompts_full_blocks_are_reusable(prompt_len: int, expected: int) -> None:
+    assert reusable(prompt_len, block=4) == expected
 
 
-def test_a_sequence_the_floor_uses_is_forgotten_last() -> None:
-    floor = PrefixFloor(keep=2)
-    floor.held((1, 2, 3, 4))
-    floor.held((5, 6, 7, 8))
+def test_a_share_counts_what_each_scheme_evaluates() -> None:
+    # 20 prompt tokens; the previous call held 13 of them (11 in its prompt, then its reply),
+    # some earlier call 17 (15 in its prompt).
+    share = PromptShare(tokens=20, last_held=13, last_prompt=11, any_held=17, any_prompt=15)
 
-    floor.floor((1, 2, 3, 9))  # uses the older one: now the newest
-    floor.held((10, 11))  # the one forgotten is (5, 6, 7, 8)
+    assert share.evaluated(None, saved=False) == 7  # llama-cpp-python's own: all it held
+    assert share.evaluated(None, saved=True) == 3
+    assert share.evaluated(4, saved=False) == 12  # the prompt part, floored to 8
+    assert share.evaluated(4, saved=True) == 8  # floored to 12
+    assert share.evaluated(8, saved=True) == 12
+    assert PromptShare(tokens=5).evaluated(4, saved=True) == 5
+    # A prompt held whole still has its last token evaluated.
+    assert PromptShare(tokens=6, last_held=6, any_held=6).evaluated(None, saved=False) == 1
+    assert evaluated([share, PromptShare(tokens=5)], 4, saved=False) == 17
 
-    assert floor.floor((1, 2, 3, 4, 5)) == 0  # shares 4 of 5: a lone token is left
-    assert floor.floor((5, 6, 7, 8, 9)) == 5
+
+def test_the_ledger_says_what_the_last_and_any_earlier_call_held() -> None:
+    ledger = PromptLedger(keep=2)
+
+    first = ledger.share((1, 2, 3, 4))  # nothing held before
+    ledger.record((1, 2, 3, 4), (1, 2, 3, 4, 50, 51))  # its prompt, then its reply
+    # Shares its prompt and the start of its reply with the first call.
+    reply_follows = ledger.share((1, 2, 3, 4, 50, 9))
+    ledger.record((1, 2, 3, 4, 50, 9), (1, 2, 3, 4, 50, 9, 60))
+    ledger.record((7, 8), (7, 8, 9))
+    # The last call shares nothing; the first one was forgotten past `keep`.
+    later = ledger.share((1, 2, 3, 4, 50, 9, 60, 61))
+
+    assert first == PromptShare(tokens=4)
+    assert reply_follows == PromptShare(
+        tokens=6, last_held=5, last_prompt=4, any_held=5, any_prompt=4
+    )
+    assert later == PromptShare(tokens=8, any_held=7, any_prompt=6)
+
+
+def test_a_call_the_ledger_uses_is_forgotten_last() -> None:
+    ledger = PromptLedger(keep=2)
+    ledger.record((1, 2, 3, 4), (1, 2, 3, 4))
+    ledger.record((5, 6, 7, 8), (5, 6, 7, 8))
+
+    ledger.share((1, 2, 3, 9))  # uses the older one: now the newest
+    ledger.record((10, 11), (10, 11))  # the one forgotten is (5, 6, 7, 8)
+
+    assert ledger.share((1, 2, 3, 4, 5)).any_prompt == 4
+    assert ledger.share((5, 6, 7, 8, 9)).any_prompt == 0

@@ -12,7 +12,7 @@ from langchain_core.messages import ToolMessage
 
 from bench.multihop_data import HOTPOTQA_DEV_100, Question, documents, load
 from tests.support.tool_fixtures import CallTool, FakeClock, clocked_runtime
-from tools.local_corpus import build_corpus_tool, document_url
+from tools.local_corpus import build_corpus_tool, corpus_tool, document_url, index_corpus
 from tools.local_docs import CorpusDocument, LocalDocsIndex, SentenceSpan
 from tools.runtime import ToolRuntime
 
@@ -168,6 +168,23 @@ async def test_two_corpora_never_share_cached_answers(
 
     assert one.artifact["error_kind"] is None
     assert other.artifact["error_kind"] == "no_results"
+
+
+async def test_tools_over_one_indexed_corpus_answer_alike_from_runtimes_of_their_own(
+    clock: FakeClock, call_tool: CallTool
+) -> None:
+    corpus = index_corpus(documents(CHILDERS))
+    one, two = (
+        corpus_tool(corpus, clocked_runtime(clock, "local_corpus", max_chars=3000), k=3)
+        for _ in range(2)
+    )
+
+    first = await call_tool(one, {"query": "Childers"})
+    second = await call_tool(two, {"query": "Childers"})
+
+    assert first.content == second.content
+    assert first.artifact == second.artifact
+    assert len(first.artifact["passages"]) == 3
 
 
 def test_the_tool_takes_the_name_it_is_given(runtime: ToolRuntime) -> None:

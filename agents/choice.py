@@ -1,0 +1,107 @@
+"""A choice a weak judge cannot spoil: candidate answers grouped into options, and the rule that
+says when the first answer may be replaced. Pure functions of the answered leaves.
+
+- **Options.** Candidates whose answers agree (`agents.grounding.corroborate.agrees`: the same
+  text once citation markers are removed and it is normalised as quotes are: case, punctuation,
+  spacing) form one option. An option carries how many paths reached it, and the grounding of
+  its best-grounded member (its representative).
+- **The rule** (`may_replace`). The first answer (the greedy chain's) stays unless an
+  alternative option ranks at least as well on evidence that needs no model:
+  1. every citation of its representative verified (none rejected) and its groundedness not
+     lower than the first answer's; and
+  2. either it was reached by two paths or more, and by more paths than the first answer; or
+     the first answer is below `min_groundedness` while the alternative reaches it.
+  A lone alternative therefore never replaces a grounded first answer, and an ungrounded one
+  never replaces anything, whatever a vote says.
+- The model's vote (agents/nodes/vote.py) chooses only among the first answer and the options
+  the rule lets replace it; with none, no vote is held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agents.grounding.corroborate import agrees
+from agents.state import NodeRecord
+from agents.tree import by_id
+
+
+@dataclass(frozen=True)
+class Option:
+    """Candidates that agree: their leaves (id order) and the representative one."""
+
+    leaves: tuple[NodeRecord, ...]
+    representative: NodeRecord
+    has_first: bool
+
+    @property
+    def paths(self) -> int:
+        return len(self.leaves)
+
+    @property
+    def groundedness(self) -> float:
+        grounding = self.representative["grounding"]
+        return float(grounding["groundedness"] or 0.0) if grounding else 0.0
+
+    @property
+    def all_verified(self) -> bool:
+        """Its representative cites, and the verifier rejected none of its citations."""
+        grounding = self.representative["grounding"]
+        return bool(grounding and grounding["citations"] and not grounding["rejected"])
+
+    def figures(self) -> str:
+        """What the vote is shown of the option besides its answer."""
+        verified = "all verified" if self.all_verified else "not all verified"
+        return (
+            f"Reached by {self.paths} path(s); groundedness {self.groundedness:.2f}; "
+            f"citations {verified}."
+        )
+
+
+def _representative(leaves: Sequence[NodeRecord], first_id: str | None) -> NodeRecord:
+    """The best-grounded member, the first answer on a tie, then id order."""
+
+    def key(leaf: NodeRecord) -> tuple[float, bool, tuple[int, ...]]:
+        grounding = leaf["grounding"]
+        value = float(grounding["groundedness"] or 0.0) if grounding else 0.0
+        return (-value, leaf["id"] != first_id, by_id(leaf))
+
+    return min(leaves, key=key)
+
+
+def options_of(leaves: Sequence[NodeRecord], first_id: str | None) -> list[Option]:
+    """The answered leaves grouped by agreement, in the order of their first member's id."""
+    groups: list[list[NodeRecord]] = []
+    for leaf in sorted(leaves, key=by_id):
+        for group in groups:
+            if agrees(group[0]["answer"] or "", leaf["answer"] or ""):
+                group.append(leaf)
+                break
+        else:
+            groups.append([leaf])
+    return [
+        Option(
+            leaves=tuple(group),
+            representative=_representative(group, first_id),
+            has_first=any(leaf["id"] == first_id for leaf in group),
+        )
+        for group in groups
+    ]
+
+
+def may_replace(option: Option, first: Option, min_groundedness: float) -> bool:
+    """Whether `option` may replace the first answer's option (the module docstring's rule)."""
+    if option.has_first:
+        return True
+    if not option.all_verified or option.groundedness < first.groundedness:
+        return False
+    agreed = option.paths >= 2 and option.paths > first.paths
+    rescues = first.groundedness < min_groundedness <= option.groundedness
+    return agreed or rescues
+
+
+def rule_rank(options: Sequence[Option]) -> Option:
+    """The option the rule ranks best (used when no vote can be had): most paths, then
+    groundedness, the first answer's option winning ties."""
+    return min(options, key=lambda o: (-o.paths, -o.groundedness, not o.has_first))

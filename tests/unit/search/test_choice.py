@@ -1,0 +1,103 @@
+"""The choice rule: only agreeing, verified, at-least-as-grounded alternatives may replace the
+first answer; adversarial candidates never do."""
+
+from __future__ import annotations
+
+from agents.choice import Option, may_replace, options_of, rule_rank
+from agents.grounding.verify import Grounding
+from agents.state import NodeRecord, new_node
+from tests.unit.search.trees import answered, cited, grounding
+
+GROUNDED = grounding(1.0, [cited("n1", "Paris is the capital")])
+
+
+def _leaf(node_id: str, answer: str, found: Grounding) -> NodeRecord:
+    parent = None
+    node = new_node(parent=parent, index=1, step=f"step {node_id}", planned=[])
+    node["id"] = node_id
+    return answered(node, answer, found)
+
+
+def _options(*leaves: NodeRecord) -> tuple[Option, list[Option]]:
+    options = options_of(leaves, "n1")
+    first = next(o for o in options if o.has_first)
+    return first, [o for o in options if not o.has_first]
+
+
+def test_agreeing_answers_form_one_option_whatever_their_markers_and_case() -> None:
+    first, others = _options(
+        _leaf("n1", "Paris.[1]", GROUNDED),
+        _leaf("n1.2", "paris [1]", GROUNDED),
+        _leaf("n2", "Lyon.[1]", GROUNDED),
+    )
+
+    assert [leaf["id"] for leaf in first.leaves] == ["n1", "n1.2"]
+    assert first.paths == 2
+    assert [[leaf["id"] for leaf in o.leaves] for o in others] == [["n2"]]
+
+
+def test_a_confident_lone_alternative_never_replaces_a_grounded_first_answer() -> None:
+    first, [lone] = _options(
+        _leaf("n1", "Paris.[1]", GROUNDED),
+        _leaf("n1.2", "Lyon.[1]", grounding(1.0, [cited("n1.2", "Lyon is large")])),
+    )
+
+    assert not may_replace(lone, first, 0.5)
+
+
+def test_agreeing_but_ungrounded_paths_never_replace_a_grounded_first_answer() -> None:
+    ungrounded = grounding(0.0, [], ["Lyon is the capital."])
+    first, [agreeing] = _options(
+        _leaf("n1", "Paris.[1]", GROUNDED),
+        _leaf("n1.2", "Lyon", ungrounded),
+        _leaf("n1.3", "Lyon", ungrounded),
+        _leaf("n2", "Lyon", ungrounded),
+    )
+
+    assert agreeing.paths == 3
+    assert not may_replace(agreeing, first, 0.5)
+
+
+def test_an_alternative_with_a_rejected_citation_never_replaces_the_first_answer() -> None:
+    forged = grounding(1.0, [cited("n1.2", "Lyon is the capital")], rejected=1)
+    first, [option] = _options(
+        _leaf("n1", "Paris.[1]", GROUNDED),
+        _leaf("n1.2", "Lyon.[1]", forged),
+        _leaf("n1.3", "Lyon.[1]", forged),
+    )
+
+    assert not may_replace(option, first, 0.5)
+
+
+def test_an_alternative_reached_by_two_grounded_paths_may_replace_a_lone_first_answer() -> None:
+    lyon = grounding(1.0, [cited("n1.2", "Lyon is the capital of Gaul")])
+    first, [option] = _options(
+        _leaf("n1", "Paris.[1]", GROUNDED),
+        _leaf("n1.2", "Lyon.[1]", lyon),
+        _leaf("n1.3", "Lyon.[1]", lyon),
+    )
+
+    assert may_replace(option, first, 0.5)
+    assert rule_rank([first, option]) is option
+
+
+def test_two_agreeing_paths_do_not_outrank_two_agreeing_first_paths() -> None:
+    lyon = grounding(1.0, [cited("n1.2", "Lyon is the capital of Gaul")])
+    first, [option] = _options(
+        _leaf("n1", "Paris.[1]", GROUNDED),
+        _leaf("n1.1.1", "Paris.[1]", GROUNDED),
+        _leaf("n1.2", "Lyon.[1]", lyon),
+        _leaf("n1.3", "Lyon.[1]", lyon),
+    )
+
+    assert not may_replace(option, first, 0.5)
+    assert rule_rank([first, option]) is first  # a tie goes to the first answer
+
+
+def test_a_lone_grounded_alternative_may_replace_an_ungrounded_first_answer() -> None:
+    first, [option] = _options(
+        _leaf("n1", "Lyon", grounding(0.0, [], ["Lyon"])),
+        _leaf("n1.2", "Paris.[1]", grounding(1.0, [cited("n1.2", "Paris is the capital")])),
+    )
+
+    assert may_replace(option, first, 0.5)
