@@ -22,7 +22,7 @@ PORT ?= 8000
 TEST_WORKERS ?= 2
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 
-.PHONY: install run test lint fmt typecheck unit integration e2e chromium docker-tools test-deploy \
+.PHONY: install run test lint fmt docs typecheck unit integration e2e chromium docker-tools test-deploy \
 	bench up clean model-qwen-0.5b model-qwen-1.5b
 
 install: $(STAMP)
@@ -47,6 +47,11 @@ lint: install
 fmt: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# docs/configuration.md is written from the settings classes and the run parameters;
+# tests/unit/test_configuration_page.py fails when it is out of date.
+docs: install
+	$(BIN)/python -m app.settings_docs --write
 
 typecheck: install
 	$(BIN)/mypy

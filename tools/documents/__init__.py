@@ -1,0 +1,1 @@
+"""Documents a user uploads: read into pages (`reading`), cut into passages (`passages`)."""
