@@ -21,9 +21,9 @@ from app.runs.manager import RunManager
 from app.runs.queue import RunQueue
 from app.runs.signals import LocalSignals, PostgresSignals, SqliteSignals
 from app.settings import Settings
-from app.store import open_backend
-from app.store.base import RunStore
-from app.store.sqlite import SqliteRunStore
+from app.store.backend import open_backend
+from app.store.protocols import RunStore
+from app.store.sqlite.store import SqliteRunStore
 from calls.cache import CacheStore
 from calls.models import ModelFactory
 
@@ -88,7 +88,7 @@ async def run_service(
             tools=tools,
             checkpointer=checkpointer,
             cache=cache,
-            commands=SignalledCommands(store),  # commands wait in the run store
+            commands=SignalledCommands(store.commands),  # commands wait in the run store
         )
         manager = RunManager(
             engine=engine,

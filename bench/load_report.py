@@ -240,7 +240,7 @@ def _reading(load: dict[str, Any]) -> str:
         "growing: the runs queue behind one resource. Every LangGraph superstep of every run "
         "checkpoints through the one SQLite connection of `AsyncSqliteSaver` (an asyncio lock "
         "around each write, each statement a round trip to aiosqlite's worker thread); the "
-        "checkpointer's connection thread (Thread-2; `app/store/__init__.py` opens the run "
+        "checkpointer's connection thread (Thread-2; `app/store/backend.py` opens the run "
         "store's first) is the busiest thread." + disk + double_note
     )
 

@@ -9,8 +9,10 @@ from typing import Any
 
 # What each strategy row means, for the reader of the tables.
 MEANING = {
-    "mcts": "the default: `mcts`, `evaluate=true` (candidate scores as priors, pruning; the "
-    "progress call only where it can change the search)",
+    "mcts": "the tree search `mcts` (the default before `anytime`), `evaluate=true` (candidate "
+    "scores as priors, pruning; the progress call only where it can change the search)",
+    "anytime": "the default: `anytime`, the single chain first, alternatives only at weak steps, "
+    "the first answer replaced only by agreeing, verified paths",
     "mcts-noeval": "`mcts` with `evaluate=false` (no scores, no pruning, no evaluator)",
     "beam": "`strategy=beam` (width 2)",
     "dfs": "`strategy=dfs`",
@@ -401,6 +403,6 @@ def headline(q: dict[str, Any]) -> str:
     return (
         f"- On the planted-value suite ({len(q['cells'])} structures, "
         f"{len(q['config']['seeds'])} worlds each, the same budget for every strategy), the "
-        f"default (`{default}`) votes the best answer in "
+        f"`{default}` search votes the best answer in "
         f"**{say(default, '').strip()}** on average" + (f"; {'; '.join(rest)}." if rest else ".")
     )

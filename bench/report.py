@@ -77,7 +77,7 @@ def _headline(search: dict[str, Any] | None, load: dict[str, Any] | None) -> lis
         )
         lines.append(
             f"- A {paths:.0f}-path search (3 candidates per node, model calls of {lat}) takes "
-            f"**{seq['defaults_wall_s']['median']:.1f} s with the defaults** "
+            f"**{seq['defaults_wall_s']['median']:.1f} s with the tree search's defaults** "
             f"({seq['defaults']['strategy']}, `max_concurrency` "
             f"{seq['defaults']['max_concurrency']}) instead of "
             f"**{seq['baseline_wall_s']['median']:.1f} s one call at a time** like the reference "
@@ -87,8 +87,8 @@ def _headline(search: dict[str, Any] | None, load: dict[str, Any] | None) -> lis
             lines.append(
                 f"- A plain plan-and-execute agent (one path, one call at a time) takes "
                 f"{seq['plain_per_path_s']['median']:.1f} s for its one path on the same "
-                f"latencies; the defaults give {seq['speedup_vs_plain']['median']:.1f}x as many "
-                "completed paths per second."
+                f"latencies; the tree search gives {seq['speedup_vs_plain']['median']:.1f}x as "
+                "many completed paths per second."
             )
         if best is not None:
             lines.append(

@@ -4,17 +4,37 @@ of the fold: no I/O, only the fold's records and queued events change."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from agents.anytime import Move, assess, first_answered
-from agents.events import AnswerReady, Branched, CandidatesProposed, NodePruned
+from agents.events import AnswerReady, Branched, CandidatesProposed, Event, NodePruned
 from agents.jobs import ExpandOutcome, Judged, RespondOutcome
 from agents.nodes.judged import brief, prune_reason
+from agents.params import RunParams
 from agents.state import NodeRecord, new_node
 from agents.tree import children_of, path_to, siblings_of
 
-if TYPE_CHECKING:
-    from agents.nodes.fold import Metrics, TreeFold
+Metrics = dict[str, Any]
+
+
+class TreeFold(Protocol):
+    """What of the fold (agents/nodes/fold.py: `TreeFold`) these moves use."""
+
+    run_id: str
+    params: RunParams
+    nodes: dict[str, NodeRecord]
+    task: str
+    capped: bool
+    first: dict[str, Any] | None
+    branched_at: list[str]
+
+    def put(self, node: NodeRecord) -> None: ...
+
+    def update(self, node_id: str, **fields: Any) -> NodeRecord: ...
+
+    def queue(self, event: Event) -> None: ...
+
+    def lineage_values(self, node_id: str, *also: str) -> dict[str, float]: ...
 
 
 def begin(fold: TreeFold, move: Move) -> None:

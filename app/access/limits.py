@@ -90,7 +90,7 @@ class KeyLimits:
 
     def max_runs(self, caller: Caller) -> int | None:
         """The most unfinished runs the caller's key may have (None: no limit), for the store
-        to check and take in one step (`RunStore.create_run(max_open=...)`)."""
+        to check and take in one step (`store.runs.create(max_open=...)`)."""
         return self._max_runs if caller.limited else None
 
     def refuse_runs(self, caller: Caller, refused: TooManyOpen) -> NoReturn:

@@ -152,13 +152,13 @@ class Runs:
 
     async def last_event_id(self, run_id: str) -> int:
         """The id of the run's last stored event (the run must be reachable)."""
-        return await self.manager.store.last_seq(run_id)
+        return await self.manager.store.events.last_seq(run_id)
 
     async def stored_events(self, run_id: str) -> AsyncIterator[StoredEvent]:
         """Every stored event of a reachable run, read a page at a time."""
         after = 0
         while True:
-            page = await self.manager.store.events_after(run_id, after, TRACE_PAGE)
+            page = await self.manager.store.events.after(run_id, after, TRACE_PAGE)
             for event in page:
                 yield event
             if len(page) < TRACE_PAGE:
@@ -178,7 +178,7 @@ class Runs:
         """A page of the caller's runs (every run for the admin), newest first, and the next
         page's offset (None on the last)."""
         tenant = None if self.caller.sees_all else self.caller.tenant
-        records = await self.manager.store.list_runs(
+        records = await self.manager.store.runs.page(
             status=status, limit=limit + 1, offset=offset, tenant=tenant
         )
         more = len(records) > limit
@@ -209,7 +209,7 @@ class Runs:
         """Delete a finished run and its events; raises `RunNotFound`, or `RunNotFinished`
         for a run that has not ended."""
         await self.get(run_id)
-        if not await self.manager.store.delete_run(run_id):
+        if not await self.manager.store.runs.delete(run_id):
             raise RunNotFinished(f"run {run_id} has not ended: cancel it first")
         logger.info("run=%s deleted by caller=%s", run_id, self.caller.label)
 
@@ -220,7 +220,7 @@ class Runs:
 
     async def thread(self, thread_id: str) -> ThreadRecord:
         """The thread; raises `ThreadNotFound` (also for another key's thread)."""
-        thread = await self.manager.store.get_thread(thread_id)
+        thread = await self.manager.store.threads.get(thread_id)
         if thread is None or not self.caller.may_see(thread.tenant):
             raise ThreadNotFound(f"no thread {thread_id}")
         return thread
@@ -228,17 +228,17 @@ class Runs:
     async def threads(self, *, limit: int, offset: int) -> builtins.list[ThreadRecord]:
         """A page of the caller's threads (every thread for the admin), newest first."""
         tenant = None if self.caller.sees_all else self.caller.tenant
-        return await self.manager.store.list_threads(limit=limit, offset=offset, tenant=tenant)
+        return await self.manager.store.threads.page(limit=limit, offset=offset, tenant=tenant)
 
     async def thread_runs(self, thread_id: str) -> builtins.list[RunRecord]:
         """The runs of one of the caller's threads, oldest first."""
         await self.thread(thread_id)
-        return await self.manager.store.thread_runs(thread_id)
+        return await self.manager.store.threads.runs(thread_id)
 
     async def delete_thread(self, thread_id: str) -> None:
         """Delete one of the caller's threads with its runs; raises `ThreadNotFinished` while
         one of its runs has not ended (nothing is deleted then)."""
         await self.thread(thread_id)
-        if not await self.manager.store.delete_thread(thread_id):
+        if not await self.manager.store.threads.delete(thread_id):
             raise ThreadNotFinished(f"thread {thread_id} has a run that has not ended")
         logger.info("thread=%s deleted by caller=%s", thread_id, self.caller.label)

@@ -17,7 +17,8 @@ from app.runs.execution import RunDriver
 from app.runs.following import Follower
 from app.runs.live import LiveRuns
 from app.runs.signals import LocalSignals
-from app.store.base import FINISHED, Lease, RunStore
+from app.store.base import FINISHED, Lease
+from app.store.protocols import RunStore
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ class Canceller:
 
     async def cancel(self, run_id: str, wait_s: float) -> None:
         """Cancel `run_id` and wait (up to `wait_s`) until its end is stored."""
-        record = await self.store.get_run(run_id)
+        record = await self.store.runs.get(run_id)
         if record is None:
             raise RunNotFound(f"no run {run_id}")
         if record.status in FINISHED:
@@ -45,19 +46,19 @@ class Canceller:
             await live.wait_closed()
             # A run that reached its wait for an answer before the cancel landed is stored
             # waiting, with no owner: ended below like any run nobody holds.
-            record = await self.store.get_run(run_id)
+            record = await self.store.runs.get(run_id)
             if record is None or record.status in FINISHED or record.awaiting is None:
                 return
-        await self.store.request_cancel(run_id)
+        await self.store.leases.request_cancel(run_id)
         await self.signals.publish_cancel(run_id)
-        claimed = await self.store.claim(run_id, self.lease.owner, self.lease.ttl_s)
+        claimed = await self.store.leases.claim(run_id, self.lease.owner, self.lease.ttl_s)
         if claimed is not None:
             logger.info("run=%s had no live owner; ended here as cancelled", run_id)
             orphan = self.lives.detached(run_id)
             await self.driver.end_cancelled(orphan, self.driver.writer(orphan))
             return
         # The owner ends it; its terminal event tells when.
-        last = await self.store.last_seq(run_id)
+        last = await self.store.events.last_seq(run_id)
         try:
             async with asyncio.timeout(wait_s):
                 async for _ in self.follower.follow(run_id, last):

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from app.runs.queue import RunQueue
 from app.runs.signals import LocalSignals
-from app.store.base import Lease, RunRecord, RunStore
+from app.store.base import Lease, RunRecord
+from app.store.protocols import RunStore
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class Claimer:
         owner = self.lease.owner
         claimed = 0
         while (room := self.queue.room) > 0:
-            records = await self.store.claim_some(owner, self.lease.ttl_s, room)
+            records = await self.store.leases.claim_some(owner, self.lease.ttl_s, room)
             for record in records:
                 logger.info("run=%s claimed by owner=%s (was %s)", record.id, owner, record.status)
                 await self.adopt(record)

@@ -33,20 +33,23 @@ next round reads, as a first round does)."""
 
 
 class CommandStore(Protocol):
-    async def commands_after(self, run_id: str, after: int) -> list[SteerCommand]: ...
+    """Where the commands wait (the run store's `commands`)."""
+
+    async def after(self, run_id: str, after: int) -> list[SteerCommand]: ...
 
 
 class SignalledCommands:
-    """The `CommandSource` of the service's engine: `store`'s commands, read as above."""
+    """The `CommandSource` of the service's engine: the commands waiting in `commands`, read
+    as above."""
 
     def __init__(
         self,
-        store: CommandStore,
+        commands: CommandStore,
         *,
         backstop_s: float = BACKSTOP_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._store = store
+        self._commands = commands
         self._backstop_s = backstop_s
         self._clock = clock
         self._read_at: dict[str, float] = {}  # insertion order: read longest ago first
@@ -81,4 +84,4 @@ class SignalledCommands:
         self._read_at[run_id] = now
         while len(self._read_at) > KEPT_RUNS:
             del self._read_at[next(iter(self._read_at))]
-        return await self._store.commands_after(run_id, after)
+        return await self._commands.after(run_id, after)

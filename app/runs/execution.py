@@ -41,8 +41,9 @@ from agents.tree import by_id
 from app.runs.live import LiveRun, Phase
 from app.runs.queue import RunQueue
 from app.runs.recollection import recollection_for
-from app.store.base import LeaseLost, RunRecord, RunStore, StoredEvent
+from app.store.base import LeaseLost, RunRecord, StoredEvent
 from app.store.outage import NO_WAIT, OutageTooLong, StoreOutage
+from app.store.protocols import RunStore
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -95,7 +96,7 @@ class RunWriter:
         first = stored[0]
 
         async def landed() -> list[int] | None:
-            after = await self.store.events_after(live.run_id, live.last_seq)
+            after = await self.store.events.after(live.run_id, live.last_seq)
             for i, event in enumerate(after):
                 if (event.type, event.data) == first:
                     return [e.seq for e in after[i : i + len(stored)]]
@@ -135,9 +136,11 @@ class RunWriter:
 
         async def write(datas: list[str]) -> list[int]:
             if len(datas) == 1:
-                return [await self.store.append_event(run_id, self.owner, events[0].type, datas[0])]
+                return [
+                    await self.store.events.append(run_id, self.owner, events[0].type, datas[0])
+                ]
             typed = [(event.type, data) for event, data in zip(events, datas, strict=True)]
-            return await self.store.append_events(run_id, self.owner, typed)
+            return await self.store.events.append_many(run_id, self.owner, typed)
 
         what = "event " + ", ".join(event.type for event in events)
         if await self._write(what, events, write) is not None:
@@ -192,7 +195,9 @@ class RunWriter:
         run_id = self.live.run_id
 
         async def write(datas: list[str]) -> list[int]:
-            return [await self.store.pause(run_id, self.owner, event.type, datas[0], awaiting)]
+            return [
+                await self.store.waits.pause(run_id, self.owner, event.type, datas[0], awaiting)
+            ]
 
         if await self._write("pause", [event], write, self.live.pause) is None:
             return False
@@ -207,7 +212,9 @@ class RunWriter:
 
         async def write(datas: list[str]) -> list[int]:
             return [
-                await self.store.finish(live.run_id, self.owner, terminal.type, datas[0], result)
+                await self.store.events.finish(
+                    live.run_id, self.owner, terminal.type, datas[0], result
+                )
             ]
 
         took = await self._write("end", [terminal], write, live.end)
@@ -248,7 +255,7 @@ class RunDriver:
                 # The flag as of now: a cancel sent before this run was registered here
                 # found no task to stop.
                 live.start()
-                if record.cancel_requested or await self.store.mark_running_and_check_cancel(
+                if record.cancel_requested or await self.store.leases.mark_running_and_check_cancel(
                     run_id, self.owner
                 ):
                     raise asyncio.CancelledError
@@ -310,7 +317,7 @@ class RunDriver:
             return
         if live.phase is Phase.DRAINING:
             with contextlib.suppress(LeaseLost):
-                await shielded(self.store.release(live.run_id, self.owner, "interrupted"))
+                await shielded(self.store.leases.release(live.run_id, self.owner, "interrupted"))
             return
         await self.end_cancelled(live, writer)
 

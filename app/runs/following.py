@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from agents.events import TERMINAL_TYPES
 from app.runs.live import LiveRun, LiveRuns
 from app.runs.signals import LocalSignals
-from app.store.base import FINISHED, RunStore, StoredEvent
+from app.store.base import FINISHED, StoredEvent
+from app.store.protocols import RunStore
 
 # A reader holds at most this many stored events at a time (a long history is read in pages).
 PAGE = 16
@@ -48,7 +49,7 @@ class Follower:
                 continue  # the run left this process (drained, lost): go on from the store
             with self.signals.watch(run_id) as news:
                 news.clear()
-                events = await self.store.events_after(run_id, seq, limit=PAGE)
+                events = await self.store.events.after(run_id, seq, limit=PAGE)
                 for event in events:
                     seq = event.seq
                     yield event
@@ -56,12 +57,12 @@ class Follower:
                         return
                 if events:
                     continue
-                record = await self.store.get_run(run_id)
+                record = await self.store.runs.get(run_id)
                 if record is None:
                     return
                 if record.status in FINISHED:
                     # The end may have been stored between the two reads: read on to it.
-                    while page := await self.store.events_after(run_id, seq, limit=PAGE):
+                    while page := await self.store.events.after(run_id, seq, limit=PAGE):
                         for event in page:
                             seq = event.seq
                             yield event

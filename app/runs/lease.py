@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from app.runs.live import LiveRuns, Phase
 from app.runs.periodic import Periodic
-from app.store.base import Lease, RunStore
+from app.store.base import Lease
+from app.store.protocols import RunStore
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class LeaseKeeper:
             # Runs registered before the renewal: one created after it is legitimately absent.
             before = [live for live in self.lives if live.holds_lease]
             held_ids = [lv.run_id for lv in before]
-            renewed = await self.store.renew(self.lease.owner, self.lease.ttl_s, held_ids)
+            renewed = await self.store.leases.renew(self.lease.owner, self.lease.ttl_s, held_ids)
             held = {h.run_id: h for h in renewed}
         for live in before:
             if not live.holds_lease or live.phase is Phase.DRAINING:

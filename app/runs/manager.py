@@ -41,8 +41,9 @@ from app.runs.queue import LocalRunQueue, RunQueue, SharedAdmission
 from app.runs.retention import Retention
 from app.runs.signals import LocalSignals
 from app.settings import Settings
-from app.store.base import FINISHED, Lease, RunRecord, RunStore, StoredEvent, ThreadRecord
+from app.store.base import FINISHED, Lease, RunRecord, StoredEvent, ThreadRecord
 from app.store.outage import StoreOutage
+from app.store.protocols import RunStore
 from app.webhooks.notifier import WebhookNotifier
 
 logger = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class RunManager:
         self.lease = Lease(owner or worker_id(), settings.lease_ttl_s)
         self.queue = queue or LocalRunQueue(settings.max_active_runs, settings.max_queued_runs)
         self.signals = signals or LocalSignals()
-        self.admission = SharedAdmission(store, settings.max_queued_runs)
+        self.admission = SharedAdmission(store.leases, settings.max_queued_runs)
         self.lives = LiveRuns()
         self.options = RunOptions.from_settings(settings, [tool.name for tool in engine.tools])
         self.notifier = WebhookNotifier.from_settings(store, settings)
@@ -155,7 +156,7 @@ class RunManager:
 
     async def check_cancels(self) -> None:
         """Cancel the runs held here that someone flagged (a signal from another process)."""
-        for run_id in await self.store.cancel_requests(self.lease.owner):
+        for run_id in await self.store.leases.cancel_requests(self.lease.owner):
             self.lives.cancel(run_id)
 
     # -- starting ------------------------------------------------------------------------------
@@ -214,7 +215,7 @@ class RunManager:
         event = RunStarted(run_id=record.id, task=new.task, params=record.params)
         started = StoredEvent(seq=1, type="run_started", data=event.model_dump_json())
         began = time.perf_counter()
-        await self.store.create_run(
+        await self.store.runs.create(
             record, started=started.data, lease=lease, max_open=new.max_open
         )
         observers.written(event, record.id, time.perf_counter() - began)
@@ -264,11 +265,11 @@ class RunManager:
             # task is still on its way out.
             await previous.wait_closed()
         self.queue.admit(force=True)
-        self._begin(record, await self.store.events_after(record.id, 0), resume=True)
+        self._begin(record, await self.store.events.after(record.id, 0), resume=True)
 
     # -- following -----------------------------------------------------------------------------
     async def get(self, run_id: str) -> RunRecord:
-        record = await self.store.get_run(run_id)
+        record = await self.store.runs.get(run_id)
         if record is None:
             raise RunNotFound(f"no run {run_id}")
         return record
@@ -318,7 +319,7 @@ class RunManager:
         """Give a run waiting for its plan's approval its answer; it is queued for any worker
         (this one, when it has a free slot), which resumes it from its checkpoint. Raises
         `RunNotWaiting` when it is not waiting."""
-        if not await self.store.answer_waiting(run_id, answer):
+        if not await self.store.waits.answer(run_id, answer):
             raise RunNotWaiting(f"run {run_id} is not waiting for an answer")
         logger.info("run=%s answered (%s); queued to resume", run_id, answer.get("action"))
         self.signals.announce_queued()
@@ -331,9 +332,9 @@ class RunManager:
         """Queue a steering command for the run's next scheduling round; its id. Raises
         `RunEnded` once the run has ended, `TooManyCommands` past `MAX_COMMANDS_PER_RUN` (two
         commands sent at the same instant may both pass the count)."""
-        if len(await self.store.commands_after(run_id, 0)) >= MAX_COMMANDS_PER_RUN:
+        if len(await self.store.commands.after(run_id, 0)) >= MAX_COMMANDS_PER_RUN:
             raise TooManyCommands(f"run {run_id} has taken {MAX_COMMANDS_PER_RUN} commands")
-        command_id = await self.store.add_command(run_id, command, node_id, step, by)
+        command_id = await self.store.commands.add(run_id, command, node_id, step, by)
         if command_id is None:
             raise RunEnded(f"run {run_id} has ended; it takes no more commands")
         await self.signals.publish_command(run_id)
@@ -344,7 +345,7 @@ class RunManager:
     async def create_thread(self, tenant: str | None) -> ThreadRecord:
         """A new, empty thread of `tenant`."""
         thread = ThreadRecord(id=uuid.uuid4().hex, tenant=tenant, created_at=datetime.now(UTC))
-        await self.store.create_thread(thread)
+        await self.store.threads.create(thread)
         logger.info("thread=%s created (caller=%s)", thread.id, tenant or "local")
         return thread
 

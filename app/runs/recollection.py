@@ -8,7 +8,8 @@ import logging
 
 from agents.recall import EarlierRun, recall
 from agents.state import Recollection
-from app.store.base import RunRecord, RunStore
+from app.store.base import RunRecord
+from app.store.protocols import RunStore
 
 logger = logging.getLogger(__name__)
 MAX_EARLIER_RUNS = 20
@@ -33,7 +34,7 @@ async def recollection_for(store: RunStore, record: RunRecord) -> Recollection |
     """The recollection of `record`'s thread for it: the answered runs created before it."""
     if record.thread_id is None:
         return None
-    runs = await store.thread_runs(record.thread_id)
+    runs = await store.threads.runs(record.thread_id)
     before = [r for r in runs if r.id != record.id and r.created_at <= record.created_at]
     earlier = [run for r in before[-MAX_EARLIER_RUNS:] if (run := earlier_run(r)) is not None]
     known = recall(record.task, earlier)

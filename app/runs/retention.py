@@ -12,7 +12,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from app.runs.periodic import Periodic
-from app.store.base import RunStore
+from app.store.protocols import RunStore
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class Retention:
         cutoff = (now or datetime.now(UTC)) - timedelta(days=self.days)
         total = 0
         while True:
-            deleted = await self.store.delete_ended_before(cutoff, BATCH)
+            deleted = await self.store.runs.delete_ended_before(cutoff, BATCH)
             total += deleted
             if deleted < BATCH:
                 break

@@ -145,14 +145,14 @@ class PostgresSignals(LocalSignals):
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def publish_cancel(self, run_id: str) -> None:
-        # The store's request_cancel already sent the NOTIFY with its commit; local delivery
-        # comes back through the listener like any other.
+        # The store's `leases.request_cancel` already sent the NOTIFY with its commit; local
+        # delivery comes back through the listener like any other.
         return
 
     async def _listen(self) -> None:
         from psycopg import AsyncConnection
 
-        from app.store.postgres import (
+        from app.store.postgres.db import (
             CANCEL_CHANNEL,
             COMMAND_CHANNEL,
             EVENTS_CHANNEL,
@@ -180,7 +180,7 @@ class PostgresSignals(LocalSignals):
                 delay = min(delay * 2, 10)
 
     def _dispatch(self, channel: str, payload: str) -> None:
-        from app.store.postgres import CANCEL_CHANNEL, COMMAND_CHANNEL, EVENTS_CHANNEL
+        from app.store.postgres.db import CANCEL_CHANNEL, COMMAND_CHANNEL, EVENTS_CHANNEL
 
         if channel == EVENTS_CHANNEL:
             self.event_written(payload.rsplit(":", 1)[0])

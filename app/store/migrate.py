@@ -27,7 +27,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from app.errors import ServiceError
 from app.settings import Settings
-from app.store import open_backend
+from app.store.backend import open_backend
 from app.store.migrate_tables import PostgresTables, RunTables, SqliteTables
 from app.store.migrate_units import COLLECTIONS, Collection, Side, sum_counts
 

@@ -3,8 +3,8 @@ thread, a run and its events written whole (one transaction, lease cleared), who
 counts, and the ledger that says which units of the target a migration wrote and from which
 source.
 
-Reading a run's content goes through the stores themselves (`RunStore.get_run`,
-`events_after`); only what the `RunStore` interface has no call for lives here.
+Reading a run's content goes through the stores themselves (`store.runs.get`,
+`store.events.after`); only what the `RunStore` interface has no call for lives here.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
 from app.store.base import RunRecord, StoredEvent, ThreadRecord
-from app.store.postgres import PostgresRunStore
-from app.store.sqlite import BUSY_TIMEOUT_MS, SqliteRunStore
+from app.store.postgres.db import PostgresDb
+from app.store.sqlite.db import BUSY_TIMEOUT_MS, SqliteDb
 
 CONNECT_TIMEOUT_S = 10
 _RUN_COLUMNS = (
@@ -64,8 +64,8 @@ def _utc_iso(record: RunRecord, field: str) -> str:
     return str(value.astimezone(UTC).isoformat())
 
 
-_LITE = SqliteRunStore.dialect
-_PG = PostgresRunStore.dialect
+_LITE = SqliteDb.dialect
+_PG = PostgresDb.dialect
 
 
 class SqliteTables:

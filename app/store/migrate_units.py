@@ -20,8 +20,9 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
-from app.store.base import RunRecord, RunStore, StoredEvent
+from app.store.base import RunRecord, StoredEvent
 from app.store.migrate_tables import RunTables
+from app.store.protocols import RunStore
 from app.store.saver_guard import GuardedWrites
 
 
@@ -139,10 +140,10 @@ class Runs:
         return await side.tables.run_ids(after, limit)
 
     async def read(self, side: Side, key: str) -> Unit | None:
-        record = await side.store.get_run(key)
+        record = await side.store.runs.get(key)
         if record is None:
             return None
-        events = await side.store.events_after(key, 0)
+        events = await side.store.events.after(key, 0)
         thread = RunnableConfig(configurable={"thread_id": key})
         checkpoints = [t async for t in side.saver.alist(thread)]
         checkpoints.sort(key=lambda t: (_ns(t.config), t.checkpoint["id"]))
@@ -194,7 +195,7 @@ class Threads:
         return await side.tables.thread_ids(after, limit)
 
     async def read(self, side: Side, key: str) -> Unit | None:
-        thread = await side.store.get_thread(key)
+        thread = await side.store.threads.get(key)
         if thread is None:
             return None
         utc = thread.model_copy(update={"created_at": thread.created_at.astimezone(UTC)})

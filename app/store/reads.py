@@ -1,18 +1,19 @@
-"""The run store's reads, written once for both backends: the SQL is the same but for table
-names and a few spellings, which each backend declares (`Dialect`); each runs a statement
-(`_one`, `_all`, written with `?` placeholders) and turns a row into a record (`_record`) its
-own way."""
+"""The store's reads, written once for both dialects, with the row mapping they share: the SQL
+is the same but for table names and a few spellings, which each dialect declares (`Dialect`);
+each runs a statement (written with `?` placeholders) and turns a runs row into a record its own
+way (`Reader`). A dialect's part of the store (a `Part`, on the dialect's connections) extends
+the reads of its concern (`RunReads`, `EventReads`, `ThreadReads`, `CommandReads`) with its
+writes."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from agents.steering import SteerCommand
-from app.store.base import UNFINISHED, RunRecord, RunStatus, StoredEvent, ThreadRecord
+from app.store.base import UNFINISHED, Held, RunRecord, RunStatus, StoredEvent, ThreadRecord
 
 # Literal, so that neither dialect needs a parameter for it.
 OPEN_SQL = "status IN ({})".format(", ".join(f"'{status}'" for status in UNFINISHED))
@@ -26,7 +27,7 @@ class Row(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Dialect:
-    """What differs between the backends' reads."""
+    """What differs between the dialects' reads."""
 
     runs: str  # the runs table
     events: str  # the events table
@@ -36,86 +37,113 @@ class Dialect:
     no_limit: int | None  # a LIMIT that limits nothing
 
 
-class RunReads(ABC):
-    """The `RunStore` reads, on a backend's `_one` and `_all`."""
+class Reader(Protocol):
+    """How a dialect reads: its spellings, a statement's rows, a runs row as a record."""
 
-    dialect: Dialect
+    @property
+    def dialect(self) -> Dialect: ...
 
-    @abstractmethod
-    async def _one(self, sql: str, args: tuple[Any, ...]) -> Row | None:
+    async def one(self, sql: str, args: tuple[Any, ...]) -> Row | None:
         """The first row of `sql` (written with `?` placeholders), or None."""
 
-    @abstractmethod
-    async def _all(self, sql: str, args: tuple[Any, ...]) -> Sequence[Row]:
+    async def all(self, sql: str, args: tuple[Any, ...]) -> Sequence[Row]:
         """Every row of `sql` (written with `?` placeholders)."""
 
-    @abstractmethod
-    def _record(self, row: Row) -> RunRecord: ...
+    def record(self, row: Row) -> RunRecord: ...
 
-    async def _count(self, sql: str, args: tuple[Any, ...]) -> int:
-        row = await self._one(sql, args)
-        return int(row["n"]) if row else 0
 
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        row = await self._one(f"SELECT * FROM {self.dialect.runs} WHERE id = ?", (run_id,))
-        return self._record(row) if row else None
+DbT = TypeVar("DbT", bound=Reader)
 
-    async def list_runs(
+
+class Part(Generic[DbT]):
+    """One concern's part of a dialect's store, on that dialect's connections."""
+
+    def __init__(self, db: DbT) -> None:
+        self._db = db
+
+
+async def count(db: Reader, sql: str, args: tuple[Any, ...]) -> int:
+    """The `n` column of the first row of `sql`; 0 without a row."""
+    row = await db.one(sql, args)
+    return int(row["n"]) if row else 0
+
+
+class RunReads(Part[DbT]):
+    """`RunRecords`' reads."""
+
+    async def get(self, run_id: str) -> RunRecord | None:
+        row = await self._db.one(f"SELECT * FROM {self._db.dialect.runs} WHERE id = ?", (run_id,))
+        return self._db.record(row) if row else None
+
+    async def page(
         self, *, status: RunStatus | None, limit: int, offset: int, tenant: str | None = None
     ) -> list[RunRecord]:
         filters = (("status", status), ("tenant", tenant))
         given = [(name, value) for name, value in filters if value is not None]
         where = " AND ".join(f"{name} = ?" for name, _ in given)
-        sql = f"SELECT * FROM {self.dialect.runs}" + (f" WHERE {where}" if where else "")
+        sql = f"SELECT * FROM {self._db.dialect.runs}" + (f" WHERE {where}" if where else "")
         sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
-        rows = await self._all(sql, (*(value for _, value in given), limit, offset))
-        return [self._record(r) for r in rows]
+        rows = await self._db.all(sql, (*(value for _, value in given), limit, offset))
+        return [self._db.record(r) for r in rows]
 
     async def count_open(self, tenant: str | None) -> int:
-        sql = f"SELECT COUNT(*) AS n FROM {self.dialect.runs} WHERE tenant {self.dialect.same} ?"
-        return await self._count(f"{sql} AND {OPEN_SQL}", (tenant,))
+        dialect = self._db.dialect
+        sql = f"SELECT COUNT(*) AS n FROM {dialect.runs} WHERE tenant {dialect.same} ?"
+        return await count(self._db, f"{sql} AND {OPEN_SQL}", (tenant,))
 
-    async def events_after(
-        self, run_id: str, after: int, limit: int | None = None
-    ) -> list[StoredEvent]:
-        rows = await self._all(
-            f"SELECT seq, type, data FROM {self.dialect.events} WHERE run_id = ? AND seq > ?"
+
+class EventReads(Part[DbT]):
+    """`EventLog`'s reads."""
+
+    async def after(self, run_id: str, after: int, limit: int | None = None) -> list[StoredEvent]:
+        dialect = self._db.dialect
+        rows = await self._db.all(
+            f"SELECT seq, type, data FROM {dialect.events} WHERE run_id = ? AND seq > ?"
             " ORDER BY seq LIMIT ?",
-            (run_id, after, self.dialect.no_limit if limit is None else limit),
+            (run_id, after, dialect.no_limit if limit is None else limit),
         )
         return [StoredEvent(seq=r["seq"], type=r["type"], data=r["data"]) for r in rows]
 
     async def last_seq(self, run_id: str) -> int:
-        sql = f"SELECT COALESCE(MAX(seq), 0) AS n FROM {self.dialect.events} WHERE run_id = ?"
-        return await self._count(sql, (run_id,))
+        sql = f"SELECT COALESCE(MAX(seq), 0) AS n FROM {self._db.dialect.events} WHERE run_id = ?"
+        return await count(self._db, sql, (run_id,))
 
-    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        row = await self._one(
-            f"SELECT id, tenant, created_at FROM {self.dialect.threads} WHERE id = ?", (thread_id,)
+
+class ThreadReads(Part[DbT]):
+    """`Threads`' reads."""
+
+    async def get(self, thread_id: str) -> ThreadRecord | None:
+        row = await self._db.one(
+            f"SELECT id, tenant, created_at FROM {self._db.dialect.threads} WHERE id = ?",
+            (thread_id,),
         )
         return None if row is None else _thread(row)
 
-    async def list_threads(
+    async def page(
         self, *, limit: int, offset: int, tenant: str | None = None
     ) -> list[ThreadRecord]:
-        sql = f"SELECT id, tenant, created_at FROM {self.dialect.threads}"
+        sql = f"SELECT id, tenant, created_at FROM {self._db.dialect.threads}"
         args: tuple[Any, ...] = (limit, offset)
         if tenant is not None:
             sql += " WHERE tenant = ?"
             args = (tenant, *args)
         sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
-        return [_thread(r) for r in await self._all(sql, args)]
+        return [_thread(r) for r in await self._db.all(sql, args)]
 
-    async def thread_runs(self, thread_id: str) -> list[RunRecord]:
-        rows = await self._all(
-            f"SELECT * FROM {self.dialect.runs} WHERE thread_id = ? ORDER BY created_at, id",
+    async def runs(self, thread_id: str) -> list[RunRecord]:
+        rows = await self._db.all(
+            f"SELECT * FROM {self._db.dialect.runs} WHERE thread_id = ? ORDER BY created_at, id",
             (thread_id,),
         )
-        return [self._record(r) for r in rows]
+        return [self._db.record(r) for r in rows]
 
-    async def commands_after(self, run_id: str, after: int) -> list[SteerCommand]:
-        rows = await self._all(
-            f"SELECT id, command, node_id, step, sent_by FROM {self.dialect.commands}"
+
+class CommandReads(Part[DbT]):
+    """`Commands`' reads."""
+
+    async def after(self, run_id: str, after: int) -> list[SteerCommand]:
+        rows = await self._db.all(
+            f"SELECT id, command, node_id, step, sent_by FROM {self._db.dialect.commands}"
             " WHERE run_id = ? AND id > ? ORDER BY id",
             (run_id, after),
         )
@@ -130,15 +158,17 @@ class RunReads(ABC):
             for r in rows
         ]
 
-    async def ping(self) -> None:
-        await self._one("SELECT 1 AS n", ())
-
 
 def run_record(row: Row, **decoded: Any) -> RunRecord:
     """The record a runs row holds: each field is its column's value, or, for a column the
-    backend stores encoded, the decoded value given by name."""
+    dialect stores encoded, the decoded value given by name."""
     values = {name: row[name] for name in RunRecord.model_fields if name not in decoded}
     return RunRecord.model_validate(values | decoded)
+
+
+def held(row: Row) -> Held:
+    """A renewed lease's row (`id`, `cancel_requested`) as `Held`."""
+    return Held(run_id=row["id"], cancel_requested=bool(row["cancel_requested"]))
 
 
 def _thread(row: Row) -> ThreadRecord:

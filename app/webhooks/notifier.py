@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 import httpx
 
 from app.settings import Settings
-from app.store.base import RunRecord, RunStore, WebhookDelivery
+from app.store.base import RunRecord, WebhookDelivery
+from app.store.protocols import RunStore
 from app.webhooks.delivery import DeliveryPolicy, WebhookSender
 from app.webhooks.signing import secret_key
 
@@ -89,14 +90,14 @@ class WebhookNotifier:
 
     async def _deliver(self, run_id: str) -> None:
         try:
-            record = await self._store.get_run(run_id)
+            record = await self._store.runs.get(run_id)
             if record is None or record.webhook is None or self._sender is None:
                 return
             if record.delivery is not None and record.delivery.state != "delivering":
                 return  # its end was delivered (or given up) already
 
             async def report(delivery: WebhookDelivery) -> None:
-                await self._store.record_delivery(run_id, delivery)
+                await self._store.deliveries.record(run_id, delivery)
 
             await self._sender.deliver(
                 record.webhook, webhook_id(run_id), payload(record), report, run_id=run_id

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 
 from agents.engine import Engine
-from app.store.base import RunStore
+from app.store.protocols import RunStore
 from testkit.fakes import FakeModels
 from tests.support.server import Service
 

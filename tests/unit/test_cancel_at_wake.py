@@ -17,7 +17,8 @@ from app.runs.following import _wait
 from app.runs.live import LiveRun
 from app.runs.queue import LocalRunQueue
 from app.runs.signals import LocalSignals
-from app.store.base import Lease, RunRecord, RunStore, StoredEvent
+from app.store.base import Lease, RunRecord, StoredEvent
+from app.store.protocols import RunStore
 
 
 async def _cancelled_as_woken(wait: Awaitable[object], wake: Callable[[], None]) -> None:

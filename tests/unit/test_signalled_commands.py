@@ -15,7 +15,7 @@ class Store:
         self.commands: dict[str, list[SteerCommand]] = {}
         self.reads: list[tuple[str, int]] = []
 
-    async def commands_after(self, run_id: str, after: int) -> list[SteerCommand]:
+    async def after(self, run_id: str, after: int) -> list[SteerCommand]:
         self.reads.append((run_id, after))
         return [c for c in self.commands.get(run_id, []) if c.id > after]
 

@@ -28,7 +28,7 @@ async def readyz(manager: Manager, settings: AppSettings) -> JSONResponse:
     try:
         async with asyncio.timeout(CHECK_TIMEOUT_S):
             await manager.store.ping()
-            waiting = await manager.store.count_unclaimed()
+            waiting = await manager.store.leases.count_unclaimed()
         checks["database"] = "ok"
     except Exception as e:
         logger.warning("not ready: the store is unreachable (%s)", type(e).__name__)

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from app.store.base import RunStore
-from app.store.postgres import PostgresRunStore
-from app.store.sqlite import SqliteRunStore
+from app.store.postgres.store import PostgresRunStore
+from app.store.protocols import RunStore
+from app.store.sqlite.store import SqliteRunStore
 from tests.support.makers import Opener
 
 
@@ -23,12 +23,11 @@ async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
         if request.param == "sqlite":
             store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
         else:
-            pg = await PostgresRunStore.open(request.getfixturevalue("postgres_url"))
-            pg.notify = request.param == "postgres"
-            store = pg
+            url = request.getfixturevalue("postgres_url")
+            store = await PostgresRunStore.open(url, notify=request.param == "postgres")
         opened.append(store)
         return store
 
     yield make
     for store in opened:
-        await store.close()  # type: ignore[attr-defined]
+        await store.close()

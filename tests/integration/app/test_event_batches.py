@@ -19,12 +19,13 @@ from agents.params import RunParams
 from app.runs.execution import RunWriter
 from app.runs.live import LiveRuns
 from app.settings import Settings
-from app.store import open_backend
-from app.store.base import Lease, LeaseLost, RunRecord, RunStore, StoreUnavailable
+from app.store.backend import open_backend
+from app.store.base import Lease, LeaseLost, RunRecord, StoreUnavailable
 from app.store.outage import StoreOutage
+from app.store.protocols import EventLog, RunStore
 from testkit.scenario import Scenario
 from tests.support.makers import EngineMaker, Opener
-from tests.support.runs import run_record
+from tests.support.runs import replaced, run_record
 
 TREE = Scenario(
     plan=["A"],
@@ -44,23 +45,23 @@ async def test_a_batch_gets_consecutive_ids_in_its_order_and_is_fenced(
 ) -> None:
     store = await open_store()
     record = run_record()
-    await store.create_run(record, started='{"type": "run_started"}', lease=Lease("me", 60))
+    await store.runs.create(record, started='{"type": "run_started"}', lease=Lease("me", 60))
 
-    seqs = await store.append_events(record.id, "me", [("a", "1"), ("b", "2"), ("c", "3")])
+    seqs = await store.events.append_many(record.id, "me", [("a", "1"), ("b", "2"), ("c", "3")])
     with pytest.raises(LeaseLost):
-        await store.append_events(record.id, "stranger", [("d", "4"), ("e", "5")])
-    after = await store.append_event(record.id, "me", "f", "6")
+        await store.events.append_many(record.id, "stranger", [("d", "4"), ("e", "5")])
+    after = await store.events.append(record.id, "me", "f", "6")
 
     assert seqs == [2, 3, 4]
     assert after == 5
-    stored = await store.events_after(record.id, 0)
+    stored = await store.events.after(record.id, 0)
     assert [(e.seq, e.type, e.data) for e in stored[1:]] == [
         (2, "a", "1"),
         (3, "b", "2"),
         (4, "c", "3"),
         (5, "f", "6"),
     ]
-    assert await store.append_events(record.id, "me", []) == []
+    assert await store.events.append_many(record.id, "me", []) == []
 
 
 def _now() -> datetime:
@@ -71,7 +72,7 @@ async def _held_run(store: RunStore) -> RunRecord:
     record = RunRecord(
         id="r1", task="t", params={}, status="queued", created_at=_now(), updated_at=_now()
     )
-    await store.create_run(record, started="{}", lease=Lease("me", 60))
+    await store.runs.create(record, started="{}", lease=Lease("me", 60))
     return record
 
 
@@ -80,7 +81,7 @@ async def test_the_writer_stores_a_moment_at_once_and_holds_back_its_end(
 ) -> None:
     async with open_backend(settings) as (store, _):
         await _held_run(store)
-        live = LiveRuns().detached("r1", await store.events_after("r1", 0))
+        live = LiveRuns().detached("r1", await store.events.after("r1", 0))
         writer = RunWriter(store, "me", live, wake=lambda _: None)
         end = RunCancelled(run_id="r1")
 
@@ -92,7 +93,7 @@ async def test_the_writer_stores_a_moment_at_once_and_holds_back_its_end(
                 NodeStarted(run_id="r1", node_id="n3"),  # after the end: never written
             ]
         )
-        stored = await store.events_after("r1", 0)
+        stored = await store.events.after("r1", 0)
 
     assert [(e.seq, e.type) for e in stored] == [
         (1, "run_started"),
@@ -105,21 +106,21 @@ async def test_the_writer_stores_a_moment_at_once_and_holds_back_its_end(
 
 
 class ReplyLost:
-    """A store whose first batch commits and then loses its reply, as a dropped connection
-    does; one that counts the batches it was asked to write."""
+    """An event log whose first batch commits and then loses its reply, as a dropped
+    connection does; one that counts the batches it was asked to write."""
 
-    def __init__(self, inner: RunStore) -> None:
+    def __init__(self, inner: EventLog) -> None:
         self._inner = inner
         self.batches = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def append_events(
+    async def append_many(
         self, run_id: str, owner: str, events: Sequence[tuple[str, str]]
     ) -> list[int]:
         self.batches += 1
-        seqs = await self._inner.append_events(run_id, owner, events)
+        seqs = await self._inner.append_many(run_id, owner, events)
         if self.batches == 1:
             raise StoreUnavailable("the connection dropped after the commit")
         return seqs
@@ -133,14 +134,16 @@ async def test_a_batch_that_landed_before_its_reply_was_lost_is_not_written_agai
 
     async with open_backend(settings) as (store, _):
         await _held_run(store)
-        lossy = ReplyLost(store)
-        live = LiveRuns().detached("r1", await store.events_after("r1", 0))
+        lossy = ReplyLost(store.events)
+        live = LiveRuns().detached("r1", await store.events.after("r1", 0))
         outage = StoreOutage(within_s=5.0, sleep=no_wait)
-        writer = RunWriter(lossy, "me", live, wake=lambda _: None, outage=outage)
+        writer = RunWriter(
+            replaced(store, events=lossy), "me", live, wake=lambda _: None, outage=outage
+        )
 
         await writer.emit_all([NodeStarted(run_id="r1", node_id=n) for n in ("n1", "n2")])
         await writer.emit_all([NodeStarted(run_id="r1", node_id="n3")])
-        stored = await store.events_after("r1", 0)
+        stored = await store.events.after("r1", 0)
 
     assert lossy.batches == 1  # found landed, not sent again; the single event went alone
     assert [e.seq for e in stored] == [1, 2, 3, 4]

@@ -60,7 +60,7 @@ async def test_solve_reports_progress_then_returns_answer_sources_and_run_id(
     async with service_for(TREE) as svc, mcp_session(svc.url) as session:
         result = await session.call_tool(
             "solve",
-            {"task": "What is B?", "params": {"max_paths": 2}},
+            {"task": "What is B?", "params": {"max_paths": 2, "strategy": "mcts"}},
             progress_callback=on_progress,
         )
         answer = _json(result)

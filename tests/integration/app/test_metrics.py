@@ -61,7 +61,7 @@ def _delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
 async def _solve(client: httpx.AsyncClient) -> dict[str, Any]:
     response = await client.post(
         "/solve",
-        json={"task": "What is B?", "max_paths": 2, "max_concurrency": 1},
+        json={"task": "What is B?", "max_paths": 2, "max_concurrency": 1, "strategy": "mcts"},
         headers={"Accept": "application/json"},
     )
     run: dict[str, Any] = response.json()

@@ -17,12 +17,11 @@ from agents.params import RunParams
 from agents.result import RunResult
 from app.cli import main
 from app.settings import Settings
-from app.store import open_backend
+from app.store.backend import open_backend
 from app.store.base import (
     Lease,
     RunRecord,
     RunStatus,
-    RunStore,
     StoredEvent,
     ThreadRecord,
     WebhookDelivery,
@@ -30,6 +29,7 @@ from app.store.base import (
 from app.store.migrate import Location, MigrationError, locations, migrate, open_side
 from app.store.migrate_tables import SqliteTables
 from app.store.migrate_units import Runs, Side
+from app.store.protocols import RunStore
 from testkit.scenario import Scenario
 from tests.support.makers import EngineMaker, ServiceMaker
 from tests.support.runs import run_record
@@ -81,28 +81,28 @@ async def _run(store: RunStore, i: int, done: RunResult) -> None:
         update={"tenant": f"k{i % 3}", "task": f"t{i}", "thread_id": thread_id, "webhook": webhook}
     )
     started = json.dumps({"type": "run_started", "run_id": run_id})
-    await store.create_run(record, started=started, lease=Lease(WORKER, 600))
-    await store.mark_running_and_check_cancel(run_id, WORKER)
+    await store.runs.create(record, started=started, lease=Lease(WORKER, 600))
+    await store.leases.mark_running_and_check_cancel(run_id, WORKER)
     for k in range(i % 5):
-        await store.append_event(run_id, WORKER, "step", json.dumps({"k": k, "x": 0.1 * k}))
+        await store.events.append(run_id, WORKER, "step", json.dumps({"k": k, "x": 0.1 * k}))
     if i % 7 == 0 and status in ("queued", "running", "interrupted"):
-        await store.request_cancel(run_id)
+        await store.leases.request_cancel(run_id)
     if status == "done":
         result = done.model_copy(update={"run_id": run_id})
-        await store.finish(run_id, WORKER, "done", json.dumps({"run_id": run_id}), result)
+        await store.events.finish(run_id, WORKER, "done", json.dumps({"run_id": run_id}), result)
         if webhook is not None:
-            await store.record_delivery(run_id, DELIVERY.model_copy(update={"attempts": i}))
+            await store.deliveries.record(run_id, DELIVERY.model_copy(update={"attempts": i}))
     elif status in ("failed", "cancelled"):
         failed = RunResult.failed(run_id, "plan", "no plan", metrics={"llm_calls": i})
-        await store.finish(
+        await store.events.finish(
             run_id, WORKER, "error", "{}", failed.model_copy(update={"status": status})
         )
     elif status == "interrupted" and i % 12 == 5:  # waiting for its plan; every other answered
-        await store.pause(run_id, WORKER, "interrupt", json.dumps({"steps": ["a"]}), "plan")
+        await store.waits.pause(run_id, WORKER, "interrupt", json.dumps({"steps": ["a"]}), "plan")
         if i % 24 == 5:
-            await store.answer_waiting(run_id, {"action": "edit", "steps": ["b"], "by": "k0"})
+            await store.waits.answer(run_id, {"action": "edit", "steps": ["b"], "by": "k0"})
     elif status in ("queued", "interrupted"):
-        await store.release(run_id, WORKER, status)
+        await store.leases.release(run_id, WORKER, status)
     # "running": left held by the source's worker, as a killed worker leaves it.
 
 
@@ -116,7 +116,7 @@ async def _build(data_dir: Path, settings: Settings, make_engine: EngineMaker) -
             for run_id in ENGINE_RUNS
         ]
         for t in range(THREADS):
-            await store.create_thread(
+            await store.threads.create(
                 ThreadRecord(id=f"th{t}", tenant="k0", created_at=datetime.now(UTC))
             )
         for i in range(RUNS):
@@ -149,10 +149,10 @@ async def test_runs_go_to_postgres_and_back_with_equal_digests(
         expected = await _digests(source)
         async with side(postgres_url, settings, source=False) as pg:
             there = await migrate(source, pg, batch=64)
-            running = await pg.store.get_run("r004")
-            hooked = await pg.store.get_run("r030")
-            waiting, answered = await pg.store.get_run("r017"), await pg.store.get_run("r005")
-            on_thread = [r.id for r in await pg.store.thread_runs("th1")]
+            running = await pg.store.runs.get("r004")
+            hooked = await pg.store.runs.get("r030")
+            waiting, answered = await pg.store.runs.get("r017"), await pg.store.runs.get("r005")
+            on_thread = [r.id for r in await pg.store.threads.runs("th1")]
             on_postgres = await _digests(pg)
     async with sides(postgres_url, back_dir, settings) as (pg, back):
         home = await migrate(pg, back, batch=64)
@@ -219,7 +219,7 @@ async def test_an_interrupted_migration_run_again_redoes_only_what_is_missing(
 
 
 async def _record(store: RunStore, run_id: str) -> RunRecord:
-    record = await store.get_run(run_id)
+    record = await store.runs.get(run_id)
     assert record is not None
     return record
 
@@ -228,7 +228,7 @@ async def test_a_target_holding_other_runs_is_refused_without_merge(
     source_dir: Path, settings: Settings, postgres_url: str
 ) -> None:
     async with sides(source_dir, postgres_url, settings) as (source, pg):
-        await pg.store.create_run(run_record("other"), started="{}")
+        await pg.store.runs.create(run_record("other"), started="{}")
         with pytest.raises(MigrationError, match="already holds 1 runs the source lacks"):
             await migrate(source, pg)
         refused = await pg.tables.counts()
@@ -244,7 +244,7 @@ async def test_merge_refuses_a_run_on_both_sides_with_other_content(
     source_dir: Path, settings: Settings, postgres_url: str
 ) -> None:
     async with sides(source_dir, postgres_url, settings) as (source, pg):
-        await pg.store.create_run(run_record("r017").model_copy(update={"task": "x"}))
+        await pg.store.runs.create(run_record("r017").model_copy(update={"task": "x"}))
         with pytest.raises(MigrationError, match="1 runs are on both sides with different"):
             await migrate(source, pg, merge=True)
         counts = await pg.tables.counts()

@@ -26,7 +26,7 @@ async def test_a_completion_answers_with_the_run_id_and_sources(
     async with service_for(TREE) as svc:
         client = _client(svc.url)
         raw = await client.chat.completions.with_raw_response.create(
-            model="plantree", messages=ASK, extra_body={"max_paths": 2}
+            model="plantree", messages=ASK, extra_body={"max_paths": 2, "strategy": "mcts"}
         )
         completion = raw.parse()
         run = (await svc.client.get(f"/runs/{completion.id}")).json()

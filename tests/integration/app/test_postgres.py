@@ -16,7 +16,7 @@ from tests.support.held_runs import service_with_held_run
 from tests.support.makers import ServiceMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C"]})
-BODY = {"task": "t", "max_paths": 2}
+BODY = {"task": "t", "max_paths": 2, "strategy": "mcts"}
 
 
 async def test_solve_rejoin_and_list_on_postgres(

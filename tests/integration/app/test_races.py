@@ -16,18 +16,20 @@ from app.runs.execution import RunWriter
 from app.runs.live import LiveRuns
 from app.runs.manager import RunManager
 from app.settings import Settings
-from app.store import open_backend
-from app.store.base import Lease, RunRecord, RunStore, StoredEvent
+from app.store.backend import open_backend
+from app.store.base import Lease, RunRecord, StoredEvent
+from app.store.protocols import EventLog
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
+from tests.support.runs import replaced
 
 TREE = Scenario(plan=["A"], replans={"A": ["B"]})
 
 
-class GatedStore:
-    """A store whose first write of `method` for event type `kind` waits for `release`."""
+class GatedEvents:
+    """An event log whose first write of `method` for event type `kind` waits for `release`."""
 
-    def __init__(self, inner: RunStore, method: str, kind: str) -> None:
+    def __init__(self, inner: EventLog, method: str, kind: str) -> None:
         self._inner = inner
         self._method = method
         self._kind = kind
@@ -42,16 +44,16 @@ class GatedStore:
             self.entered.set()
             await self.release.wait()
 
-    async def append_event(self, run_id: str, owner: str, type_: str, data: str) -> int:
-        await self._gate("append_event", type_)
-        return await self._inner.append_event(run_id, owner, type_, data)
+    async def append(self, run_id: str, owner: str, type_: str, data: str) -> int:
+        await self._gate("append", type_)
+        return await self._inner.append(run_id, owner, type_, data)
 
-    async def append_events(
+    async def append_many(
         self, run_id: str, owner: str, events: Sequence[tuple[str, str]]
     ) -> list[int]:
         for type_, _ in events:
-            await self._gate("append_event", type_)
-        return await self._inner.append_events(run_id, owner, events)
+            await self._gate("append", type_)
+        return await self._inner.append_many(run_id, owner, events)
 
     async def finish(self, run_id: str, owner: str, type_: str, *args: Any) -> int:
         await self._gate("finish", type_)
@@ -67,15 +69,15 @@ async def _deliver() -> None:
 @asynccontextmanager
 async def running(
     settings: Settings, gate: tuple[str, str]
-) -> AsyncIterator[tuple[RunManager, GatedStore]]:
+) -> AsyncIterator[tuple[RunManager, GatedEvents]]:
     async with open_backend(settings) as (store, checkpointer):
-        gated = GatedStore(store, *gate)
+        gated = GatedEvents(store.events, *gate)
         engine = Engine(
             settings=settings, models=FakeModels(TREE), tools=[], checkpointer=checkpointer
         )
         manager = RunManager(
             engine=engine,
-            store=gated,  # type: ignore[arg-type]
+            store=replaced(store, events=gated),
             settings=settings,
             checkpointer=checkpointer,
         )
@@ -90,13 +92,13 @@ async def test_a_cancel_during_an_event_write_lets_the_write_finish_and_ids_cont
     settings: Settings,
 ) -> None:
     async with open_backend(settings) as (store, _):
-        gated = GatedStore(store, "append_event", "node_started")
+        gated = GatedEvents(store.events, "append", "node_started")
         record = RunRecord(
             id="r1", task="t", params={}, status="queued", created_at=_now(), updated_at=_now()
         )
-        await store.create_run(record, started="{}", lease=Lease("me", 60))
-        live = LiveRuns().detached("r1", await store.events_after("r1", 0))
-        writer = RunWriter(gated, "me", live, wake=lambda _: None)  # type: ignore[arg-type]
+        await store.runs.create(record, started="{}", lease=Lease("me", 60))
+        live = LiveRuns().detached("r1", await store.events.after("r1", 0))
+        writer = RunWriter(replaced(store, events=gated), "me", live, wake=lambda _: None)
 
         emitting = asyncio.create_task(writer.emit(NodeStarted(run_id="r1", node_id="n1")))
         await gated.entered.wait()
@@ -105,7 +107,7 @@ async def test_a_cancel_during_an_event_write_lets_the_write_finish_and_ids_cont
         gated.release.set()
         outcome = await asyncio.gather(emitting, return_exceptions=True)
         await writer.emit(NodeStarted(run_id="r1", node_id="n2"))
-        stored = await store.events_after("r1", 0)
+        stored = await store.events.after("r1", 0)
 
     assert isinstance(outcome[0], asyncio.CancelledError)
     assert [(e.seq, e.type) for e in stored] == [
@@ -128,7 +130,7 @@ async def _cancelled_while_held(
         await _deliver()
         gated.release.set()
         final = await manager.wait(record.id)
-        events = await manager.store.events_after(record.id, 0)
+        events = await manager.store.events.after(record.id, 0)
     return final, events
 
 
@@ -144,7 +146,7 @@ def _whole_history(events: list[StoredEvent]) -> list[str]:
 async def test_a_cancelled_run_whose_event_write_was_in_flight_has_a_whole_history(
     settings: Settings,
 ) -> None:
-    final, events = await _cancelled_while_held(settings, ("append_event", "node_started"))
+    final, events = await _cancelled_while_held(settings, ("append", "node_started"))
 
     types = _whole_history(events)
     assert "node_started" in types  # the write the cancel interrupted landed

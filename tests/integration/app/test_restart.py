@@ -6,7 +6,7 @@ import json
 
 from app.settings import Settings
 from app.store.base import Lease
-from app.store.sqlite import SqliteRunStore
+from app.store.sqlite.store import SqliteRunStore
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
 from tests.support.runs import ENDED_LEASE_S, done_event, log_end_without_status, run_record
@@ -31,7 +31,7 @@ async def test_start_up_leaves_alone_a_run_another_live_process_holds(
     service_for: ServiceMaker, settings: Settings
 ) -> None:
     store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
-    await store.create_run(
+    await store.runs.create(
         run_record("r-held", "running"),
         started="{}",
         lease=Lease("alive-elsewhere", 600),
@@ -51,9 +51,9 @@ async def _died_holding(store: SqliteRunStore, run_id: str, deaths: int) -> None
     """A run whose workers each died holding it: created by one, taken over by the rest."""
     record = run_record(run_id, "running")
     started = json.dumps({"type": "run_started"})
-    await store.create_run(record, started=started, lease=Lease("w0", ENDED_LEASE_S))
+    await store.runs.create(record, started=started, lease=Lease("w0", ENDED_LEASE_S))
     for worker in range(1, deaths):
-        assert await store.claim(run_id, f"w{worker}", ENDED_LEASE_S) is not None
+        assert await store.leases.claim(run_id, f"w{worker}", ENDED_LEASE_S) is not None
 
 
 async def test_a_run_whose_workers_keep_dying_is_failed_not_run_again(

@@ -11,7 +11,7 @@ import pytest
 from app.runs import retention
 from app.runs.retention import Retention
 from app.settings import Settings
-from app.store.sqlite import SqliteRunStore
+from app.store.sqlite.store import SqliteRunStore
 from testkit.gate import Gate
 from tests.support.held_runs import service_with_held_run
 from tests.support.makers import Opener, ServiceMaker
@@ -29,13 +29,13 @@ async def test_a_finished_run_is_deleted_with_its_events_an_open_one_is_not(
         await held_run(store, "me"),
     )
 
-    assert await store.delete_run(ended) is True
-    assert await store.delete_run(running) is False
-    assert await store.delete_run(ended) is False  # gone already
-    assert await store.get_run(ended) is None
-    assert await store.events_after(ended, 0) == []
-    assert await store.get_run(running) is not None
-    assert [e.seq for e in await store.events_after(running, 0)] == [1, 2]
+    assert await store.runs.delete(ended) is True
+    assert await store.runs.delete(running) is False
+    assert await store.runs.delete(ended) is False  # gone already
+    assert await store.runs.get(ended) is None
+    assert await store.events.after(ended, 0) == []
+    assert await store.runs.get(running) is not None
+    assert [e.seq for e in await store.events.after(running, 0)] == [1, 2]
 
 
 async def test_the_sweep_deletes_only_runs_that_ended_before_the_cutoff(
@@ -50,8 +50,8 @@ async def test_the_sweep_deletes_only_runs_that_ended_before_the_cutoff(
     assert await sweeper.sweep() == 0  # all ended just now: within the day
     assert await sweeper.sweep(now=datetime.now(UTC) + timedelta(days=2)) == 5
 
-    assert [await store.get_run(run_id) for run_id in ended] == [None] * 5
-    assert await store.get_run(running) is not None  # however old, an open run stays
+    assert [await store.runs.get(run_id) for run_id in ended] == [None] * 5
+    assert await store.runs.get(running) is not None  # however old, an open run stays
 
 
 async def test_delete_answers_409_while_a_run_is_open_then_204_then_404(

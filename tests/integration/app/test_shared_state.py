@@ -21,7 +21,7 @@ from app.runs.signals import PostgresSignals
 from app.service import run_service
 from app.settings import Settings
 from app.store.base import Lease
-from app.store.postgres import PostgresRunStore
+from app.store.postgres.store import PostgresRunStore
 from calls.cache import RoleCache
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
@@ -139,8 +139,8 @@ async def test_a_command_stored_in_postgres_reaches_the_other_process(
         await signals.start(on_cancel=inbox, check_cancels=inbox.check, on_command=got)
     record = run_record()
     try:
-        await store.create_run(record, started="{}", lease=Lease("w1", 60))
-        stored = await store.add_command(record.id, "prune", "n1", None, None)
+        await store.runs.create(record, started="{}", lease=Lease("w1", 60))
+        stored = await store.commands.add(record.id, "prune", "n1", None, None)
         await a.publish_command(record.id)  # the storing process tells itself at once
         await got_b.received(record.id)
         await got_a.received(record.id)
@@ -178,7 +178,7 @@ async def test_the_waiting_bound_counts_the_runs_every_api_process_stored(
             await first.submit("t", RunParams())
         with pytest.raises(QueueFull):
             await second.submit("t", RunParams())
-        assert await first.store.count_unclaimed() == 2
+        assert await first.store.leases.count_unclaimed() == 2
 
 
 @pytest.mark.parametrize("backend", ["redis", "postgres"])

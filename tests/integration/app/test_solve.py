@@ -12,7 +12,7 @@ from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C"]})
-BODY = {"task": "What is B?", "max_paths": 2}
+BODY = {"task": "What is B?", "max_paths": 2, "strategy": "mcts"}
 
 
 async def _read_sse(

@@ -14,14 +14,14 @@ from agents.errors import RunNotFound
 from agents.graph import build_graph
 from agents.params import RunParams
 from app.settings import Settings
-from app.store import open_backend
+from app.store.backend import open_backend
 from testkit.event_log import EventLog
 from testkit.fakes import step_to_execute
 from testkit.scenario import Scenario
 from tests.support.makers import EngineMaker
 
 TREE = Scenario(plan=["A"], replans={"A": ["B", "C", "D"]})
-PARAMS = RunParams(max_paths=3)
+PARAMS = RunParams(strategy="mcts", max_paths=3)
 
 
 def _successors(graph: CompiledStateGraph[Any, Any, Any, Any], node: str) -> list[str]:

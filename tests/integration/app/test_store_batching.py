@@ -13,7 +13,7 @@ import pytest
 
 from agents.result import RunResult
 from app.store.base import Lease, LeaseLost
-from app.store.sqlite import SqliteRunStore
+from app.store.sqlite.store import SqliteRunStore
 from app.store.sqlite_writer import BatchWriter
 from tests.support.runs import run_record
 
@@ -83,17 +83,17 @@ async def test_concurrent_appends_across_runs_number_each_run_1_to_n(
 ) -> None:
     records = [run_record() for _ in range(10)]
     await asyncio.gather(
-        *(store.create_run(r, started="{}", lease=Lease("me", 60)) for r in records)
+        *(store.runs.create(r, started="{}", lease=Lease("me", 60)) for r in records)
     )
 
     seqs = await asyncio.gather(
-        *(store.append_event(r.id, "me", "e", str(i)) for i in range(20) for r in records)
+        *(store.events.append(r.id, "me", "e", str(i)) for i in range(20) for r in records)
     )
 
     for n, record in enumerate(records):
         mine = seqs[n::10]
         assert sorted(mine) == list(range(2, 22))
-        events = await store.events_after(record.id, 0)
+        events = await store.events.after(record.id, 0)
         assert [e.seq for e in events] == list(range(1, 22))
         # appended in the order they were asked for
         assert [e.data for e in events[1:]] == [str(i) for i in range(20)]
@@ -101,16 +101,18 @@ async def test_concurrent_appends_across_runs_number_each_run_1_to_n(
 
 async def test_a_fencing_failure_fails_only_its_caller(store: SqliteRunStore) -> None:
     held, other = run_record(), run_record()
-    await store.create_run(held, started="{}", lease=Lease("me", 60))
-    await store.create_run(other, started="{}", lease=Lease("them", 60))
+    await store.runs.create(held, started="{}", lease=Lease("me", 60))
+    await store.runs.create(other, started="{}", lease=Lease("them", 60))
     done = RunResult(run_id=held.id, status="done", answer="ok")
 
     outcomes = await asyncio.gather(
-        store.append_event(held.id, "me", "e", "1"),
-        store.append_event(other.id, "me", "e", "x"),
-        store.finish(other.id, "me", "run_done", "x", RunResult(run_id=other.id, status="done")),
-        store.append_event(held.id, "me", "e", "2"),
-        store.finish(held.id, "me", "run_done", "3", done),
+        store.events.append(held.id, "me", "e", "1"),
+        store.events.append(other.id, "me", "e", "x"),
+        store.events.finish(
+            other.id, "me", "run_done", "x", RunResult(run_id=other.id, status="done")
+        ),
+        store.events.append(held.id, "me", "e", "2"),
+        store.events.finish(held.id, "me", "run_done", "3", done),
         return_exceptions=True,
     )
 
@@ -119,12 +121,12 @@ async def test_a_fencing_failure_fails_only_its_caller(store: SqliteRunStore) ->
     assert outcomes[4] == 4
     assert isinstance(outcomes[1], LeaseLost)
     assert isinstance(outcomes[2], LeaseLost)
-    assert [e.seq for e in await store.events_after(other.id, 0)] == [1]
-    finished = await store.get_run(held.id)
+    assert [e.seq for e in await store.events.after(other.id, 0)] == [1]
+    finished = await store.runs.get(held.id)
     assert finished is not None
     assert finished.status == "done"
     assert finished.result == done
-    still = await store.get_run(other.id)
+    still = await store.runs.get(other.id)
     assert still is not None
     assert still.status == "queued"
     assert still.owner == "them"
@@ -132,30 +134,30 @@ async def test_a_fencing_failure_fails_only_its_caller(store: SqliteRunStore) ->
 
 async def test_a_cancelled_callers_write_still_commits(store: SqliteRunStore) -> None:
     record = run_record()
-    await store.create_run(record, started="{}", lease=Lease("me", 60))
+    await store.runs.create(record, started="{}", lease=Lease("me", 60))
 
-    task = asyncio.create_task(store.append_event(record.id, "me", "e", "cancelled"))
+    task = asyncio.create_task(store.events.append(record.id, "me", "e", "cancelled"))
     await asyncio.sleep(0)  # queued
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    after = await store.append_event(record.id, "me", "e", "next")
+    after = await store.events.append(record.id, "me", "e", "next")
 
     assert after == 3
-    events = await store.events_after(record.id, 0)
+    events = await store.events.after(record.id, 0)
     assert [(e.seq, e.data) for e in events] == [(1, "{}"), (2, "cancelled"), (3, "next")]
 
 
 async def test_a_write_from_another_threads_loop_goes_through(store: SqliteRunStore) -> None:
     # What a synchronous tool's async callbacks do: `asyncio.run` in an executor thread.
     record = run_record()
-    await store.create_run(record, started="{}", lease=Lease("me", 60))
-    await store.append_event(record.id, "me", "e", "here")
+    await store.runs.create(record, started="{}", lease=Lease("me", 60))
+    await store.events.append(record.id, "me", "e", "here")
 
     def elsewhere() -> int:
-        return asyncio.run(store.append_event(record.id, "me", "e", "there"))
+        return asyncio.run(store.events.append(record.id, "me", "e", "there"))
 
     seq = await asyncio.get_running_loop().run_in_executor(None, elsewhere)
 
     assert seq == 3
-    assert [e.data for e in await store.events_after(record.id, 1)] == ["here", "there"]
+    assert [e.data for e in await store.events.after(record.id, 1)] == ["here", "there"]

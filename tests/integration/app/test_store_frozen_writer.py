@@ -13,7 +13,7 @@ import pytest
 from app.backends.cache_postgres import PostgresCacheStore
 from app.store import pg_check
 from app.store.base import Lease, LeaseLost, StoreUnavailable
-from app.store.postgres import PostgresRunStore
+from app.store.postgres.store import PostgresRunStore
 from tests.support.runs import run_record
 
 
@@ -24,8 +24,8 @@ async def test_a_writer_frozen_in_its_transaction_does_not_hold_up_a_take_over(
     taker = await PostgresRunStore.open(postgres_url, notify=True)
     try:
         record = run_record()
-        await frozen.create_run(record, started="{}", lease=Lease("frozen", 1.0))
-        assert await frozen.append_event(record.id, "frozen", "node_started", "{}") == 2
+        await frozen.runs.create(record, started="{}", lease=Lease("frozen", 1.0))
+        assert await frozen.events.append(record.id, "frozen", "node_started", "{}") == 2
 
         locked = asyncio.Event()
 
@@ -33,13 +33,13 @@ async def test_a_writer_frozen_in_its_transaction_does_not_hold_up_a_take_over(
             locked.set()
             await asyncio.sleep(3600)
 
-        monkeypatch.setattr(frozen, "_notify", freeze)
-        write = asyncio.create_task(frozen.append_event(record.id, "frozen", "node_started", "{}"))
+        monkeypatch.setattr(frozen._db, "send", freeze)
+        write = asyncio.create_task(frozen.events.append(record.id, "frozen", "node_started", "{}"))
         await asyncio.wait_for(locked.wait(), 10)
         await asyncio.sleep(1.5)  # its lease has run out; its transaction still holds the row
 
         started = time.monotonic()
-        taken = await asyncio.wait_for(taker.claim(record.id, "taker", 30), 30)
+        taken = await asyncio.wait_for(taker.leases.claim(record.id, "taker", 30), 30)
         waited = time.monotonic() - started
 
         assert taken is not None
@@ -52,9 +52,9 @@ async def test_a_writer_frozen_in_its_transaction_does_not_hold_up_a_take_over(
             await write
         monkeypatch.undo()
         with pytest.raises(LeaseLost):
-            await frozen.append_event(record.id, "frozen", "node_started", "{}")
-        assert await taker.append_event(record.id, "taker", "node_started", "{}") == 3
-        assert [e.seq for e in await taker.events_after(record.id, 0)] == [1, 2, 3]
+            await frozen.events.append(record.id, "frozen", "node_started", "{}")
+        assert await taker.events.append(record.id, "taker", "node_started", "{}") == 3
+        assert [e.seq for e in await taker.events.after(record.id, 0)] == [1, 2, 3]
     finally:
         await frozen.close()
         await taker.close()
@@ -66,7 +66,7 @@ async def test_the_stores_and_the_caches_connections_carry_the_session_limit(
     limit = f"{int(pg_check.IDLE_IN_TRANSACTION_S)}s"
     store = await PostgresRunStore.open(postgres_url)
     try:
-        row = await store._one("SHOW idle_in_transaction_session_timeout", ())
+        row = await store._db.one("SHOW idle_in_transaction_session_timeout", ())
     finally:
         await store.close()
     cache = PostgresCacheStore(postgres_url)

@@ -4,7 +4,8 @@ unfinished run whose last event is terminal gets the status and result that even
 from __future__ import annotations
 
 from agents.events import RunError
-from app.store.base import Lease, RunStore
+from app.store.base import Lease
+from app.store.protocols import RunStore
 from tests.support.makers import Opener
 from tests.support.runs import done_event, log_end_without_status, run_record
 
@@ -16,8 +17,10 @@ async def _logged_without_status(store: RunStore) -> None:
     """Runs as a store from before `finish` could leave them: the end logged, not the status."""
     await log_end_without_status(store, "r-done", DONE)
     await log_end_without_status(store, "r-failed", FAILED)
-    await store.create_run(run_record("r-open", "running"), started="{}", lease=Lease("alive", 600))
-    await store.append_event("r-open", "alive", "node_added", "{}")
+    await store.runs.create(
+        run_record("r-open", "running"), started="{}", lease=Lease("alive", 600)
+    )
+    await store.events.append("r-open", "alive", "node_added", "{}")
 
 
 async def test_a_run_whose_end_was_logged_gets_its_status_and_result_when_the_store_opens(
@@ -26,7 +29,7 @@ async def test_a_run_whose_end_was_logged_gets_its_status_and_result_when_the_st
     await _logged_without_status(await open_store())
 
     store = await open_store()
-    done = await store.get_run("r-done")
+    done = await store.runs.get("r-done")
 
     assert done is not None
     assert done.result is not None
@@ -34,7 +37,7 @@ async def test_a_run_whose_end_was_logged_gets_its_status_and_result_when_the_st
     assert done.result.answer == "42"
     assert done.result.path == ["n1"]
     assert done.owner is None  # the lease is freed with the end
-    assert await store.claim_next("worker", 60) is None  # nothing is left to resume
+    assert await store.leases.claim_next("worker", 60) is None  # nothing is left to resume
 
 
 async def test_a_run_whose_logged_end_is_an_error_is_failed_with_its_code(
@@ -42,7 +45,7 @@ async def test_a_run_whose_logged_end_is_an_error_is_failed_with_its_code(
 ) -> None:
     await _logged_without_status(await open_store())
 
-    failed = await (await open_store()).get_run("r-failed")
+    failed = await (await open_store()).runs.get("r-failed")
 
     assert failed is not None
     assert failed.result is not None
@@ -55,12 +58,12 @@ async def test_the_migration_leaves_unended_runs_alone_and_changes_nothing_when_
 ) -> None:
     await _logged_without_status(await open_store())
     first = await open_store()
-    after_first = {r.id: r for r in await first.list_runs(status=None, limit=10, offset=0)}
+    after_first = {r.id: r for r in await first.runs.page(status=None, limit=10, offset=0)}
 
     again = await open_store()
-    after_again = {r.id: r for r in await again.list_runs(status=None, limit=10, offset=0)}
+    after_again = {r.id: r for r in await again.runs.page(status=None, limit=10, offset=0)}
 
     assert after_first["r-open"].status == "running"
     assert after_first["r-open"].owner == "alive"
     assert after_again == after_first  # idempotent: not even `updated_at` moves
-    assert await again.last_seq("r-done") == 2  # no event is added
+    assert await again.events.last_seq("r-done") == 2  # no event is added

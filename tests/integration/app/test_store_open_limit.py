@@ -26,7 +26,7 @@ async def test_concurrent_creations_of_one_tenant_never_pass_its_limit(
     async def create(index: int) -> int | None:
         record = run_record().model_copy(update={"tenant": tenant})
         try:
-            await stores[index % 2].create_run(record, started="{}", max_open=LIMIT)
+            await stores[index % 2].runs.create(record, started="{}", max_open=LIMIT)
         except TooManyOpen as refused:
             return refused.limit
         return None
@@ -35,13 +35,13 @@ async def test_concurrent_creations_of_one_tenant_never_pass_its_limit(
 
     assert created.count(None) == LIMIT
     assert created.count(LIMIT) == TRIES - LIMIT  # every other one refused, naming the limit
-    assert await stores[0].count_open(tenant) == LIMIT
-    assert await stores[1].count_open(tenant) == LIMIT
+    assert await stores[0].runs.count_open(tenant) == LIMIT
+    assert await stores[1].runs.count_open(tenant) == LIMIT
     # Another tenant is not held back by this one's runs.
-    await stores[1].create_run(
+    await stores[1].runs.create(
         run_record().model_copy(update={"tenant": other}), started="{}", max_open=1
     )
-    assert await stores[0].count_open(other) == 1
+    assert await stores[0].runs.count_open(other) == 1
 
 
 async def test_a_finished_run_frees_its_place_and_no_limit_means_none(
@@ -50,23 +50,23 @@ async def test_a_finished_run_frees_its_place_and_no_limit_means_none(
     store = await open_store()
     tenant = f"t-{uuid.uuid4().hex[:8]}"
     first = run_record().model_copy(update={"tenant": tenant})
-    await store.create_run(first, started="{}", max_open=1)
+    await store.runs.create(first, started="{}", max_open=1)
     with pytest.raises(TooManyOpen):
-        await store.create_run(
+        await store.runs.create(
             run_record().model_copy(update={"tenant": tenant}), started="{}", max_open=1
         )
     for _ in range(3):  # without max_open nothing is counted
-        await store.create_run(run_record().model_copy(update={"tenant": tenant}), started="{}")
-    assert await store.count_open(tenant) == 4
+        await store.runs.create(run_record().model_copy(update={"tenant": tenant}), started="{}")
+    assert await store.runs.count_open(tenant) == 4
 
-    claimed = await store.claim(first.id, "w", 30.0)
+    claimed = await store.leases.claim(first.id, "w", 30.0)
     assert claimed is not None
-    await store.release(first.id, "w", "cancelled")
-    assert await store.count_open(tenant) == 3
+    await store.leases.release(first.id, "w", "cancelled")
+    assert await store.runs.count_open(tenant) == 3
     with pytest.raises(TooManyOpen):
-        await store.create_run(
+        await store.runs.create(
             run_record().model_copy(update={"tenant": tenant}), started="{}", max_open=3
         )
-    await store.create_run(
+    await store.runs.create(
         run_record().model_copy(update={"tenant": tenant}), started="{}", max_open=4
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from app.settings import Settings
-from app.store import open_backend
+from app.store.backend import open_backend
 
 PROCESSES = 4
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from app.store.base import Lease, RunRecord, RunStore
-from app.store.postgres import PostgresRunStore
-from app.store.sqlite import SqliteRunStore
+from app.store.base import Lease, RunRecord
+from app.store.postgres.store import PostgresRunStore
+from app.store.protocols import RunStore
+from app.store.sqlite.store import SqliteRunStore
 
 LEGACY_SQLITE = """CREATE TABLE runs (id TEXT PRIMARY KEY, task TEXT NOT NULL, params TEXT NOT NULL,
     status TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, result TEXT,
@@ -91,32 +92,32 @@ async def test_runs_keep_their_tenant_and_lists_filter_by_it(backend: Backend) -
     store = await backend.open()
     a1, a2, b, nobody = _record("a"), _record("a", "done"), _record("b"), _record(None)
     for record in (a1, a2, b, nobody):
-        await store.create_run(record, started="{}")
+        await store.runs.create(record, started="{}")
 
-    only_a = await store.list_runs(status=None, limit=10, offset=0, tenant="a")
-    everyone = await store.list_runs(status=None, limit=10, offset=0)
-    a_done = await store.list_runs(status="done", limit=10, offset=0, tenant="a")
-    read = await store.get_run(b.id)
+    only_a = await store.runs.page(status=None, limit=10, offset=0, tenant="a")
+    everyone = await store.runs.page(status=None, limit=10, offset=0)
+    a_done = await store.runs.page(status="done", limit=10, offset=0, tenant="a")
+    read = await store.runs.get(b.id)
 
     assert {r.id for r in only_a} == {a1.id, a2.id}
     assert len(everyone) == 4
     assert [r.id for r in a_done] == [a2.id]
     assert read is not None
     assert read.tenant == "b"
-    assert (await store.count_open("a"), await store.count_open("b")) == (1, 1)
-    assert await store.count_open("c") == 0
+    assert (await store.runs.count_open("a"), await store.runs.count_open("b")) == (1, 1)
+    assert await store.runs.count_open("c") == 0
 
 
 async def test_events_after_reads_a_page_at_a_time(backend: Backend) -> None:
     store = await backend.open()
     record = _record("a")
-    await store.create_run(record, started="{}", lease=Lease("w", 30))
+    await store.runs.create(record, started="{}", lease=Lease("w", 30))
     for i in range(4):
-        await store.append_event(record.id, "w", "step", f'{{"i": {i}}}')
+        await store.events.append(record.id, "w", "step", f'{{"i": {i}}}')
 
-    first = await store.events_after(record.id, 0, 2)
-    second = await store.events_after(record.id, first[-1].seq, 2)
-    rest = await store.events_after(record.id, second[-1].seq)
+    first = await store.events.after(record.id, 0, 2)
+    second = await store.events.after(record.id, first[-1].seq, 2)
+    rest = await store.events.after(record.id, second[-1].seq)
 
     assert [e.seq for e in first + second + rest] == [1, 2, 3, 4, 5]
 
@@ -125,10 +126,10 @@ async def test_a_store_written_before_tenants_gets_the_column(backend: Backend) 
     backend.seed_legacy()
     store = await backend.open()
     await backend.open()  # a second start finds the column there
-    await store.create_run(_record("a"), started="{}")
+    await store.runs.create(_record("a"), started="{}")
 
-    old = await store.get_run("old")
-    mine = await store.list_runs(status=None, limit=10, offset=0, tenant="a")
+    old = await store.runs.get("old")
+    mine = await store.runs.page(status=None, limit=10, offset=0, tenant="a")
 
     assert old is not None
     assert old.tenant is None

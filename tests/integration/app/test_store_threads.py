@@ -13,8 +13,8 @@ import psycopg
 
 from agents.result import RunResult
 from app.store.base import Lease, RunRecord, ThreadRecord
-from app.store.postgres import PostgresRunStore
-from app.store.sqlite import SqliteRunStore
+from app.store.postgres.store import PostgresRunStore
+from app.store.sqlite.store import SqliteRunStore
 from tests.support.makers import Opener
 
 # A runs table as it was before threads (tenants and take-over counts already there).
@@ -48,11 +48,11 @@ async def _check_migrated(store: SqliteRunStore | PostgresRunStore) -> None:
     """The run "old", written before threads, reads back on no thread, and a new run on a new
     thread is listed with that thread; `store` is closed."""
     try:
-        old = await store.get_run("old")
-        await store.create_thread(ThreadRecord(id="t1", created_at=datetime.now(UTC)))
+        old = await store.runs.get("old")
+        await store.threads.create(ThreadRecord(id="t1", created_at=datetime.now(UTC)))
         record = _run("t1", "new", datetime.now(UTC))
-        await store.create_run(record)
-        on_thread = await store.thread_runs("t1")
+        await store.runs.create(record)
+        on_thread = await store.threads.runs("t1")
     finally:
         await store.close()
 
@@ -67,31 +67,35 @@ async def test_a_thread_lists_its_runs_oldest_first_and_deletes_them_once_ended(
     store = await open_store()
     now = datetime.now(UTC)
     thread = ThreadRecord(id=uuid.uuid4().hex, tenant="alice", created_at=now)
-    await store.create_thread(thread)
+    await store.threads.create(thread)
     other = ThreadRecord(id=uuid.uuid4().hex, tenant="alice", created_at=now)
-    await store.create_thread(other)
+    await store.threads.create(other)
     first, second = _run(thread.id, "first", now), _run(thread.id, "second", now + timedelta(1))
     elsewhere = _run(other.id, "elsewhere", now)
     lease = Lease("w", 60)
     for record in (second, first, elsewhere):
-        await store.create_run(record, started="{}", lease=lease)
-    await store.finish(first.id, "w", "done", "{}", RunResult(run_id=first.id, status="done"))
+        await store.runs.create(record, started="{}", lease=lease)
+    await store.events.finish(
+        first.id, "w", "done", "{}", RunResult(run_id=first.id, status="done")
+    )
 
-    listed = [r.task for r in await store.thread_runs(thread.id)]
-    refused = await store.delete_thread(thread.id)  # `second` is still open
-    kept = await store.get_thread(thread.id)
-    await store.finish(second.id, "w", "done", "{}", RunResult(run_id=second.id, status="done"))
-    deleted = await store.delete_thread(thread.id)
+    listed = [r.task for r in await store.threads.runs(thread.id)]
+    refused = await store.threads.delete(thread.id)  # `second` is still open
+    kept = await store.threads.get(thread.id)
+    await store.events.finish(
+        second.id, "w", "done", "{}", RunResult(run_id=second.id, status="done")
+    )
+    deleted = await store.threads.delete(thread.id)
 
     assert listed == ["first", "second"]
-    assert (await store.get_run(first.id)) is None
-    assert (await store.get_run(second.id)) is None
-    assert await store.events_after(first.id, 0) == []
+    assert (await store.runs.get(first.id)) is None
+    assert (await store.runs.get(second.id)) is None
+    assert await store.events.after(first.id, 0) == []
     assert refused is False
     assert kept == thread
     assert deleted is True
-    assert await store.get_thread(thread.id) is None
-    assert [r.id for r in await store.thread_runs(other.id)] == [elsewhere.id]
+    assert await store.threads.get(thread.id) is None
+    assert [r.id for r in await store.threads.runs(other.id)] == [elsewhere.id]
 
 
 async def test_threads_are_listed_newest_first_per_tenant_a_page_at_a_time(
@@ -104,11 +108,11 @@ async def test_threads_are_listed_newest_first_per_tenant_a_page_at_a_time(
         for i, tenant in enumerate(["alice", "bob", "alice", "alice"])
     ]
     for thread in made:
-        await store.create_thread(thread)
+        await store.threads.create(thread)
 
-    alices = await store.list_threads(limit=10, offset=0, tenant="alice")
-    page = await store.list_threads(limit=1, offset=1, tenant="alice")
-    every = await store.list_threads(limit=10, offset=0)
+    alices = await store.threads.page(limit=10, offset=0, tenant="alice")
+    page = await store.threads.page(limit=1, offset=1, tenant="alice")
+    every = await store.threads.page(limit=10, offset=0)
 
     assert [t.id for t in alices] == ["t3", "t2", "t0"]
     assert [t.id for t in page] == ["t2"]

@@ -20,8 +20,10 @@ async def test_the_webhook_is_stored_and_its_delivery_recorded_after_the_end(
     store = await open_store()
     other = await open_store()  # another process's connection
     record = run_record().model_copy(update={"webhook": "https://hooks.example.com/x"})
-    await store.create_run(record, started="{}", lease=Lease(OWNER, 60))
-    await store.finish(record.id, OWNER, "done", "{}", RunResult(run_id=record.id, status="done"))
+    await store.runs.create(record, started="{}", lease=Lease(OWNER, 60))
+    await store.events.finish(
+        record.id, OWNER, "done", "{}", RunResult(run_id=record.id, status="done")
+    )
     delivery = WebhookDelivery(
         webhook_id=f"msg_{record.id}",
         attempts=2,
@@ -31,9 +33,9 @@ async def test_the_webhook_is_stored_and_its_delivery_recorded_after_the_end(
         updated_at=datetime.now(UTC),
     )
 
-    before = await other.get_run(record.id)
-    await other.record_delivery(record.id, delivery)
-    after = await store.get_run(record.id)
+    before = await other.runs.get(record.id)
+    await other.deliveries.record(record.id, delivery)
+    after = await store.runs.get(record.id)
 
     assert before is not None
     assert before.webhook == "https://hooks.example.com/x"
@@ -46,9 +48,9 @@ async def test_the_webhook_is_stored_and_its_delivery_recorded_after_the_end(
 async def test_a_run_without_a_webhook_has_none(open_store: Opener) -> None:
     store = await open_store()
     record = run_record()
-    await store.create_run(record, started="{}")
+    await store.runs.create(record, started="{}")
 
-    stored = await store.get_run(record.id)
+    stored = await store.runs.get(record.id)
 
     assert stored is not None
     assert (stored.webhook, stored.delivery) == (None, None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,22 +16,26 @@ from app.runs.following import Follower
 from app.runs.live import LiveRuns
 from app.runs.signals import LocalSignals
 from app.store.base import StoredEvent
-from app.store.sqlite import SqliteRunStore
-from tests.support.runs import held_run
+from app.store.protocols import EventLog, RunStore
+from app.store.sqlite.store import SqliteRunStore
+from tests.support.runs import held_run, replaced
 
 
-class FailingReads(SqliteRunStore):
-    """The real store, whose event reads fail after the first."""
+class FailingReads:
+    """A real event log whose reads fail after the first."""
 
-    reads = 0
+    def __init__(self, inner: EventLog) -> None:
+        self._inner = inner
+        self.reads = 0
 
-    async def events_after(
-        self, run_id: str, after: int, limit: int | None = None
-    ) -> list[StoredEvent]:
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def after(self, run_id: str, after: int, limit: int | None = None) -> list[StoredEvent]:
         self.reads += 1
         if self.reads > 1:
             raise OSError("disk I/O error")
-        return await super().events_after(run_id, after, limit)
+        return await self._inner.after(run_id, after, limit)
 
 
 @pytest.fixture
@@ -40,7 +45,7 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteRunStore]:
     await store.close()
 
 
-def _follower(store: SqliteRunStore) -> Follower:
+def _follower(store: RunStore) -> Follower:
     return Follower(store, LocalSignals(), LiveRuns(), heartbeat_s=0.01)
 
 
@@ -60,15 +65,12 @@ async def _collect(frames: AsyncIterator[bytes]) -> list[bytes]:
 
 
 async def test_a_store_failing_mid_follow_ends_the_stream_with_one_error_frame(
-    tmp_path: Path,
+    store: SqliteRunStore,
 ) -> None:
-    store = await FailingReads.open(tmp_path / "runs.sqlite")
-    try:
-        run_id = await held_run(store, "elsewhere")
+    run_id = await held_run(store, "elsewhere")
+    failing = replaced(store, events=FailingReads(store.events))
 
-        frames = _frames(await _collect(_framed(run_id, _follower(store).follow(run_id, 0))))
-    finally:
-        await store.close()
+    frames = _frames(await _collect(_framed(run_id, _follower(failing).follow(run_id, 0))))
 
     assert [f["event"] for f in frames] == ["run_started", "plan", "error"]
     end = json.loads(frames[-1]["data"])
@@ -82,7 +84,7 @@ async def test_a_run_deleted_while_followed_ends_the_stream_with_one_error_frame
 ) -> None:
     run_id = await held_run(store, "elsewhere", ended=True)
     stream = _framed(run_id, _follower(store).follow(run_id, 3))
-    assert await store.delete_run(run_id)
+    assert await store.runs.delete(run_id)
 
     frames = _frames(await _collect(stream))
 

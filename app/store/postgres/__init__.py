@@ -1,0 +1,1 @@
+"""The Postgres store, one module per concern (app/store/protocols.py)."""

@@ -1,0 +1,1 @@
+"""The embedded SQLite store, one module per concern (app/store/protocols.py)."""

@@ -1,0 +1,101 @@
+"""The embedded store's connections to its one SQLite file, which its parts share: writes go
+through one `BatchWriter` (group commit on its own connection, under the full-disk rules of
+app/store/disk.py); reads through a second connection, which in WAL mode never waits for them.
+With the helpers the parts' writes share."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from agents.result import RunResult
+from app.store.base import RunRecord, WebhookDelivery
+from app.store.disk import DiskSpace, WriteKind
+from app.store.reads import OPEN_SQL, Dialect, Row, run_record
+from app.store.sqlite_writer import BatchWriter
+
+BUSY_TIMEOUT_MS = 30_000
+T = TypeVar("T")
+
+OPEN = OPEN_SQL
+ENDED = "status IN ('done', 'failed', 'cancelled')"  # base.FINISHED
+
+
+class SqliteDb:
+    """The writing and the reading connection of one store file, and its disk's reserve."""
+
+    dialect = Dialect(
+        runs="runs",
+        events="events",
+        threads="threads",
+        commands="commands",
+        same="IS",
+        no_limit=-1,
+    )
+
+    def __init__(
+        self, writer: BatchWriter, reader: aiosqlite.Connection, disk: DiskSpace | None = None
+    ) -> None:
+        self._writer = writer
+        self._reader = reader
+        self.disk = disk
+
+    async def write(self, write: Callable[[sqlite3.Connection], T], kind: WriteKind = "other") -> T:
+        """`write` through the batch writer, under the full-disk rules (`DiskSpace.write`)."""
+        if self.disk is None:
+            return await self._writer.write(write)
+        return await self.disk.write(lambda: self._writer.write(write), kind)
+
+    async def read_writer(self, read: Callable[[sqlite3.Connection], T]) -> T:
+        """`read` on the writing connection, between two batches."""
+        return await self._writer.read(read)
+
+    async def one(self, sql: str, args: tuple[Any, ...]) -> aiosqlite.Row | None:
+        # One trip to the reading connection's thread (a cursor would take three).
+        rows = await self._reader.execute_fetchall(sql, args)
+        return next(iter(rows), None)
+
+    async def all(self, sql: str, args: tuple[Any, ...]) -> list[aiosqlite.Row]:
+        return list(await self._reader.execute_fetchall(sql, args))
+
+    def record(self, row: Row) -> RunRecord:
+        # SQLite keeps JSON and times as text, and booleans as integers.
+        return run_record(
+            row,
+            params=json.loads(row["params"]),
+            created_at=datetime.fromisoformat(row["created_at"]),
+            updated_at=datetime.fromisoformat(row["updated_at"]),
+            result=RunResult.model_validate_json(row["result"]) if row["result"] else None,
+            answer=json.loads(row["answer"]) if row["answer"] else None,
+            cancel_requested=bool(row["cancel_requested"]),
+            delivery=(
+                WebhookDelivery.model_validate_json(row["delivery"]) if row["delivery"] else None
+            ),
+        )
+
+    async def close(self) -> None:
+        try:
+            await self._writer.close()
+        finally:
+            await self._reader.close()
+
+
+def now() -> str:
+    """The time as the store writes it."""
+    return datetime.now(UTC).isoformat()
+
+
+def row(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> sqlite3.Row | None:
+    """The first row of `sql` inside a write, or None."""
+    found: sqlite3.Row | None = conn.execute(sql, args).fetchone()
+    return found
+
+
+def marks(values: list[Any]) -> str:
+    """The placeholders of an `IN (…)` of `values`."""
+    return ", ".join("?" for _ in values)

@@ -1,0 +1,77 @@
+"""The embedded store: one SQLite file in WAL mode, its parts on the connections they share
+(app/store/sqlite/db.py). Several processes may share the file: writes are `BEGIN IMMEDIATE`
+transactions (the write lock is taken up front, so the busy timeout applies and no transaction
+has to upgrade a read lock), batched by `BatchWriter` (group commit); leases are wall-clock
+seconds (one machine)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import aiosqlite
+
+from app.store.disk import DiskSpace
+from app.store.sqlite.commands import SqliteCommands
+from app.store.sqlite.db import BUSY_TIMEOUT_MS, SqliteDb
+from app.store.sqlite.deliveries import SqliteDeliveries
+from app.store.sqlite.events import SqliteEvents
+from app.store.sqlite.leases import SqliteLeases
+from app.store.sqlite.runs import SqliteRuns
+from app.store.sqlite.schema import migrate
+from app.store.sqlite.threads import SqliteThreads
+from app.store.sqlite.waits import SqliteWaits
+from app.store.sqlite_writer import BatchWriter
+
+
+class SqliteRunStore:
+    """`RunStore` on SQLite."""
+
+    def __init__(self, db: SqliteDb) -> None:
+        self._db = db
+        self.runs = SqliteRuns(db)
+        self.events = SqliteEvents(db)
+        self.leases = SqliteLeases(db)
+        self.waits = SqliteWaits(db)
+        self.commands = SqliteCommands(db)
+        self.threads = SqliteThreads(db)
+        self.deliveries = SqliteDeliveries(db)
+
+    @classmethod
+    async def open(cls, path: Path, *, reserve_bytes: int | None = None) -> SqliteRunStore:
+        """The store in the SQLite file `path`; with `reserve_bytes`, a reserve of that many
+        bytes is kept beside it for a full disk (app/store/disk.py)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        disk = DiskSpace(path.parent, reserve_bytes) if reserve_bytes is not None else None
+        if disk is not None:
+            disk.open()
+        writer = await BatchWriter.open(path, BUSY_TIMEOUT_MS)
+        try:
+            await writer.write(migrate)
+            reader = await aiosqlite.connect(path, isolation_level=None)
+        except BaseException:
+            await writer.close()
+            raise
+        reader.row_factory = aiosqlite.Row
+        await reader.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        return cls(SqliteDb(writer, reader, disk))
+
+    @property
+    def disk(self) -> DiskSpace | None:
+        """The reserve kept for a full disk, if any."""
+        return self._db.disk
+
+    async def data_version(self) -> int:
+        """Changes whenever another connection (another process) commits to the file. Asked of
+        the writing connection: this process's own commits do not change it there."""
+
+        def read(conn: sqlite3.Connection) -> int:
+            return int(conn.execute("PRAGMA data_version").fetchone()[0])
+
+        return await self._db.read_writer(read)
+
+    async def ping(self) -> None:
+        await self._db.one("SELECT 1 AS n", ())
+
+    async def close(self) -> None:
+        await self._db.close()
