@@ -1,5 +1,5 @@
-"""`lats migrate`: copy every run, event and checkpoint from one store to another (SQLite to
-Postgres and back), resumably, and verify the copy.
+"""`lats migrate`: copy every run, event and checkpoint, and every document collection, from
+one store to another (SQLite to Postgres and back), resumably, and verify the copy.
 
 Three passes over each collection (`app/store/migrate_units.py: COLLECTIONS`):
 
@@ -218,8 +218,9 @@ async def _copy(
     batch: int,
     progress: Progress,
 ) -> None:
-    copied = skipped = 0
+    copied = skipped = listed = 0
     async for keys in _pages(coll, source, batch):
+        listed += len(keys)
         for key in keys:
             if key in done:
                 skipped += 1
@@ -234,8 +235,9 @@ async def _copy(
             copied += 1
             progress(coll.kind, copied)
         logger.info("migrate: %s %ss copied, %s already there", copied, coll.kind, skipped)
-    report.copied[coll.kind] = copied
-    report.skipped[coll.kind] = skipped
+    if listed:  # a kind the source holds none of is left out of the report
+        report.copied[coll.kind] = copied
+        report.skipped[coll.kind] = skipped
 
 
 async def _verify(

@@ -1,6 +1,7 @@
 """The run tables as `lats migrate` reads and writes them: run and thread ids in key order, a
 thread, a run and its events written whole (one transaction, lease cleared), whole-table
-counts, and the ledger that says which units of the target a migration wrote and from which
+counts (the collection tables' too: app/store/migrate_collections.py reads and writes those),
+and the ledger that says which units of the target a migration wrote and from which
 source.
 
 Reading a run's content goes through the stores themselves (`store.runs.get`,
@@ -19,7 +20,13 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
 from app.store.base import RunRecord, StoredEvent, ThreadRecord
+from app.store.migrate_collections import (
+    CollectionTables,
+    PostgresCollectionTables,
+    SqliteCollectionTables,
+)
 from app.store.postgres.db import PostgresDb
+from app.store.reads import Dialect
 from app.store.sqlite.db import BUSY_TIMEOUT_MS, SqliteDb
 
 CONNECT_TIMEOUT_S = 10
@@ -31,7 +38,11 @@ _RUN_COLUMNS = (
 
 
 class RunTables(Protocol):
-    """The bulk side of one store's run tables."""
+    """The bulk side of one store's run tables, and of its collection tables on the same
+    connection (`collections`)."""
+
+    @property
+    def collections(self) -> CollectionTables: ...
 
     async def run_ids(self, after: str, limit: int) -> list[str]:
         """Up to `limit` run ids greater than `after`, in order."""
@@ -47,7 +58,8 @@ class RunTables(Protocol):
         """Replace the thread `thread.id` by this one."""
 
     async def counts(self) -> dict[str, int]:
-        """Rows per table: `runs`, `events`, `threads`."""
+        """Rows per table: `runs`, `events`, `threads`, `collections`, `documents`,
+        `passages`."""
 
     async def ledger(self, kind: str, keys: list[str]) -> dict[str, str]:
         """Of `keys`, those a migration wrote here, with the source it named."""
@@ -68,11 +80,18 @@ _LITE = SqliteDb.dialect
 _PG = PostgresDb.dialect
 
 
+def _tables(dialect: Dialect) -> list[tuple[str, str]]:
+    """(name, table) of each table `counts` counts."""
+    names = ("runs", "events", "threads", "collections", "documents", "passages")
+    return [(name, getattr(dialect, name)) for name in names]
+
+
 class SqliteTables:
     """`RunTables` on `runs.sqlite`, through a connection of its own."""
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
+        self.collections = SqliteCollectionTables(conn)
 
     @classmethod
     async def open(cls, path: Path, *, ledger: bool) -> SqliteTables:
@@ -146,8 +165,7 @@ class SqliteTables:
 
     async def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        tables = (("runs", _LITE.runs), ("events", _LITE.events), ("threads", _LITE.threads))
-        for name, table in tables:
+        for name, table in _tables(_LITE):
             rows = list(await self._conn.execute_fetchall(f"SELECT count(*) FROM {table}"))
             out[name] = int(rows[0][0])
         return out
@@ -175,6 +193,7 @@ class PostgresTables:
 
     def __init__(self, conn: AsyncConnection[Any]) -> None:
         self._conn = conn
+        self.collections = PostgresCollectionTables(conn)
 
     @classmethod
     async def connect(cls, url: str) -> PostgresTables:
@@ -262,7 +281,7 @@ class PostgresTables:
 
     async def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for name, table in (("runs", _PG.runs), ("events", _PG.events), ("threads", _PG.threads)):
+        for name, table in _tables(_PG):
             cur = await self._conn.execute(f"SELECT count(*) FROM {table}")
             row = await cur.fetchone()
             out[name] = int(row[0]) if row else 0

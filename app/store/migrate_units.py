@@ -3,8 +3,9 @@ whole from one side, digested, and written whole to the other.
 
 A run's unit is its record, its events in order and its LangGraph checkpoints (thread id = run
 id) with their pending writes. Checkpoints go through the savers' own API (`alist`, `aput`,
-`aput_writes`), so each store keeps them in its own format. A thread's unit is its record. A
-run's steering commands are not copied: those it took are in its events.
+`aput_writes`), so each store keeps them in its own format. A thread's unit is its record; a
+document collection's, its record with its documents and their passages. A run's steering
+commands are not copied: those it took are in its events.
 """
 
 from __future__ import annotations
@@ -206,7 +207,32 @@ class Threads:
         await side.tables.write_thread(unit.content)
 
 
-COLLECTIONS: tuple[Collection, ...] = (Threads(), Runs())
+class DocumentCollections:
+    """A tenant's document collections, each with its documents and their passages (the
+    target's full-text index follows the passages written)."""
+
+    kind: str = "collection"
+    tables: tuple[str, ...] = ("collections", "documents", "passages")
+
+    async def keys(self, side: Side, after: str, limit: int) -> list[str]:
+        return await side.tables.collections.ids(after, limit)
+
+    async def read(self, side: Side, key: str) -> Unit | None:
+        content = await side.tables.collections.read(key)
+        if content is None:
+            return None
+        counts = {
+            "collections": 1,
+            "documents": len(content.documents),
+            "passages": len(content.passages),
+        }
+        return Unit(key=key, digest=digest(content.fields()), counts=counts, content=content)
+
+    async def write(self, side: Side, unit: Unit) -> None:
+        await side.tables.collections.write(unit.content)
+
+
+COLLECTIONS: tuple[Collection, ...] = (Threads(), Runs(), DocumentCollections())
 
 
 def sum_counts(into: dict[str, int], unit: Unit | None) -> None:

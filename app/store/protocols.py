@@ -19,7 +19,10 @@ one module per concern in each. Both keep the same rules:
 - a caller's steering **commands** for an open run wait in the store, numbered per run, until
   the run's search takes them (`Commands.after`); a run that has ended takes none;
 - a **thread** holds a sequence of runs of one tenant; deleting it deletes its runs, only when
-  every one of them has ended.
+  every one of them has ended;
+- a **collection** holds one tenant's documents, each stored whole with its passages in one
+  transaction and searchable from then on; it is deleted with them, only when no unfinished
+  run lists it in its parameters (app/store/collection_base.py).
 
 Each method is one transaction, whichever concerns its rows belong to: a run is created with
 its first event, a pause stores its event with the wait, a deletion takes a run's events and
@@ -42,6 +45,13 @@ from app.store.base import (
     StoredEvent,
     ThreadRecord,
     WebhookDelivery,
+)
+from app.store.collection_base import (
+    AddedDocument,
+    CollectionRecord,
+    DocumentRecord,
+    NewDocument,
+    PassageHit,
 )
 
 
@@ -197,6 +207,57 @@ class Deliveries(Protocol):
         fenced: the run has ended and no lease is held)."""
 
 
+class Collections(Protocol):
+    """A tenant's named collections of documents, and the full-text search over their passages.
+
+    Every method names the tenant (None: the service without keys): another tenant's
+    collection or document is none to it, and its ids find nothing."""
+
+    async def create(self, collection: CollectionRecord) -> None:
+        """Store a new, empty collection; raises `CollectionNameTaken` when its tenant has
+        one of that name."""
+
+    async def get(self, tenant: str | None, collection_id: str) -> CollectionRecord | None:
+        """The collection with how many documents and bytes it holds, or None."""
+
+    async def page(self, tenant: str | None, *, limit: int, offset: int) -> list[CollectionRecord]:
+        """A page of the tenant's collections, newest first."""
+
+    async def delete(self, tenant: str | None, collection_id: str) -> bool:
+        """Delete the collection with its documents and passages, in one transaction; False
+        when there is no such collection. Raises `CollectionInUse` (and deletes nothing) while
+        a run that lists it has not finished."""
+
+    async def add_document(self, tenant: str | None, document: NewDocument) -> AddedDocument:
+        """Store the document with all its passages in one transaction: the whole of it or
+        nothing. When the collection holds a document of the same SHA-256 already, that one
+        is given and nothing is stored. Raises `CollectionNotFound`, or a
+        `DocumentRefusedByStore` (over a limit) before anything is written."""
+
+    async def document(
+        self, tenant: str | None, collection_id: str, document_id: str
+    ) -> DocumentRecord | None:
+        """The document of the collection, or None."""
+
+    async def documents(
+        self, tenant: str | None, collection_id: str, *, limit: int, offset: int
+    ) -> list[DocumentRecord]:
+        """A page of the collection's documents, newest first (none for another tenant's)."""
+
+    async def delete_document(
+        self, tenant: str | None, collection_id: str, document_id: str
+    ) -> bool:
+        """Delete the document with its passages, in one transaction; False when there is no
+        such document."""
+
+    async def search(
+        self, tenant: str | None, collection_ids: Sequence[str], query: str, k: int
+    ) -> list[PassageHit]:
+        """The `k` (at most `MAX_SEARCH_K`) passages of the tenant's collections among
+        `collection_ids` that match `query`'s words best, best first (app/store/query_words.py
+        says which words; each backend's module says how it ranks)."""
+
+
 class RunStore(Protocol):
     """The store: its parts, one per concern, and the store as a whole."""
 
@@ -220,6 +281,9 @@ class RunStore(Protocol):
 
     @property
     def deliveries(self) -> Deliveries: ...
+
+    @property
+    def collections(self) -> Collections: ...
 
     async def ping(self) -> None:
         """Raises when the store cannot be reached."""

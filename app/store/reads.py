@@ -33,6 +33,9 @@ class Dialect:
     events: str  # the events table
     threads: str  # the threads table
     commands: str  # the steering commands table
+    collections: str  # a tenant's document collections
+    documents: str  # the documents of collections
+    passages: str  # the documents' passages
     same: str  # null-safe equality ("IS" or "IS NOT DISTINCT FROM")
     no_limit: int | None  # a LIMIT that limits nothing
 

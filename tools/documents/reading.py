@@ -198,7 +198,8 @@ def _pdf(data: bytes, limits: ReadLimits) -> tuple[str, list[Page]]:
                 "too_slow", f"reading the PDF took over {limits.max_seconds:g} seconds"
             )
         try:
-            text = page.extract_text() or ""
+            # A glyph the reader cannot map can come out as NUL, which no store keeps as text.
+            text = (page.extract_text() or "").replace("\x00", "")
         except (PdfReadError, ValueError, KeyError, TypeError, OSError) as e:
             raise DocumentRefused("corrupt", f"page {number} of the PDF is damaged") from e
         chars += len(text)

@@ -46,6 +46,9 @@ class PostgresDb:
         events="lats_events",
         threads="lats_threads",
         commands="lats_commands",
+        collections="lats_collections",
+        documents="lats_documents",
+        passages="lats_passages",
         same="IS NOT DISTINCT FROM",
         no_limit=None,
     )
@@ -56,11 +59,14 @@ class PostgresDb:
         self.notify = notify
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
-        """A pooled connection for one call, bounded in time; an unreachable database (refused,
-        dropped, hung) is `StoreUnavailable`."""
+    async def connection(
+        self, timeout_s: float = CALL_TIMEOUT_S
+    ) -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled connection for one call, bounded in time (`timeout_s`: a call that writes
+        much, such as a document's passages, is given longer); an unreachable database
+        (refused, dropped, hung) is `StoreUnavailable`."""
         try:
-            async with asyncio.timeout(CALL_TIMEOUT_S), self._pool.connection() as conn:
+            async with asyncio.timeout(timeout_s), self._pool.connection() as conn:
                 yield conn
         except (psycopg.OperationalError, psycopg.InterfaceError, TimeoutError) as e:
             raise StoreUnavailable("the database is unreachable") from e

@@ -47,6 +47,45 @@ CREATE TABLE IF NOT EXISTS lats_events (
     data TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS lats_collections (
+    id TEXT PRIMARY KEY,
+    tenant TEXT,
+    name TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS lats_collections_name
+    ON lats_collections ((COALESCE(tenant, '')), name);
+CREATE INDEX IF NOT EXISTS lats_collections_tenant ON lats_collections (tenant, created_at DESC);
+CREATE TABLE IF NOT EXISTS lats_documents (
+    id TEXT PRIMARY KEY,
+    collection_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    bytes BIGINT NOT NULL,
+    pages INTEGER NOT NULL,
+    passages INTEGER NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS lats_documents_content ON lats_documents (collection_id, sha256);
+CREATE INDEX IF NOT EXISTS lats_documents_listed
+    ON lats_documents (collection_id, created_at DESC);
+-- A document's passages (page 0: a document without pages), each with its words as the
+-- `english` configuration reads them (stemmed, stop words left out, as the bm25s index of
+-- `local_docs` reads them), kept by Postgres itself (a generated column), indexed for `@@`.
+CREATE TABLE IF NOT EXISTS lats_passages (
+    document_id TEXT NOT NULL,
+    collection_id TEXT NOT NULL,
+    page INTEGER NOT NULL,
+    number INTEGER NOT NULL,
+    heading TEXT,
+    text TEXT NOT NULL,
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
+    PRIMARY KEY (document_id, page, number)
+);
+CREATE INDEX IF NOT EXISTS lats_passages_tsv ON lats_passages USING GIN (tsv);
+CREATE INDEX IF NOT EXISTS lats_passages_collection ON lats_passages (collection_id);
 """
 # Databases made before leases (or tenants, take-over counts, threads) existed get the columns
 # added in place: a column each, with the ALTER TABLEs it takes, keyed by the column that tells.

@@ -4,6 +4,8 @@ parts on one connection pool (app/store/postgres/db.py)."""
 from __future__ import annotations
 
 from app.store import pg_check
+from app.store.collection_base import CollectionLimits
+from app.store.postgres.collections import PostgresCollections
 from app.store.postgres.commands import PostgresCommands
 from app.store.postgres.db import POOL_TIMEOUT_S, PostgresDb
 from app.store.postgres.deliveries import PostgresDeliveries
@@ -18,7 +20,7 @@ from app.store.postgres.waits import PostgresWaits
 class PostgresRunStore:
     """`RunStore` on Postgres through a connection pool."""
 
-    def __init__(self, db: PostgresDb) -> None:
+    def __init__(self, db: PostgresDb, collection_limits: CollectionLimits | None = None) -> None:
         self._db = db
         self.runs = PostgresRuns(db)
         self.events = PostgresEvents(db)
@@ -27,11 +29,15 @@ class PostgresRunStore:
         self.commands = PostgresCommands(db)
         self.threads = PostgresThreads(db)
         self.deliveries = PostgresDeliveries(db)
+        self.collections = PostgresCollections(db, collection_limits)
 
     @classmethod
-    async def open(cls, url: str, *, notify: bool = True) -> PostgresRunStore:
+    async def open(
+        cls, url: str, *, notify: bool = True, collection_limits: CollectionLimits | None = None
+    ) -> PostgresRunStore:
         """The store in the database at `url`, its tables brought up to date; its writes send
-        NOTIFYs unless another channel (Redis) carries the wake-ups (`notify` off)."""
+        NOTIFYs unless another channel (Redis) carries the wake-ups (`notify` off); its
+        collections held to `collection_limits` (the defaults without)."""
         # A connection a database restart closed is replaced before it is handed out, so the
         # first request after a restart does not fail on it, and a database that was away is
         # retried every second (app/store/pg_check.py).
@@ -46,7 +52,7 @@ class PostgresRunStore:
         await pool.open(wait=True, timeout=10)
         async with pool.connection() as conn:
             await migrate(conn)
-        return cls(PostgresDb(pool, notify=notify))
+        return cls(PostgresDb(pool, notify=notify), collection_limits)
 
     async def ping(self) -> None:
         await self._db.one("SELECT 1 AS n", ())

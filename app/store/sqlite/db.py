@@ -34,6 +34,9 @@ class SqliteDb:
         events="events",
         threads="threads",
         commands="commands",
+        collections="collections",
+        documents="documents",
+        passages="passages",
         same="IS",
         no_limit=-1,
     )

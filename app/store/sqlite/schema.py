@@ -54,6 +54,55 @@ CREATE TABLE IF NOT EXISTS threads (
     created_at TEXT NOT NULL
 );
 """
+# A tenant's document collections (app/store/collection_base.py). A passage's page is 0 in a
+# document without pages. The full-text index (FTS5, Porter stemming as Postgres's `english`
+# does) holds no copy of the text: it reads `passages` (external content), and the triggers
+# keep it in step inside whichever transaction writes a passage, so it never holds a passage
+# the table lacks, or the other way round. One statement each: a trigger holds semicolons.
+_COLLECTIONS = (
+    """CREATE TABLE IF NOT EXISTS collections (
+    id TEXT PRIMARY KEY,
+    tenant TEXT,
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL
+)""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS collections_name ON collections (IFNULL(tenant, ''), name)",
+    "CREATE INDEX IF NOT EXISTS collections_tenant ON collections (tenant, created_at DESC)",
+    """CREATE TABLE IF NOT EXISTS documents (
+    id TEXT PRIMARY KEY,
+    collection_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    pages INTEGER NOT NULL,
+    passages INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+)""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS documents_content ON documents (collection_id, sha256)",
+    "CREATE INDEX IF NOT EXISTS documents_listed ON documents (collection_id, created_at DESC)",
+    """CREATE TABLE IF NOT EXISTS passages (
+    id INTEGER PRIMARY KEY,
+    document_id TEXT NOT NULL,
+    collection_id TEXT NOT NULL,
+    page INTEGER NOT NULL,
+    number INTEGER NOT NULL,
+    heading TEXT,
+    text TEXT NOT NULL
+)""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS passages_id ON passages (document_id, page, number)",
+    "CREATE INDEX IF NOT EXISTS passages_collection ON passages (collection_id)",
+    """CREATE VIRTUAL TABLE IF NOT EXISTS passages_fts USING fts5(
+    text, content='passages', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+)""",
+    """CREATE TRIGGER IF NOT EXISTS passages_indexed AFTER INSERT ON passages BEGIN
+    INSERT INTO passages_fts (rowid, text) VALUES (new.id, new.text);
+END""",
+    """CREATE TRIGGER IF NOT EXISTS passages_unindexed AFTER DELETE ON passages BEGIN
+    INSERT INTO passages_fts (passages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END""",
+)
 # Files written before leases (or tenants, take-over counts, threads) existed get the columns added
 # in place.
 _ADDED_COLUMNS = {
@@ -79,7 +128,8 @@ WHERE {OPEN} AND events.type IN ({", ".join(f"'{t}'" for t in TERMINAL)})
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """The tables, their added columns and indexes, and the ends of runs logged without
+    """The tables (the collections' with their full-text index), their added columns and
+    indexes, and the ends of runs logged without
     their status. Idempotent."""
     for statement in _SCHEMA.split(";"):
         if statement.strip():
@@ -90,6 +140,8 @@ def migrate(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
     conn.execute(_TENANT_INDEX)
     conn.execute(_THREAD_INDEX)
+    for statement in _COLLECTIONS:
+        conn.execute(statement)
     _end_logged_runs(conn)
 
 

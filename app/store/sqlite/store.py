@@ -11,7 +11,9 @@ from pathlib import Path
 
 import aiosqlite
 
+from app.store.collection_base import CollectionLimits
 from app.store.disk import DiskSpace
+from app.store.sqlite.collections import SqliteCollections
 from app.store.sqlite.commands import SqliteCommands
 from app.store.sqlite.db import BUSY_TIMEOUT_MS, SqliteDb
 from app.store.sqlite.deliveries import SqliteDeliveries
@@ -27,7 +29,7 @@ from app.store.sqlite_writer import BatchWriter
 class SqliteRunStore:
     """`RunStore` on SQLite."""
 
-    def __init__(self, db: SqliteDb) -> None:
+    def __init__(self, db: SqliteDb, collection_limits: CollectionLimits | None = None) -> None:
         self._db = db
         self.runs = SqliteRuns(db)
         self.events = SqliteEvents(db)
@@ -36,11 +38,19 @@ class SqliteRunStore:
         self.commands = SqliteCommands(db)
         self.threads = SqliteThreads(db)
         self.deliveries = SqliteDeliveries(db)
+        self.collections = SqliteCollections(db, collection_limits)
 
     @classmethod
-    async def open(cls, path: Path, *, reserve_bytes: int | None = None) -> SqliteRunStore:
+    async def open(
+        cls,
+        path: Path,
+        *,
+        reserve_bytes: int | None = None,
+        collection_limits: CollectionLimits | None = None,
+    ) -> SqliteRunStore:
         """The store in the SQLite file `path`; with `reserve_bytes`, a reserve of that many
-        bytes is kept beside it for a full disk (app/store/disk.py)."""
+        bytes is kept beside it for a full disk (app/store/disk.py); its collections held to
+        `collection_limits` (the defaults without)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         disk = DiskSpace(path.parent, reserve_bytes) if reserve_bytes is not None else None
         if disk is not None:
@@ -54,7 +64,7 @@ class SqliteRunStore:
             raise
         reader.row_factory = aiosqlite.Row
         await reader.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        return cls(SqliteDb(writer, reader, disk))
+        return cls(SqliteDb(writer, reader, disk), collection_limits)
 
     @property
     def disk(self) -> DiskSpace | None:

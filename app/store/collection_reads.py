@@ -1,0 +1,107 @@
+"""`Collections`' reads, written once for both dialects (app/store/reads.py says how), with the
+row mappings the dialects' writes share. Every read names the tenant: a collection, or a
+document in it, of another tenant reads as none."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from app.store.collection_base import CollectionRecord, DocumentRecord, PassageHit, passage_id
+from app.store.reads import DbT, Part, Row
+
+# A document's columns, of the documents table as `d`.
+DOCUMENT_COLUMNS = (
+    "d.id, d.collection_id, d.title, d.name, d.kind, d.sha256, d.bytes, d.pages, d.passages,"
+    " d.created_at"
+)
+
+
+class CollectionReads(Part[DbT]):
+    """`Collections`' reads."""
+
+    def _collections_sql(self) -> str:
+        dialect = self._db.dialect
+        # What a collection holds, counted where it is read: no count to keep in step.
+        return (
+            f"SELECT c.id, c.tenant, c.name, c.created_at,"
+            f" (SELECT COUNT(*) FROM {dialect.documents} d WHERE d.collection_id = c.id)"
+            " AS documents,"
+            f" (SELECT CAST(COALESCE(SUM(d.bytes), 0) AS BIGINT) FROM {dialect.documents} d"
+            " WHERE d.collection_id = c.id) AS bytes"
+            f" FROM {dialect.collections} c WHERE c.tenant {dialect.same} ?"
+        )
+
+    async def get(self, tenant: str | None, collection_id: str) -> CollectionRecord | None:
+        sql = f"{self._collections_sql()} AND c.id = ?"
+        row = await self._db.one(sql, (tenant, collection_id))
+        return None if row is None else collection_record(row)
+
+    async def page(self, tenant: str | None, *, limit: int, offset: int) -> list[CollectionRecord]:
+        sql = f"{self._collections_sql()} ORDER BY c.created_at DESC, c.id DESC LIMIT ? OFFSET ?"
+        return [collection_record(r) for r in await self._db.all(sql, (tenant, limit, offset))]
+
+    def _documents_sql(self) -> str:
+        dialect = self._db.dialect
+        return (
+            f"SELECT {DOCUMENT_COLUMNS} FROM {dialect.documents} d"
+            f" JOIN {dialect.collections} c ON c.id = d.collection_id"
+            f" WHERE c.tenant {dialect.same} ? AND d.collection_id = ?"
+        )
+
+    async def document(
+        self, tenant: str | None, collection_id: str, document_id: str
+    ) -> DocumentRecord | None:
+        sql = f"{self._documents_sql()} AND d.id = ?"
+        row = await self._db.one(sql, (tenant, collection_id, document_id))
+        return None if row is None else document_record(row)
+
+    async def documents(
+        self, tenant: str | None, collection_id: str, *, limit: int, offset: int
+    ) -> list[DocumentRecord]:
+        sql = f"{self._documents_sql()} ORDER BY d.created_at DESC, d.id DESC LIMIT ? OFFSET ?"
+        rows = await self._db.all(sql, (tenant, collection_id, limit, offset))
+        return [document_record(r) for r in rows]
+
+
+def _time(value: Any) -> datetime:
+    # Postgres answers with datetimes, SQLite with the ISO text it was given.
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
+
+
+def collection_record(row: Row) -> CollectionRecord:
+    return CollectionRecord(
+        id=row["id"],
+        tenant=row["tenant"],
+        name=row["name"],
+        created_at=_time(row["created_at"]),
+        documents=int(row["documents"]),
+        bytes=int(row["bytes"]),
+    )
+
+
+def document_record(row: Row) -> DocumentRecord:
+    return DocumentRecord(
+        id=row["id"],
+        collection_id=row["collection_id"],
+        title=row["title"],
+        name=row["name"],
+        kind=row["kind"],
+        sha256=row["sha256"],
+        bytes=int(row["bytes"]),
+        pages=int(row["pages"]),
+        passages=int(row["passages"]),
+        created_at=_time(row["created_at"]),
+    )
+
+
+def passage_hit(row: Row) -> PassageHit:
+    """A search's row (`document_id`, `page`, `number`, `text`, `title`, `score`) as a hit."""
+    return PassageHit(
+        passage_id=passage_id(row["document_id"], row["page"], row["number"]),
+        document_id=row["document_id"],
+        title=row["title"],
+        page=row["page"] or None,  # 0: a document without pages
+        text=row["text"],
+        score=float(row["score"]),
+    )

@@ -1,0 +1,215 @@
+"""The collection tables as `lats migrate` reads and writes them: collection ids in key order,
+and a collection read or written whole (its record, its documents, their passages), on the
+connection of the side's run tables (app/store/migrate_tables.py).
+
+A collection is written in one transaction, what the target held under its id deleted first;
+the target's own full-text index follows its passages as any write's does (SQLite's triggers,
+Postgres's generated column), so nothing of the index is copied. Content is kept in an order
+both dialects agree on (sorted here, by code point), so that its digest is the same on both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any, Protocol
+
+import aiosqlite
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+
+from app.store.collection_base import CollectionRecord, DocumentRecord
+from app.store.collection_reads import DOCUMENT_COLUMNS, collection_record, document_record
+from app.store.postgres.collections import COPY_PASSAGES
+from app.store.postgres.db import PostgresDb
+from app.store.reads import Dialect
+from app.store.sqlite.db import SqliteDb
+
+_PASSAGE_COLUMNS = ("document_id", "page", "number", "heading", "text")
+_INSERT_COLLECTION = "INSERT INTO {table} (id, tenant, name, created_at) VALUES (?, ?, ?, ?)"
+_INSERT_DOCUMENT = (
+    "INSERT INTO {table} (id, collection_id, title, name, kind, sha256, bytes, pages, passages,"
+    " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_PASSAGE = (
+    "INSERT INTO {table} (document_id, collection_id, page, number, heading, text)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+# A collection's own row; what it holds is compared as its documents, so its counts are 0 here.
+_COLLECTION = (
+    "SELECT id, tenant, name, created_at, 0 AS documents, 0 AS bytes FROM {table} WHERE id = ?"
+)
+
+
+@dataclass(frozen=True)
+class CollectionContent:
+    """One collection whole: its record, its documents by id, and their passages (document
+    id, page, number, heading, text) by document, page and number."""
+
+    collection: CollectionRecord
+    documents: list[DocumentRecord]
+    passages: list[tuple[str, int, int, str | None, str]]
+
+    def fields(self) -> dict[str, Any]:
+        """What is compared across the sides (times in UTC: Postgres answers in the session's
+        time zone)."""
+        utc = {"created_at": self.collection.created_at.astimezone(UTC)}
+        return {
+            "collection": self.collection.model_copy(update=utc).model_dump(mode="json"),
+            "documents": [
+                d.model_copy(update={"created_at": d.created_at.astimezone(UTC)}).model_dump(
+                    mode="json"
+                )
+                for d in self.documents
+            ],
+            "passages": [list(p) for p in self.passages],
+        }
+
+
+class CollectionTables(Protocol):
+    """The bulk side of one store's collection tables."""
+
+    async def ids(self, after: str, limit: int) -> list[str]:
+        """Up to `limit` collection ids greater than `after`, in order."""
+
+    async def read(self, key: str) -> CollectionContent | None:
+        """The collection `key` whole, or None."""
+
+    async def write(self, content: CollectionContent) -> None:
+        """Replace the collection `content.collection.id` by this one, in one transaction."""
+
+
+def _document_row(d: DocumentRecord, created_at: Any) -> tuple[Any, ...]:
+    return (
+        d.id,
+        d.collection_id,
+        d.title,
+        d.name,
+        d.kind,
+        d.sha256,
+        d.bytes,
+        d.pages,
+        d.passages,
+        created_at,
+    )
+
+
+class _Reads:
+    """A collection read whole, in either dialect's tables (`dialect`), through its `_dicts`."""
+
+    dialect: Dialect
+
+    async def _dicts(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """The rows of `sql` (written with `?` placeholders) as dicts."""
+        raise NotImplementedError
+
+    async def read(self, key: str) -> CollectionContent | None:
+        names = self.dialect
+        found = await self._dicts(_COLLECTION.format(table=names.collections), (key,))
+        if not found:
+            return None
+        documents = await self._dicts(
+            f"SELECT {DOCUMENT_COLUMNS} FROM {names.documents} d WHERE d.collection_id = ?",
+            (key,),
+        )
+        passages = await self._dicts(
+            f"SELECT {', '.join(_PASSAGE_COLUMNS)} FROM {names.passages} WHERE collection_id = ?",
+            (key,),
+        )
+        rows = sorted(
+            (r["document_id"], int(r["page"]), int(r["number"]), r["heading"], r["text"])
+            for r in passages
+        )
+        records = sorted((document_record(d) for d in documents), key=lambda d: d.id)
+        return CollectionContent(collection_record(found[0]), records, rows)
+
+
+class SqliteCollectionTables(_Reads):
+    """`CollectionTables` on `runs.sqlite`, on the run tables' connection."""
+
+    dialect = SqliteDb.dialect
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    async def _dicts(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+        async with self._conn.execute(sql, args) as cur:
+            names = [c[0] for c in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in await cur.fetchall()]
+
+    async def ids(self, after: str, limit: int) -> list[str]:
+        rows = await self._conn.execute_fetchall(
+            "SELECT id FROM collections WHERE id > ? ORDER BY id LIMIT ?", (after, limit)
+        )
+        return [row[0] for row in rows]
+
+    async def write(self, content: CollectionContent) -> None:
+        c = content.collection
+        key = c.id
+        await self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            for table in ("passages", "documents"):
+                await self._conn.execute(f"DELETE FROM {table} WHERE collection_id = ?", (key,))
+            await self._conn.execute("DELETE FROM collections WHERE id = ?", (key,))
+            utc = c.created_at.astimezone(UTC).isoformat()
+            await self._conn.execute(
+                _INSERT_COLLECTION.format(table="collections"), (key, c.tenant, c.name, utc)
+            )
+            await self._conn.executemany(
+                _INSERT_DOCUMENT.format(table="documents"),
+                [
+                    _document_row(d, d.created_at.astimezone(UTC).isoformat())
+                    for d in content.documents
+                ],
+            )
+            await self._conn.executemany(
+                _INSERT_PASSAGE.format(table="passages"),
+                [(p[0], key, *p[1:]) for p in content.passages],
+            )
+            await self._conn.execute("COMMIT")
+        except BaseException:
+            await self._conn.execute("ROLLBACK")
+            raise
+
+
+class PostgresCollectionTables(_Reads):
+    """`CollectionTables` on the `lats_` tables, on the run tables' connection."""
+
+    dialect = PostgresDb.dialect
+
+    def __init__(self, conn: AsyncConnection[Any]) -> None:
+        self._conn = conn
+
+    async def _dicts(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+        async with self._conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(sql.replace("?", "%s"), args)
+            return await cur.fetchall()
+
+    async def ids(self, after: str, limit: int) -> list[str]:
+        # COLLATE "C": the same byte order as SQLite's, whatever the database's collation.
+        rows = await self._dicts(
+            'SELECT id FROM lats_collections WHERE id > ? COLLATE "C"'
+            ' ORDER BY id COLLATE "C" LIMIT ?',
+            (after, limit),
+        )
+        return [row["id"] for row in rows]
+
+    async def write(self, content: CollectionContent) -> None:
+        c = content.collection
+        key = c.id
+        async with self._conn.transaction():
+            for table in ("lats_passages", "lats_documents"):
+                await self._conn.execute(f"DELETE FROM {table} WHERE collection_id = %s", (key,))
+            await self._conn.execute("DELETE FROM lats_collections WHERE id = %s", (key,))
+            await self._conn.execute(
+                _INSERT_COLLECTION.format(table="lats_collections").replace("?", "%s"),
+                (key, c.tenant, c.name, c.created_at),
+            )
+            async with self._conn.cursor() as cur:
+                await cur.executemany(
+                    _INSERT_DOCUMENT.format(table="lats_documents").replace("?", "%s"),
+                    [_document_row(d, d.created_at) for d in content.documents],
+                )
+            async with self._conn.cursor() as cur, cur.copy(COPY_PASSAGES) as copy:
+                for p in content.passages:
+                    await copy.write_row((p[0], key, *p[1:]))
