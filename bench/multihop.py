@@ -107,7 +107,9 @@ DEFAULT = "anytime"
 DEFAULT_CONFIGS = ("chain", "anytime")
 # Every run: path and node limits at their bounds, so the call budget is what stops the search
 # (except `chain`, which stops at its one path by definition).
-FIXED: dict[str, Any] = {"max_paths": 50, "max_nodes": 500}
+# The deadline at its bound too: a local model on 2 cores can take minutes a call, and a run
+# cut by the clock measures the machine, not the search.
+FIXED: dict[str, Any] = {"max_paths": 50, "max_nodes": 500, "deadline_s": 7200}
 # Task text: the question, and the answer's form the official metrics reward.
 TASK = (
     "{question}\n\nAnswer with the shortest phrase that answers the question (a name, a "
