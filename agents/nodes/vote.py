@@ -239,7 +239,8 @@ async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
         VoteCast(
             run_id=ctx.run_id,
             candidates=[n["id"] for n in voted],
-            ineligible=[n["id"] for n in searched if n not in voted],
+            # Left out for groundedness (outside the anytime search, whose `options` say it).
+            ineligible=[] if groups else [n["id"] for n in searched if n not in voted],
             revived=[n["id"] for n in leaves if n["id"] not in searched_ids],
             agreeing=[n["id"] for n in agreeing],
             values={k: round(v, 6) for k, v in values.items() if v is not None},
