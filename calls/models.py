@@ -28,6 +28,7 @@ __all__ = [
     "LOCAL_MODEL",
     "ModelChooser",
     "ModelFactory",
+    "ModelNamer",
     "ResilientChatModel",
     "RunModels",
     "SettingsModelFactory",
@@ -62,6 +63,13 @@ class ModelFactory(Protocol):
     """Gives the chat model for a role."""
 
     def for_role(self, role: Role) -> BaseChatModel: ...
+
+
+@runtime_checkable
+class ModelNamer(Protocol):
+    """A factory that can say which model string a role uses (after its defaults)."""
+
+    def model_string(self, role: Role) -> str: ...
 
 
 @runtime_checkable

@@ -176,6 +176,10 @@ class FakeModels:
     def for_role(self, role: Role) -> BaseChatModel:
         return ScriptedChatModel(role=role, script=self.script, recorder=self.recorder)
 
+    def model_string(self, role: Role) -> str:
+        """The model string every role of this factory reports (`/readyz`)."""
+        return "scripted"
+
     def for_model(self, role: Role, spec: str) -> BaseChatModel:
         """`role`'s model as a run chose it: the same script, its calls recorded with `spec`."""
         return ScriptedChatModel(role=role, script=self.script, recorder=self.recorder, spec=spec)

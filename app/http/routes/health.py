@@ -9,6 +9,8 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from app.http.deps import AppSettings, Manager
+from calls.models import ModelNamer
+from calls.settings import ROLES
 
 logger = logging.getLogger(__name__)
 router = APIRouter(tags=["health"])
@@ -21,7 +23,7 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", summary="The store answers and a model is configured")
+@router.get("/readyz", summary="The store answers; the model each role uses")
 async def readyz(manager: Manager, settings: AppSettings) -> JSONResponse:
     checks: dict[str, str] = {}
     waiting: int | None = None
@@ -33,12 +35,19 @@ async def readyz(manager: Manager, settings: AppSettings) -> JSONResponse:
     except Exception as e:
         logger.warning("not ready: the store is unreachable (%s)", type(e).__name__)
         checks["database"] = "unreachable"
-    checks["model"] = settings.model if settings.model else "missing"
-    ready = checks["database"] == "ok" and checks["model"] != "missing"
+    # The model each role actually uses: with no model configured and no Gemini key, that is
+    # the bundled local model, not the Gemini default the settings name.
+    factory = manager.engine.models
+    models = {
+        role: factory.model_string(role) if isinstance(factory, ModelNamer) else settings.model
+        for role in ROLES
+    }
+    ready = checks["database"] == "ok"
     return JSONResponse(
         {
             "status": "ready" if ready else "not_ready",
             "checks": checks,
+            "models": models,
             "active_runs": manager.queue.active,
             "queued_runs": manager.queue.waiting,
             # Stored runs no worker holds yet, whichever process stored them (None: no store).

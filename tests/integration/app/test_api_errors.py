@@ -7,6 +7,7 @@ from pydantic import SecretStr
 
 from app.main import create_app
 from app.settings import Settings
+from calls.settings import ROLES
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
@@ -97,6 +98,8 @@ async def test_readyz_reports_the_store_and_model(service_for: ServiceMaker) -> 
 
     assert body["status"] == "ready"
     assert body["checks"]["database"] == "ok"
+    # What each role's model factory says it uses, not the settings' default model string.
+    assert body["models"] == dict.fromkeys(ROLES, "scripted")
 
 
 async def test_openapi_documents_the_run_body_and_errors(service_for: ServiceMaker) -> None:
