@@ -75,6 +75,20 @@ class TreeFold:
         self.put(node)
         return node
 
+    def within_room(
+        self, outcome: ExpandOutcome
+    ) -> tuple[list[str], list[str], list[Judged | None]]:
+        """The proposals of `outcome` that fit under `max_nodes` (the tree is capped when some
+        do not), the dropped ones with those over the limit, and the kept ones' judgements."""
+        steps, dropped = list(outcome.steps), list(outcome.dropped)
+        scores = list(outcome.scores) or [None] * len(steps)
+        room = max(0, self.params.max_nodes - len(self.nodes))
+        if len(steps) > room:
+            self.capped = True
+            dropped += steps[room:]
+            steps = steps[:room]
+        return steps, dropped, scores[: len(steps)]
+
     def queue(self, event: Event) -> None:
         """Owe `event`: it goes out with the round's other events, in order."""
         self._events.append(event)
@@ -257,13 +271,7 @@ class TreeFold:
     def _expanded(self, node_id: str, outcome: ExpandOutcome, metrics: Metrics) -> None:
         if outcome.progress is not None:
             self._progress(node_id, outcome.progress)
-        steps, dropped = list(outcome.steps), list(outcome.dropped)
-        scores = list(outcome.scores) or [None] * len(steps)
-        room = max(0, self.params.max_nodes - len(self.nodes))
-        if len(steps) > room:
-            self.capped = True
-            dropped += steps[room:]
-            steps = steps[:room]
+        steps, dropped, scores = self.within_room(outcome)
         parent = self.nodes[node_id]
         created: list[tuple[NodeRecord, Judged | None]] = []
         first = len(children_of(self.nodes, node_id)) + 1

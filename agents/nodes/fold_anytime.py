@@ -34,6 +34,10 @@ class TreeFold(Protocol):
 
     def queue(self, event: Event) -> None: ...
 
+    def within_room(
+        self, outcome: ExpandOutcome
+    ) -> tuple[list[str], list[str], list[Judged | None]]: ...
+
     def lineage_values(self, node_id: str, *also: str) -> dict[str, float]: ...
 
 
@@ -65,13 +69,7 @@ def branched(fold: TreeFold, node_id: str, outcome: ExpandOutcome, metrics: Metr
         fold.branched_at.append(node_id)
     weak = fold.nodes[node_id]
     parent = fold.nodes[weak["parent_id"]] if weak["parent_id"] else None
-    steps, dropped = list(outcome.steps), list(outcome.dropped)
-    scores = list(outcome.scores) or [None] * len(steps)
-    room = max(0, fold.params.max_nodes - len(fold.nodes))
-    if len(steps) > room:
-        fold.capped = True
-        dropped += steps[room:]
-        steps = steps[:room]
+    steps, dropped, scores = fold.within_room(outcome)
     index = len(siblings_of(fold.nodes, node_id)) + 1
     created: list[tuple[NodeRecord, Judged | None]] = []
     for offset, (step, judged) in enumerate(zip(steps, scores, strict=False)):

@@ -10,6 +10,7 @@ both dialects agree on (sorted here, by code point), so that its digest is the s
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, Protocol
@@ -94,14 +95,14 @@ def _document_row(d: DocumentRecord, created_at: Any) -> tuple[Any, ...]:
     )
 
 
-class _Reads:
+class _Reads(ABC):
     """A collection read whole, in either dialect's tables (`dialect`), through its `_dicts`."""
 
     dialect: Dialect
 
+    @abstractmethod
     async def _dicts(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
         """The rows of `sql` (written with `?` placeholders) as dicts."""
-        raise NotImplementedError
 
     async def read(self, key: str) -> CollectionContent | None:
         names = self.dialect
