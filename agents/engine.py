@@ -100,12 +100,14 @@ class Engine:
             raise ConfigError("this engine's model factory cannot build a run's chosen models")
         return RunModels(self.models, overrides)
 
-    def _tools_for(self, params: RunParams) -> list[BaseTool]:
-        """The engine's tools the run chose (all of them unless it named some), in order."""
-        if params.tools is None:
-            return self.tools
-        chosen = set(params.tools)
-        return [tool for tool in self.tools if tool.name in chosen]
+    def _tools_for(self, params: RunParams, run_tools: Sequence[BaseTool]) -> list[BaseTool]:
+        """The engine's tools the run chose (all of them unless it named some), in order,
+        then the tools bound to the run itself (its collections' `documents`)."""
+        chosen = self.tools
+        if params.tools is not None:
+            named = set(params.tools)
+            chosen = [tool for tool in self.tools if tool.name in named]
+        return [*chosen, *run_tools]
 
     def _context(
         self,
@@ -115,6 +117,7 @@ class Engine:
         sink: EventSink,
         state: RunState,
         sink_all: EventBatchSink | None,
+        run_tools: Sequence[BaseTool],
     ) -> RunContext:
         return RunContext(
             run_id=run_id,
@@ -122,7 +125,7 @@ class Engine:
             params=params,
             settings=self.settings,
             models=self._models_for(params),
-            tools=self._tools_for(params),
+            tools=self._tools_for(params, run_tools),
             sink=sink,
             sink_all=sink_all,
             accountant=Accountant(params, state.get("metrics")),
@@ -142,6 +145,7 @@ class Engine:
         sink_all: EventBatchSink | None = None,
         announce: bool = True,
         known: Recollection | None = None,
+        run_tools: Sequence[BaseTool] = (),
     ) -> RunResult:
         """Search for an answer to `task`, emitting events to `sink`; returns the result.
         `sink_all`, when given, takes the events of one moment together (a store writes them
@@ -150,6 +154,8 @@ class Engine:
         `known` is what earlier runs on the run's thread found (agents/recall.py): the planner
         is told it, and the prompts about every path show it as a step done before the root.
         `announce=False` skips the `run_started` event (for callers that sent it already).
+        `run_tools` are tools bound to this run alone (the service's `documents` tool over the
+        run's collections), used besides the engine's whatever the run's `tools` say.
         Cancelling the calling task cancels every in-flight call, emits `cancelled`, and
         re-raises; with a checkpointer the run can later be resumed with `resume`. With
         `approve_plan` the run stops after its plan: it emits `interrupt` and raises
@@ -165,7 +171,7 @@ class Engine:
             nodes={},
             known=known,
         )
-        ctx = self._context(run_id, task, params, sink, initial, sink_all)
+        ctx = self._context(run_id, task, params, sink, initial, sink_all, run_tools)
         if announce:
             await sink(RunStarted(run_id=run_id, task=task, params=params.model_dump()))
         key = reuse_key(ctx)
@@ -195,6 +201,7 @@ class Engine:
         sink: EventSink = discard,
         sink_all: EventBatchSink | None = None,
         answer: dict[str, Any] | None = None,
+        run_tools: Sequence[BaseTool] = (),
     ) -> RunResult:
         """Continue a checkpointed run from its last completed step. Completed nodes are never
         executed again; jobs that were in flight start over. A run waiting for its plan's
@@ -206,7 +213,7 @@ class Engine:
         if not values:
             raise RunNotFound(f"no checkpoint for run {run_id}")
         params = RunParams.model_validate(values["params"])
-        ctx = self._context(run_id, values["task"], params, sink, values, sink_all)
+        ctx = self._context(run_id, values["task"], params, sink, values, sink_all, run_tools)
         if not snapshot.next and not snapshot.tasks:
             # The graph ended, but its end may never have reached the caller (the process
             # stopped between the last checkpoint and the terminal event): say it again.

@@ -13,6 +13,7 @@ InFlightRule = Literal["unobserved", "virtual_loss"]
 
 MAX_DOMAINS = 50
 MAX_TOOLS = 16
+MAX_COLLECTIONS = 16
 ModelString = Annotated[
     str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:/@+-]+$")
 ]
@@ -20,6 +21,10 @@ ModelString = Annotated[
 ToolName = Annotated[
     str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
 ]
+CollectionId = Annotated[
+    str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+]
+"""The id of a document collection (POST /collections)."""
 Domain = Annotated[
     str,
     StringConstraints(
@@ -173,6 +178,13 @@ class RunParams(BaseModel):
         max_length=MAX_TOOLS,
         description="The research tools this run may use: a subset of the server's enabled "
         "tools (LATS_TOOLS and the MCP servers' tools); [] for none. Null: every enabled tool.",
+    )
+    collections: list[CollectionId] | None = Field(
+        default=None,
+        max_length=MAX_COLLECTIONS,
+        description="The ids of the caller's document collections this run searches, with the "
+        "`documents` tool (added whatever `tools` says); each must be the caller's own. "
+        "Null or []: none.",
     )
     include_domains: Domains | None = Field(
         default=None,

@@ -36,8 +36,8 @@ _PREFIX = "plantree-run-result:"
 def reuse_key(ctx: RunContext) -> str | None:
     """The key of the run's request, or None when its result may not be kept or reused."""
     params = ctx.params
-    if params.approve_plan or ctx.settings.result_reuse_s <= 0:
-        return None
+    if params.approve_plan or params.collections or ctx.settings.result_reuse_s <= 0:
+        return None  # (a collection's documents change between runs)
     try:
         models = {role: ctx.model(role)._get_llm_string() for role in get_args(Role)}
     except Exception as e:  # a role's model cannot be built: the run will say so if it needs it

@@ -18,14 +18,16 @@ predicts nothing. Every verified quote is checked once more, independently of th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langchain_core.tools import BaseTool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agents.engine import Engine
@@ -34,20 +36,20 @@ from agents.result import RunResult
 from app.settings import Settings
 from bench.engine_runs import bench_settings
 from bench.machine import code_revision
+from bench.multihop_collection import pooled_collection
 from bench.multihop_corpus import (
     LABELS,
     Pool,
     QuestionCorpus,
     Setting,
-    ToolFor,
     distractor_corpus,
     pooled_corpus,
-    pooled_tool,
 )
 from bench.multihop_data import HOTPOTQA_DEV_100, Question, dataset_name, load
 from bench.multihop_rows import (
     FIRST_ROWS,
     Row,
+    RowKey,
     append_rows,
     done_rows,
     final_row,
@@ -243,16 +245,32 @@ def _chosen(config: MultihopConfig) -> list[Question]:
     return questions[index::of]
 
 
-def corpora(config: MultihopConfig) -> tuple[Callable[[Question], QuestionCorpus], Pool | None]:
+@contextlib.asynccontextmanager
+async def corpora(
+    config: MultihopConfig, work_dir: Path
+) -> AsyncIterator[tuple[Callable[[Question], QuestionCorpus], Pool | None]]:
     """What each question searches in `config.corpus`; in the pooled setting, the pool (of
-    every line of the data file, whatever `limit`, `ids` and the shard), indexed once."""
+    every line of the data file, whatever `limit`, `ids` and the shard), stored once as one
+    collection of a store in `work_dir` and searched with the `documents` tool
+    (bench/multihop_collection.py)."""
     if config.corpus == "distractor":
-        return (lambda question: distractor_corpus(question, config.passages)), None
+        yield (lambda question: distractor_corpus(question, config.passages)), None
+        return
     if config.corpus != "pooled":
         raise ValueError(f"unknown corpus setting {config.corpus!r}: distractor or pooled")
     pool = Pool.of(load(config.data))
-    tool: ToolFor = pooled_tool(pool.documents, config.passages)
-    return (lambda question: pooled_corpus(question, pool, tool)), pool
+    collection = await pooled_collection(pool.documents, work_dir / "pool.sqlite")
+    try:
+
+        def tool(runtime: ToolRuntime) -> BaseTool:
+            return collection.tool(runtime, config.passages)
+
+        def corpus_of(question: Question) -> QuestionCorpus:
+            return pooled_corpus(question, pool, tool, collection.doc_of, collection.facts_of)
+
+        yield corpus_of, pool
+    finally:
+        await collection.close()
 
 
 def _kept(
@@ -276,27 +294,14 @@ async def run_multihop(
     unknown = sorted(set(config.configs + config.measured) - set(CONFIGS))
     if unknown:
         raise ValueError(f"unknown configuration(s) {', '.join(unknown)}; known: {list(CONFIGS)}")
-    corpus_of, pool = corpora(config)
     settings = bench_settings(
         work_dir, tool_result_max_chars=config.tool_result_max_chars, **config.settings
     )
     done = done_rows(config.progress)
     code = code_revision(ROOT)
     setting = config.corpus
-    rows: list[Row] = []
-    with quiet_runs():
-        for number, question in enumerate(questions, start=1):
-            corpus = corpus_of(question)
-            for name in config.configs:
-                kept = _kept(done, question, name, setting)
-                if kept is None:
-                    models = models_for(question, settings)
-                    kept = await run_one(question, name, config, settings, models, corpus, code)
-                    append_rows(config.progress, kept)
-                rows += kept
-            for name in config.measured:
-                rows += _kept(done, question, name, setting) or []
-            logger.info("multihop: %s/%s questions (%s)", number, len(questions), setting)
+    async with corpora(config, work_dir) as (corpus_of, pool):
+        rows = await _run_questions(config, questions, corpus_of, models_for, settings, done, code)
     return {
         "config": {
             "data": shown_path(config.data),
@@ -319,6 +324,34 @@ async def run_multihop(
         "totals": summarise(rows),
         "rows": rows,
     }
+
+
+async def _run_questions(
+    config: MultihopConfig,
+    questions: Sequence[Question],
+    corpus_of: Callable[[Question], QuestionCorpus],
+    models_for: ModelsFor,
+    settings: Settings,
+    done: dict[RowKey, Row],
+    code: str,
+) -> list[Row]:
+    """Every configuration on every question, in order; the progress file's rows kept."""
+    setting = config.corpus
+    rows: list[Row] = []
+    with quiet_runs():
+        for number, question in enumerate(questions, start=1):
+            corpus = corpus_of(question)
+            for name in config.configs:
+                kept = _kept(done, question, name, setting)
+                if kept is None:
+                    models = models_for(question, settings)
+                    kept = await run_one(question, name, config, settings, models, corpus, code)
+                    append_rows(config.progress, kept)
+                rows += kept
+            for name in config.measured:
+                rows += _kept(done, question, name, setting) or []
+            logger.info("multihop: %s/%s questions (%s)", number, len(questions), setting)
+    return rows
 
 
 def shown_path(path: Path) -> str:

@@ -15,14 +15,16 @@ scoring reads the same in both settings.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import unquote
 
 from langchain_core.tools import BaseTool
 
+from agents.grounding.verify import Citation
 from bench.multihop_data import CorpusDocument, Paragraph, Question, documents, paragraph_document
-from tools.local_corpus import corpus_tool, index_corpus
+from tools.local_corpus import URL_SCHEME, corpus_tool, index_corpus
 from tools.runtime import ToolRuntime
 
 Setting = Literal["distractor", "pooled"]
@@ -88,15 +90,36 @@ class Pool:
         return cls(documents=docs, ids=ids, texts={d.doc_id: d.text for d in docs})
 
 
+def corpus_doc(url: str) -> str | None:
+    """The document a source URL of the local corpus tool names (`corpus://<doc_id>`)."""
+    return unquote(url.removeprefix(URL_SCHEME)) if url.startswith(URL_SCHEME) else None
+
+
+def cited_facts(citations: Iterable[Citation]) -> list[tuple[str, int]]:
+    """The (document id, sent_id) pairs the verified citations of the local corpus tool's
+    passages quote (their sentence ids), in order, each once."""
+    facts: list[tuple[str, int]] = []
+    for citation in citations:
+        doc_id = corpus_doc(citation["source"]["url"])
+        if doc_id is None:
+            continue
+        for sent_id in citation["sent_ids"]:
+            if (doc_id, sent_id) not in facts:
+                facts.append((doc_id, sent_id))
+    return facts
+
+
 @dataclass(frozen=True)
 class QuestionCorpus:
-    """What one question searches in one setting, and its gold facts named as the corpus
-    names its documents."""
+    """What one question searches in one setting, its gold facts named as the corpus names
+    its documents, and how a source URL and a citation are read back as those names."""
 
     setting: Setting
     tool: ToolFor
     gold_facts: tuple[tuple[str, int], ...]
     texts: Mapping[str, str]
+    doc_of: Callable[[str], str | None] = corpus_doc
+    facts_of: Callable[[Iterable[Citation]], list[tuple[str, int]]] = cited_facts
 
     @property
     def gold_documents(self) -> set[str]:
@@ -116,10 +139,17 @@ def distractor_corpus(question: Question, k: int) -> QuestionCorpus:
     )
 
 
-def pooled_corpus(question: Question, pool: Pool, tool: ToolFor) -> QuestionCorpus:
-    """The pool's one tool, with `question`'s supporting facts named by the pool's ids."""
+def pooled_corpus(
+    question: Question,
+    pool: Pool,
+    tool: ToolFor,
+    doc_of: Callable[[str], str | None] = corpus_doc,
+    facts_of: Callable[[Iterable[Citation]], list[tuple[str, int]]] = cited_facts,
+) -> QuestionCorpus:
+    """The pool's one tool, with `question`'s supporting facts named by the pool's ids (and
+    the tool's URLs and citations read back as those by `doc_of` and `facts_of`)."""
     pool_id = {p.id: pool.ids[_key(p)] for p in question.context}
     facts = tuple(
         (pool_id.get(doc_id, doc_id), sent_id) for doc_id, sent_id in question.supporting_facts
     )
-    return QuestionCorpus(setting="pooled", tool=tool, gold_facts=facts, texts=pool.texts)
+    return QuestionCorpus("pooled", tool, facts, pool.texts, doc_of, facts_of)

@@ -16,7 +16,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypedDict
-from urllib.parse import unquote
 
 from agents.grounding.corroborate import agrees
 from agents.grounding.verify import Citation, Rejection
@@ -26,7 +25,6 @@ from agents.tree import from_reserve
 from bench.multihop_corpus import QuestionCorpus
 from bench.multihop_data import Question
 from bench.multihop_metrics import Scores, score_question, supporting_fact_scores
-from tools.local_corpus import URL_SCHEME
 
 logger = logging.getLogger(__name__)
 
@@ -132,32 +130,18 @@ def supporting_fact_metrics(question: Question, predicted: Sequence[tuple[str, i
     return supporting_fact_scores(predicted, question.supporting_facts)
 
 
-def cited_facts(citations: Iterable[Citation]) -> list[tuple[str, int]]:
-    """The (document id, sent_id) pairs the verified citations quote, in order, each once."""
-    facts: list[tuple[str, int]] = []
-    for citation in citations:
-        url = citation["source"]["url"]
-        if not url.startswith(URL_SCHEME):
-            continue
-        for sent_id in citation["sent_ids"]:
-            fact = (unquote(url.removeprefix(URL_SCHEME)), sent_id)
-            if fact not in facts:
-                facts.append(fact)
-    return facts
-
-
 def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text.casefold())
 
 
-def misverified(texts: Mapping[str, str], citations: Iterable[Citation]) -> int:
-    """Verified citations whose quote the document they name (`texts`: each document's text
-    by its id) does not hold, by a check of its own: nine in ten of the quote's words, in
+def misverified(corpus: QuestionCorpus, citations: Iterable[Citation]) -> int:
+    """Verified citations whose quote the document they name (`corpus.texts`: each document's
+    text by its id) does not hold, by a check of its own: nine in ten of the quote's words, in
     order, within the document's words."""
     wrong = 0
     for citation in citations:
-        url = citation["source"]["url"]
-        text = _words(texts.get(unquote(url.removeprefix(URL_SCHEME)), ""))
+        doc_id = corpus.doc_of(citation["source"]["url"])
+        text = _words(corpus.texts.get(doc_id, "") if doc_id is not None else "")
         quote = _words(citation["quote"])
         found, at = 0, 0
         for word in quote:
@@ -242,7 +226,7 @@ def _row(
     sources: tuple[Iterable[Source], Iterable[Source]],
 ) -> Row:
     predicted = predicted_answer(answer)
-    facts = cited_facts(grounding.citations)
+    facts = corpus.facts_of(grounding.citations)
     scores = score_question(question.answers, corpus.gold_facts, predicted, facts)
     gold = corpus.gold_documents
     seen, on_path = sources
@@ -267,7 +251,7 @@ def _row(
         "citations": len(grounding.citations),
         "rejected": len(grounding.rejected),
         "rejected_why": dict(Counter(r["reason"] for r in grounding.rejected)),
-        "misverified": misverified(corpus.texts, grounding.citations),
+        "misverified": misverified(corpus, grounding.citations),
         "status": search["status"],
         "stop_reason": search["stop_reason"],
         "chosen_by": search["chosen_by"],
@@ -276,8 +260,8 @@ def _row(
         "tool_calls": int(metrics.get("tool_calls", 0)),
         "paths": search["paths"],
         "wall_s": round(wall_s, 3),
-        "gold_seen": _share(gold, _doc_ids(seen)),
-        "gold_on_path": _share(gold, _doc_ids(on_path)),
+        "gold_seen": _share(gold, _doc_ids(corpus, seen)),
+        "gold_on_path": _share(gold, _doc_ids(corpus, on_path)),
         "revived": search["revived"],
         "agreeing": search["agreeing"],
         "nodes": search["nodes"],
@@ -294,13 +278,9 @@ def tokens(metrics: Mapping[str, Any]) -> int:
     return int(metrics.get("input_tokens", 0)) + int(metrics.get("output_tokens", 0))
 
 
-def _doc_ids(sources: Iterable[Source]) -> set[str]:
-    """The corpus documents that `sources` cite (`corpus://<doc_id>` URLs)."""
-    return {
-        unquote(source["url"].removeprefix(URL_SCHEME))
-        for source in sources
-        if source["url"].startswith(URL_SCHEME)
-    }
+def _doc_ids(corpus: QuestionCorpus, sources: Iterable[Source]) -> set[str]:
+    """The corpus documents that `sources` cite."""
+    return {doc_id for source in sources if (doc_id := corpus.doc_of(source["url"])) is not None}
 
 
 def _share(gold: set[str], found: set[str]) -> float:

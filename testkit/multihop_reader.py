@@ -80,6 +80,8 @@ class MultihopReader:
     def execute(self, call: FakeCall) -> Reply:
         results: list[Any] = [m for m in call.messages if m.type == "tool"]
         if not results:
-            return tool_call(self.tool, {"query": self.question})
+            # The corpus tool the run offers (the pooled setting's is `documents`), else `tool`.
+            tool = call.tools[0] if len(call.tools) == 1 else self.tool
+            return tool_call(tool, {"query": self.question})
         first = _FIRST_HIT.search(results[-1].text)
         return AIMessage(content=f"Top passage: {first.group(1).strip() if first else NOTHING}")

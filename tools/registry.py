@@ -15,6 +15,8 @@ from langchain_core.tools import BaseTool
 
 from calls.errors import ConfigError
 from tools import arxiv_search, local_docs, mcp, web_search, wikipedia_search
+from tools.documents.search_tool import NAME as DOCUMENTS
+from tools.documents.search_tool import PassageSearch, build_documents
 from tools.results import ToolResult
 from tools.runtime import (
     PROCESS_CACHE,
@@ -81,6 +83,17 @@ def build_tools(
         mcp.parse_servers(settings.mcp_servers)  # a bad setting fails here, at start-up
     logger.info("research tools enabled: %s", ", ".join(tool.name for tool in tools) or "none")
     return tools
+
+
+def build_documents_tool(
+    settings: ToolSettings, search: PassageSearch, *, overrides: ToolOverrides | None = None
+) -> BaseTool:
+    """The `documents` tool of one run, over what `search` finds (the service binds it to the
+    run's tenant and collections). A query of the run's own store: no spacing, one retry."""
+    parts = _Parts.of(settings, overrides or ToolOverrides(), None)
+    return build_documents(
+        search, parts.runtime(DOCUMENTS, scope="", min_interval_s=0.0, max_retries=1)
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,11 @@ class ToolCallError(ToolError):
         self.retry_after_s = retry_after_s
 
 
+AsyncFetch = Callable[[str], Awaitable[ToolResult]]
+"""A source's answer to a cleaned query, as a coroutine (`ToolRuntime.run_async`)."""
+_Attempt = Callable[[str, float, list[float]], Awaitable[ToolResult]]
+"""One attempt at a cleaned query within `budget_s`; it may push the shared deadline back."""
+
 Classifier = Callable[[Exception], ToolCallError]
 """Maps an exception a library raised into a `ToolCallError` (unknown ones to "internal")."""
 
@@ -227,6 +232,33 @@ class ToolRuntime:
             name=self.name, description=description, args_schema=args_schema, coroutine=answer
         )
 
+    def async_query_tool(
+        self,
+        description: str,
+        args_schema: type[BaseModel],
+        fetch: AsyncFetch,
+        classify: Classifier,
+    ) -> BaseTool:
+        """`query_tool` for a source that is a coroutine (a database query), awaited on the
+        event loop instead of a thread (`run_async`)."""
+
+        async def answer(query: str) -> ToolResult:
+            return await self.run_async(query, fetch, classify)
+
+        return research_tool(
+            name=self.name, description=description, args_schema=args_schema, coroutine=answer
+        )
+
+    async def run_async(self, query: str, fetch: AsyncFetch, classify: Classifier) -> ToolResult:
+        """`run` for a coroutine `fetch`: the same cache, single flight, spacing, deadline and
+        retries; each attempt awaited within what is left of the deadline."""
+
+        async def attempt(clean: str, budget_s: float, deadline: list[float]) -> ToolResult:
+            async with asyncio.timeout(budget_s):
+                return await fetch(clean)
+
+        return await self._answer(query, attempt, classify)
+
     async def run(
         self, query: str, fetch: Callable[[str], ToolResult], classify: Classifier
     ) -> ToolResult:
@@ -239,6 +271,13 @@ class ToolRuntime:
         but not the time an attempt waits for a free thread of the pool. Only retryable
         failures are retried, at most `max_retries` times.
         """
+
+        async def attempt(clean: str, budget_s: float, deadline: list[float]) -> ToolResult:
+            return await self._in_pool(fetch, clean, budget_s, deadline)
+
+        return await self._answer(query, attempt, classify)
+
+    async def _answer(self, query: str, fetch: _Attempt, classify: Classifier) -> ToolResult:
         clean = squash(query)
         if not clean:
             return failure(self.name, "invalid_input", "the query is empty")
@@ -261,12 +300,7 @@ class ToolRuntime:
         return await self._single_flight(key, clean, query, fetch, classify)
 
     async def _single_flight(
-        self,
-        key: str,
-        clean: str,
-        query: str,
-        fetch: Callable[[str], ToolResult],
-        classify: Classifier,
+        self, key: str, clean: str, query: str, fetch: _Attempt, classify: Classifier
     ) -> ToolResult:
         """The call for `key`: shared with an identical one in flight, or made here (its
         result cached when it succeeded, its tool marked down when the service was
@@ -281,7 +315,7 @@ class ToolRuntime:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():
                     raise  # this call was cancelled, not the one it waited for
-                return await self.run(query, fetch, classify)  # the leader was: go alone
+                return await self._answer(query, fetch, classify)  # the leader was: go alone
             logger.debug("tool %s: shared an identical call in flight for %r", self.name, clean)
             return copy.deepcopy(shared)
         future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
@@ -305,9 +339,7 @@ class ToolRuntime:
             )
         return result
 
-    async def _call(
-        self, query: str, fetch: Callable[[str], ToolResult], classify: Classifier
-    ) -> ToolResult:
+    async def _call(self, query: str, fetch: _Attempt, classify: Classifier) -> ToolResult:
         # A list so that an attempt can push the deadline back by its time in the pool's queue.
         deadline = [self.clock() + self.timeout_s]
         tries = 0
@@ -351,11 +383,7 @@ class ToolRuntime:
             return failure(self.name, error.kind, error.detail)
 
     async def _attempt(
-        self,
-        query: str,
-        fetch: Callable[[str], ToolResult],
-        classify: Classifier,
-        deadline: list[float],
+        self, query: str, fetch: _Attempt, classify: Classifier, deadline: list[float]
     ) -> ToolResult:
         pacing = max(self.throttle_wait_s, 2 * self.limiter.min_interval_s)
         patience = min(deadline[0] - self.clock(), pacing)
@@ -368,7 +396,7 @@ class ToolRuntime:
         if remaining <= 0:
             raise ToolCallError("timeout", detail="deadline passed while waiting for a slot")
         try:
-            return await self._in_pool(fetch, query, remaining, deadline)
+            return await fetch(query, remaining, deadline)
         except TimeoutError as exc:
             raise ToolCallError(
                 "timeout", retryable=True, detail=f"no answer in {remaining:.1f}s"

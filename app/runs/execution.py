@@ -41,9 +41,11 @@ from agents.tree import by_id
 from app.runs.live import LiveRun, Phase
 from app.runs.queue import RunQueue
 from app.runs.recollection import recollection_for
+from app.runs.run_tools import run_tools
 from app.store.base import LeaseLost, RunRecord, StoredEvent
 from app.store.outage import NO_WAIT, OutageTooLong, StoreOutage
 from app.store.protocols import RunStore
+from tools.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -237,6 +239,7 @@ class RunDriver:
     queue: RunQueue
     checkpointer: BaseCheckpointSaver[str] | None
     wake: Callable[[str], None]
+    tool_settings: ToolSettings
     ended: Callable[[str], None] = _nobody
     outage: StoreOutage = NO_WAIT
 
@@ -292,10 +295,15 @@ class RunDriver:
 
     async def _drive(self, record: RunRecord, writer: RunWriter, *, resume: bool) -> RunResult:
         params = RunParams.model_validate(record.params)
+        bound = run_tools(self.store.collections, self.tool_settings, record.tenant, params)
         if resume:
             try:
                 return await self.engine.resume(
-                    record.id, sink=writer.emit, sink_all=writer.emit_all, answer=record.answer
+                    record.id,
+                    sink=writer.emit,
+                    sink_all=writer.emit_all,
+                    answer=record.answer,
+                    run_tools=bound,
                 )
             except RunNotFound:  # queued before it ever checkpointed
                 pass
@@ -308,6 +316,7 @@ class RunDriver:
             sink_all=writer.emit_all,
             announce=False,
             known=known,
+            run_tools=bound,
         )
 
     async def _stopped(self, live: LiveRun, writer: RunWriter) -> None:

@@ -39,6 +39,7 @@ from app.runs.live import LiveRun, LiveRuns, Phase
 from app.runs.options import RunOptions
 from app.runs.queue import LocalRunQueue, RunQueue, SharedAdmission
 from app.runs.retention import Retention
+from app.runs.run_tools import check_collections
 from app.runs.signals import LocalSignals
 from app.settings import Settings
 from app.store.base import FINISHED, Lease, RunRecord, StoredEvent, ThreadRecord
@@ -108,6 +109,7 @@ class RunManager:
             queue=self.queue,
             checkpointer=checkpointer,
             wake=self.signals.event_written,
+            tool_settings=settings,
             ended=self.notifier.run_ended,
             outage=StoreOutage(settings.store_outage_s),
         )
@@ -184,6 +186,7 @@ class RunManager:
         runs."""
         self.options.check_params(new.params)
         await self.options.check_webhook(new.webhook)
+        await check_collections(self.store.collections, new.tenant, new.params)
         if not (self.worker and self.queue.has_room):
             await self.admission.admit()
             return await self._create(new, lease=None)

@@ -157,6 +157,7 @@ class PassageHit(BaseModel):
     """A passage a search found."""
 
     passage_id: str = Field(description="The document's id and the passage's (`<doc>:p12.3`).")
+    collection_id: str
     document_id: str
     title: str = Field(description="The document's title.")
     page: int | None = Field(description="The page, from 1; None for a document without pages.")

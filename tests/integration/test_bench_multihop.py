@@ -12,7 +12,16 @@ from typing import Any
 import pytest
 
 import bench.__main__ as bench_main
-from bench.multihop import DEFAULT_CONFIGS, MultihopConfig, run_multihop, scripted_models
+from bench.engine_runs import bench_settings
+from bench.multihop import (
+    DEFAULT_CONFIGS,
+    MultihopConfig,
+    corpora,
+    corpus_runtime,
+    run_multihop,
+    scripted_models,
+)
+from bench.multihop_data import HOTPOTQA_DEV_100, load
 from bench.multihop_report import section
 from testkit.multihop_reader import TITLE_QUESTION
 from tests.support.bench import run_bench
@@ -358,3 +367,22 @@ async def test_shards_of_both_settings_resume_without_redoing_a_finished_row(
     assert {row["corpus"] for row in whole["rows"]} == {"pooled"}
     assert [row["id"] for row in whole["rows"] if row["config"] == "anytime"] == list(questions)
     assert whole["totals"]["chain"]["n"] == whole["totals"]["anytime"]["n"] == 3
+
+
+async def test_the_pool_holds_every_question_of_the_file_as_one_collection(
+    tmp_path: Path,
+) -> None:
+    questions = load(HOTPOTQA_DEV_100)
+    async with corpora(MultihopConfig(limit=1, corpus="pooled"), tmp_path) as (corpus_of, pool):
+        assert pool is not None
+        # 992 paragraphs over the 100 questions, 4 of them given to two questions.
+        assert len(pool.documents) == 988
+        corpus = corpus_of(questions[99])
+        assert corpus.gold_documents <= set(pool.texts)
+        # The run's tool is the documents tool over the store's one collection.
+        tool = corpus.tool(corpus_runtime(bench_settings(tmp_path)))
+        _, found = await tool.coroutine(questions[99].question)  # type: ignore[misc]
+    async with corpora(MultihopConfig(limit=1), tmp_path) as (_, none):
+        assert none is None  # the distractor setting has none
+    assert tool.name == "documents"
+    assert {corpus.doc_of(s["url"]) for s in found["sources"]} & corpus.gold_documents

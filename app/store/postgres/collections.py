@@ -88,7 +88,7 @@ weights AS MATERIALIZED (
         WHERE p.collection_id IN (SELECT id FROM scope) AND p.tsv @@ terms.q
     ) AS df
 )
-SELECT p.document_id, p.page, p.number, p.text, d.title,
+SELECT p.collection_id, p.document_id, p.page, p.number, p.text, d.title,
     (SELECT SUM(w.idf * ts_rank(p.tsv, w.q, 1)) FROM weights w) AS score
 FROM lats_passages p JOIN lats_documents d ON d.id = p.document_id
 WHERE p.collection_id IN (SELECT id FROM scope)

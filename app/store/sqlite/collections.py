@@ -47,7 +47,8 @@ _USED_BYTES = (
     " JOIN collections c ON c.id = d.collection_id WHERE c.tenant IS ?"
 )
 _SEARCH = """
-SELECT p.document_id, p.page, p.number, p.text, d.title, -bm25(passages_fts) AS score
+SELECT p.collection_id, p.document_id, p.page, p.number, p.text, d.title,
+    -bm25(passages_fts) AS score
 FROM passages_fts
 JOIN passages p ON p.id = passages_fts.rowid
 JOIN documents d ON d.id = p.document_id

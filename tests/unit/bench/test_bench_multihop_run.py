@@ -14,8 +14,6 @@ from bench.multihop import (
     DEFAULT,
     DEFAULT_CONFIGS,
     FIXED,
-    MultihopConfig,
-    corpora,
     engine_settings_for,
     params_for,
     predicted_answer,
@@ -68,17 +66,6 @@ def test_one_run_of_the_default_gives_the_chain_s_row_too() -> None:
     assert FIRST_ROWS[DEFAULT] == "chain@first"
     # The chain runs on its own too: the two chains' answers are checked to be the same.
     assert DEFAULT_CONFIGS == ("chain", "anytime")
-
-
-def test_the_pool_holds_every_question_of_the_file_whatever_is_run() -> None:
-    corpus_of, pool = corpora(MultihopConfig(limit=1, corpus="pooled"))
-    questions = load(HOTPOTQA_DEV_100)
-
-    assert pool is not None
-    # 992 paragraphs over the 100 questions, 4 of them given to two questions.
-    assert len(pool.documents) == 988
-    assert corpus_of(questions[99]).gold_documents <= set(pool.texts)
-    assert corpora(MultihopConfig(limit=1))[1] is None  # the distractor setting has none
 
 
 def test_the_scored_answer_is_the_first_line_without_citation_links() -> None:
