@@ -26,10 +26,6 @@ class AwaitingApproval(LatsError, code="awaiting_approval"):
         self.steps = steps
 
 
-class RunNotFinished(LatsError, code="run_not_finished"):
-    """The run has not ended, so it cannot be deleted (cancel it first)."""
-
-
 class StorageFull(LatsError, code="storage_full"):
     """The run's history or checkpoint could not be written: the store's disk is full. The
     run ends with this error (its end fits in space the store keeps in reserve)."""

@@ -12,24 +12,17 @@ from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 
 from app import startup
 from app.access.limits import KeyLimits
-from app.backends.key_limits_redis import redis_key_limits
+from app.agent_server import routes as agent_server
+from app.agent_server import run_routes as agent_server_runs
+from app.backends.key_limits_redis import RedisKeyLimits
+from app.collections.intake import DocumentIntake
 from app.http import errors, openapi, security_headers
 from app.http.event_stream import PlantreeApp
 from app.http.hosts import HostCheck, allowed_hosts
-from app.http.routes import (
-    agent_server,
-    agent_server_runs,
-    chat,
-    commands,
-    health,
-    runs,
-    threads,
-    ui,
-)
-from app.http.routes import (
-    metrics as metrics_route,
-)
-from app.integrations import mcp_server, metrics, telemetry
+from app.http.routes import collections, commands, health, runs, threads, ui
+from app.mcp_api import server as mcp_server
+from app.observability import metrics, metrics_route, telemetry
+from app.openai_api import routes as openai_api
 from app.service import run_service
 from app.settings import Settings, get_settings
 from calls.models import ModelFactory
@@ -60,20 +53,25 @@ def create_app(
     )
     app.state.settings = settings
     app.state.keys = keys
+    redis = startup.redis(settings)
     app.state.limits = KeyLimits(
         rps=settings.key_rps,
         burst=settings.key_burst,
         max_streams=settings.key_max_streams,
         max_runs=settings.max_runs_per_key,
-        shared=redis_key_limits(settings.redis_url) if settings.redis_url else None,
+        shared=RedisKeyLimits(redis) if redis is not None else None,
     )
+    app.state.documents = DocumentIntake.from_settings(settings)
     errors.add_handlers(app)
     app.include_router(health.router)
     app.include_router(metrics_route.router)  # /metrics
     app.include_router(runs.router)
     app.include_router(threads.router)
     app.include_router(commands.router)
-    app.include_router(chat.router)  # OpenAI-compatible: /v1/chat/completions, /v1/models
+    app.include_router(collections.router)
+    # An upload's body may hold its files at their bounds, not only LATS_MAX_BODY_BYTES.
+    app.include_router(collections.uploads, max_body_size=app.state.documents.upload_bytes)
+    app.include_router(openai_api.router)  # OpenAI-compatible: /v1/chat/completions, /v1/models
     app.include_router(agent_server.router)  # the LangGraph Agent Server's API, under /lg
     app.include_router(agent_server_runs.router)
     app.state.mcp_sessions = mcp_server.mount(app)  # MCP at /mcp

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from langchain_core.tools import BaseTool
 
 from agents.engine import Engine
+from app import startup
 from app.heap import freeze_startup_heap
 from app.runs.commands import SignalledCommands
 from app.runs.manager import RunManager
@@ -37,7 +38,7 @@ def make_signals(settings: Settings, store: RunStore) -> LocalSignals:
     if settings.redis_url:
         from app.backends.signals_redis import RedisSignals
 
-        return RedisSignals(settings.redis_url)
+        return RedisSignals(settings.redis_url, redis=startup.redis(settings))
     if settings.database_url:
         return PostgresSignals(settings.database_url)
     if isinstance(store, SqliteRunStore):
@@ -54,7 +55,7 @@ async def shared_cache(settings: Settings) -> AsyncIterator[CacheStore | None]:
     if settings.cache_path is None and settings.redis_url:
         from app.backends.cache_redis import RedisCacheStore
 
-        store = RedisCacheStore(settings.redis_url)
+        store = RedisCacheStore(settings.redis_url, redis=startup.redis(settings))
     elif settings.cache_path is None and settings.database_url:
         from app.backends.cache_postgres import PostgresCacheStore
 

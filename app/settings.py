@@ -13,8 +13,8 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode
 
 from agents.settings import EngineSettings
-from app.access.tenancy import KeyRing
-from app.webhooks.signing import secret_key
+from app.keys.signing import secret_key
+from app.keys.tenancy import KeyRing
 from calls.local_catalog import CATALOG
 from calls.models import LOCAL_MODEL
 from calls.settings import BackoffBase, ModelSettings
@@ -152,6 +152,64 @@ class Settings(ModelSettings, EngineSettings, ToolSettings):
     )
     webhook_retry_base_s: BackoffBase = Field(
         default=1.0, description="Wait before the second attempt; doubled for each one after."
+    )
+
+    # Documents --------------------------------------------------------------------------------
+    document_max_bytes: int = Field(
+        default=25 * 1024 * 1024,
+        ge=1024,
+        le=1024**3,
+        description="The largest file a collection takes, as uploaded or fetched; a bigger one "
+        "is a 413 `too_large`, refused while it streams in.",
+    )
+    document_key_max_bytes: int = Field(
+        default=1024**3,
+        ge=1024,
+        le=1024**4,
+        description="The bytes of all of one key's documents together; a document beyond is a "
+        "413 `quota_exceeded`.",
+    )
+    document_max_pages: int = Field(
+        default=2000,
+        ge=1,
+        le=100_000,
+        description="The most pages of a PDF that is read; a longer one is a 422 `too_many_pages`.",
+    )
+    document_max_files: int = Field(
+        default=10, ge=1, le=1000, description="The most files one upload may hold."
+    )
+    document_read_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        le=3600,
+        description="How long reading one file may take (in a process of its own, killed then); "
+        "beyond, a 422 `too_slow`.",
+    )
+    document_read_memory_mb: int = Field(
+        default=1024,
+        ge=256,
+        le=65_536,
+        description="The address space of the process that reads one file; a file whose "
+        "reading needs more is a 422 `too_complex`.",
+    )
+    document_readers: int = Field(
+        default=2, ge=1, le=64, description="Files read at once by one process; others wait."
+    )
+    document_urls: bool = Field(
+        default=False,
+        description='Let a collection take a document by URL (`{"url": …}`), fetched by the '
+        "service; off: such a request is a 422 `url_refused`.",
+    )
+    document_url_allow_private: bool = Field(
+        default=False,
+        description="Fetch document URLs whose host resolves to a loopback, link-local or "
+        "private address (refused by default, as webhooks are).",
+    )
+    document_url_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=600,
+        description="How long fetching a document URL may take, its redirects included.",
     )
 
     @field_validator("api_keys", "allowed_hosts", "allowed_models", mode="before")

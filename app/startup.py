@@ -1,14 +1,17 @@
 """What every entry point builds from the settings before it serves, once per process: the model
 factory (its limiters shared through Redis when the deployment has one) and the research tools
 (their limiters likewise). Both are checked as they are built, so a misconfiguration fails here
-with a `ConfigError`, before anything listens or runs."""
+with a `ConfigError`, before anything listens or runs. The process's Redis adapter is made here
+too, its outages reported to the metrics, and handed to every user of that Redis."""
 
 from __future__ import annotations
 
 from langchain_core.tools import BaseTool
 
 from app.backends.model_limiter_redis import redis_model_limiters
+from app.backends.redis import SharedRedis, shared_redis
 from app.backends.tool_limiter_redis import redis_limiters
+from app.observability.metrics import PrometheusHealth
 from app.settings import Settings
 from calls.models import SettingsModelFactory
 from calls.ratelimit import LimiterSource, model_limiter
@@ -17,12 +20,22 @@ from tools.registry import build_tools
 from tools.runtime import ToolLimiters
 
 
+def redis(settings: Settings) -> SharedRedis | None:
+    """The process's adapter for the deployment's Redis (None without one), its outages
+    reported to the metrics."""
+    if not settings.redis_url:
+        return None
+    return shared_redis(settings.redis_url, observer=PrometheusHealth)
+
+
 def model_limiters(settings: Settings) -> LimiterSource:
     """The models' limiters: shared through Redis when the deployment has one, else the
     process's own."""
     if not settings.redis_url:
         return model_limiter
-    return redis_model_limiters(settings.redis_url, call_timeout_s=settings.model_timeout_s)
+    return redis_model_limiters(
+        settings.redis_url, call_timeout_s=settings.model_timeout_s, redis=redis(settings)
+    )
 
 
 def model_factory(settings: Settings) -> SettingsModelFactory:
@@ -34,7 +47,9 @@ def model_factory(settings: Settings) -> SettingsModelFactory:
 
 def tool_limiters(settings: Settings) -> ToolLimiters | None:
     """The tools' rate limiters shared through Redis, or None for the process-wide ones."""
-    return redis_limiters(settings.redis_url) if settings.redis_url else None
+    if not settings.redis_url:
+        return None
+    return redis_limiters(settings.redis_url, redis=redis(settings))
 
 
 def research_tools(settings: Settings) -> list[BaseTool]:

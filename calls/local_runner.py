@@ -78,10 +78,6 @@ class LocalStats:
     prompt_floor: int = 0
 
     @property
-    def tokens_per_s(self) -> float:
-        return self.completion_tokens / self.seconds if self.seconds else 0.0
-
-    @property
     def prompt_reused(self) -> int:
         return self.prompt_tokens - self.prompt_evaluated
 

@@ -15,33 +15,39 @@ import asyncio
 import contextvars
 import copy
 import logging
-import math
 import random
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ValidationError
 
 from calls.cache import USE_RESULT_CACHE
 from calls.errors import ToolError
-from calls.ratelimit import TokenBucket
 from calls.retry import Backoff, Verdict, retrying
 from calls.sources import SOURCE_FILTER
 from tools.result_cache import TtlCache as TtlCache  # re-exported: tools and tests use it here
 from tools.result_cache import cache_key as cache_key
 from tools.results import FailureKind, ToolResult, failure, squash
 
+# Re-exported too: the tools, the service and the tests take them from here.
+from tools.spacing import DOWN_S as DOWN_S
+from tools.spacing import PROCESS_LIMITERS as PROCESS_LIMITERS
+from tools.spacing import PROCESS_OUTAGES as PROCESS_OUTAGES
+from tools.spacing import Clock as Clock
+from tools.spacing import LimiterRegistry as LimiterRegistry
+from tools.spacing import RateLimiter as RateLimiter
+from tools.spacing import Sleep as Sleep
+from tools.spacing import ToolLimiter as ToolLimiter
+from tools.spacing import ToolLimiters as ToolLimiters
+from tools.spacing import ToolOutages as ToolOutages
+
 logger = logging.getLogger(__name__)
 
 
-Clock = Callable[[], float]
-"""Monotonic seconds."""
-Sleep = Callable[[float], Awaitable[None]]
 Jitter = Callable[[], float]
 """Uniform in [0, 1): scales each backoff delay ("full jitter")."""
 
@@ -77,42 +83,6 @@ Classifier = Callable[[Exception], ToolCallError]
 """Maps an exception a library raised into a `ToolCallError` (unknown ones to "internal")."""
 
 
-class ToolLimiter(Protocol):
-    """What `ToolRuntime` needs of a tool's rate limiter: `RateLimiter` in-process, or
-    `app.backends.tool_limiter_redis.RedisRateLimiter` shared through Redis."""
-
-    @property
-    def min_interval_s(self) -> float: ...
-
-    async def acquire(self, max_wait_s: float = ...) -> bool: ...
-
-
-class ToolLimiters(Protocol):
-    """One limiter per tool name: `LimiterRegistry`, or `RedisLimiterRegistry`."""
-
-    def limiter(self, name: str, min_interval_s: float) -> ToolLimiter: ...
-
-
-class RateLimiter(TokenBucket):
-    """Spaces the starts of one tool's calls at least `min_interval_s` apart (0: no spacing);
-    a `TokenBucket` of one slot, safe across tasks, threads and event loops."""
-
-    def __init__(self, min_interval_s: float, *, clock: Clock, sleep: Sleep) -> None:
-        super().__init__(_rate(min_interval_s), 1, clock=clock, sleep=sleep)
-
-    @property
-    def min_interval_s(self) -> float:
-        return 1.0 / self.rate
-
-    @min_interval_s.setter
-    def min_interval_s(self, value: float) -> None:
-        self.set_rate(_rate(value))
-
-
-def _rate(min_interval_s: float) -> float:
-    return 1.0 / min_interval_s if min_interval_s > 0 else math.inf
-
-
 _pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
@@ -128,59 +98,9 @@ def tool_threads(max_workers: int = 8) -> ThreadPoolExecutor:
         return pool
 
 
-class LimiterRegistry:
-    """One `RateLimiter` per tool name; the process-wide registry is `PROCESS_LIMITERS`."""
-
-    def __init__(self, *, clock: Clock = time.monotonic, sleep: Sleep = asyncio.sleep) -> None:
-        self._clock = clock
-        self._sleep = sleep
-        self._limiters: dict[str, RateLimiter] = {}
-        self._lock = threading.Lock()
-
-    def limiter(self, name: str, min_interval_s: float) -> RateLimiter:
-        """The limiter for `name`, created on first use; the latest interval asked for wins."""
-        with self._lock:
-            limiter = self._limiters.get(name)
-            if limiter is None:
-                limiter = RateLimiter(min_interval_s, clock=self._clock, sleep=self._sleep)
-                self._limiters[name] = limiter
-            limiter.min_interval_s = min_interval_s
-            return limiter
-
-
-class ToolOutages:
-    """Tools whose service was unreachable, each until when: a call meanwhile fails at once
-    with the observation of the call that found it down (see `ToolRuntime.run`)."""
-
-    def __init__(self) -> None:
-        self._down: dict[str, tuple[float, ToolResult]] = {}
-        self._lock = threading.Lock()
-
-    def current(self, name: str, now: float) -> ToolResult | None:
-        with self._lock:
-            down = self._down.get(name)
-            if down is None or now >= down[0]:
-                self._down.pop(name, None)
-                return None
-            return copy.deepcopy(down[1])
-
-    def mark(self, name: str, until: float, result: ToolResult) -> None:
-        with self._lock:
-            self._down[name] = (until, copy.deepcopy(result))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._down.clear()
-
-
-# Shared by every run (and every `build_tools` call) in the process, so that two concurrent runs
-# cannot call one service twice as fast, and one run's search result serves the next (and one
-# run's finding that a service is unreachable spares the others the wait).
-PROCESS_LIMITERS = LimiterRegistry()
+# Shared by every run (and every `build_tools` call) in the process: one run's search result
+# serves the next (the limiters and outages shared alike are tools/spacing.py's).
 PROCESS_CACHE: TtlCache[ToolResult] = TtlCache()
-PROCESS_OUTAGES = ToolOutages()
-DOWN_S = 30.0
-"""How long a tool whose service was unreachable fails at once (`network` failures)."""
 THROTTLE_WAIT_S = 2.0
 """With the tool's own spacing: a call waits for its rate-limit slot at most this long or two
 of the tool's intervals, whichever is longer (its turn behind one other call is pacing; behind

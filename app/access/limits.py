@@ -13,13 +13,12 @@ import math
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable
-from typing import NoReturn
+from typing import NoReturn, Protocol
 
 from prometheus_client import Counter
 
-from app.access.tenancy import Caller
-from app.backends.key_limits_redis import RedisKeyLimits
 from app.errors import ServiceError
+from app.keys.tenancy import Caller
 from app.store.base import TooManyOpen
 from calls.ratelimit import TokenBucket
 
@@ -41,6 +40,24 @@ class RateLimited(ServiceError, code="rate_limited"):
         self.code = code
 
 
+class SharedKeyLimits(Protocol):
+    """The request and stream counts every process shares (app/backends/key_limits_redis.py,
+    handed in where the service is assembled); each check answers None while they are out of
+    reach."""
+
+    async def request(self, name: str, rps: float, burst: int) -> float | None:
+        """0 when the key may make one more request now, else the seconds until it may."""
+        ...
+
+    async def take_stream(self, name: str, max_streams: int) -> str | bool | None:
+        """A held slot's token, or False when the key has `max_streams` open."""
+        ...
+
+    def give_back(self, token: str) -> None:
+        """Give back the slot `take_stream` handed out as `token`."""
+        ...
+
+
 class KeyLimits:
     """The limits by key name: request rate and open streams counted in this process, or
     across every process through `shared` (Redis) when given and up; runs counted by the
@@ -54,7 +71,7 @@ class KeyLimits:
         max_streams: int,
         max_runs: int,
         clock: Callable[[], float] = time.monotonic,
-        shared: RedisKeyLimits | None = None,
+        shared: SharedKeyLimits | None = None,
     ) -> None:
         self._rps, self._burst, self._clock = rps, burst, clock
         self._max_streams = max_streams

@@ -1,5 +1,5 @@
-"""One door to the runs, for the run routes and the integrations (OpenAI-compatible API, MCP
-server): the run manager seen by one caller.
+"""One door to the runs, for the run routes and the compatible APIs (Agent Server, OpenAI,
+MCP): the run manager seen by one caller.
 
 A caller reaches only its own runs: another key's run is answered like a missing one (the
 same `RunNotFound`), and lists hold only the caller's runs; the admin key and the single user
@@ -9,20 +9,28 @@ same `RunNotFound`), and lists hold only the caller's runs; the admin key and th
 from __future__ import annotations
 
 import builtins
-import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from agents.errors import RunNotFinished, RunNotFound
+from agents.errors import RunNotFound
 from agents.nodes.approval import PlanAnswer, PlanDecision
 from agents.params import RunParams
 from app.access.limits import KeyLimits, StreamSlot
-from app.access.tenancy import SINGLE_USER, Caller
 from app.errors import ServiceError
-from app.runs.manager import NewRun, RunEnded, RunManager
-from app.store.base import FINISHED, RunRecord, RunStatus, StoredEvent, ThreadRecord, TooManyOpen
+from app.keys.tenancy import SINGLE_USER, Caller
+from app.runs.following import RunItem
+from app.runs.manager import NewRun, RunEnded, RunManager, RunNotWaiting
+from app.store.base import (
+    FINISHED,
+    UNFINISHED,
+    RunRecord,
+    RunStatus,
+    StoredEvent,
+    ThreadRecord,
+    TooManyOpen,
+)
 
 logger = logging.getLogger(__name__)
 TRACE_PAGE = 500  # events read from the store at a time for a trace
@@ -36,13 +44,8 @@ class ThreadNotFinished(ServiceError, code="thread_not_finished"):
     """A run of the thread has not ended, so the thread cannot be deleted."""
 
 
-@dataclass(frozen=True)
-class RunEvent:
-    """One numbered event of a run, decoded."""
-
-    seq: int
-    type: str
-    data: dict[str, Any]
+class RunNotFinished(ServiceError, code="run_not_finished"):
+    """The run has not ended, so it cannot be deleted."""
 
 
 @dataclass(frozen=True)
@@ -53,10 +56,6 @@ class NewStream:
     record: RunRecord
     first: StoredEvent
     slot: StreamSlot
-
-
-def _decoded(event: StoredEvent) -> RunEvent:
-    return RunEvent(event.seq, event.type, json.loads(event.data))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -127,38 +126,25 @@ class Runs:
             raise RunNotFound(f"no run {run_id}")
         return record
 
-    async def follow(self, run_id: str, after: int = 0) -> AsyncIterator[StoredEvent | None]:
-        """The run's stored events after `after`, live until the terminal one; None on idle
-        ticks. The run must be reachable (checked by the caller of this method first)."""
-        async for event in self.manager.follow(run_id, after):
-            yield event
+    def follow(self, record: RunRecord, after: int = 0) -> AsyncIterator[RunItem]:
+        """The items of a run reached through this door (its record from `get`, a thread's
+        runs or a start) after event `after`, live until its end (app/runs/following.py)."""
+        return self.manager.follow(record.id, after)
 
-    def follow_new(self, new: NewStream) -> AsyncIterator[StoredEvent | None]:
+    def follow_new(self, new: NewStream) -> AsyncIterator[RunItem]:
         """`follow` of the run `submit_streamed` just started: its first event is the one
         written, not read back from the store."""
         return self.manager.follow_new(new.record.id, new.first)
 
-    async def events(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent | None]:
-        """The run's events after `after`, decoded, live until the terminal one; None on idle
-        ticks."""
-        await self.get(run_id)
-        async for event in self.follow(run_id, after):
-            yield None if event is None else _decoded(event)
+    async def last_event_id(self, record: RunRecord) -> int:
+        """The id of the last stored event of a run reached through this door."""
+        return await self.manager.store.events.last_seq(record.id)
 
-    async def events_new(self, new: NewStream) -> AsyncIterator[RunEvent | None]:
-        """`events` of the run `submit_streamed` just started."""
-        async for event in self.follow_new(new):
-            yield None if event is None else _decoded(event)
-
-    async def last_event_id(self, run_id: str) -> int:
-        """The id of the run's last stored event (the run must be reachable)."""
-        return await self.manager.store.events.last_seq(run_id)
-
-    async def stored_events(self, run_id: str) -> AsyncIterator[StoredEvent]:
-        """Every stored event of a reachable run, read a page at a time."""
+    async def stored_events(self, record: RunRecord) -> AsyncIterator[StoredEvent]:
+        """Every stored event of a run reached through this door, read a page at a time."""
         after = 0
         while True:
-            page = await self.manager.store.events.after(run_id, after, TRACE_PAGE)
+            page = await self.manager.store.events.after(record.id, after, TRACE_PAGE)
             for event in page:
                 yield event
             if len(page) < TRACE_PAGE:
@@ -234,6 +220,25 @@ class Runs:
         """The runs of one of the caller's threads, oldest first."""
         await self.thread(thread_id)
         return await self.manager.store.threads.runs(thread_id)
+
+    async def submit_alone(self, thread_id: str, task: str, params: RunParams) -> RunRecord:
+        """Queue a run on one of the caller's threads, one run at a time: raises
+        `ThreadNotFinished` while a run of the thread has not ended (the Agent Server API's
+        rule; the run API lets a thread's runs overlap)."""
+        if any(r.status in UNFINISHED for r in await self.thread_runs(thread_id)):
+            raise ThreadNotFinished(f"a run of thread {thread_id} has not ended (one at a time)")
+        return await self.submit(task, params, thread_id)
+
+    async def answer_thread(self, thread_id: str, decision: PlanDecision) -> tuple[RunRecord, int]:
+        """Answer the plan that one of the caller's threads waits for: an answer goes to the
+        thread's last run, and only while that run waits (`RunNotWaiting` otherwise). The run,
+        and the id of its last event before the answer (where its stream goes on)."""
+        thread_runs = await self.thread_runs(thread_id)
+        last = thread_runs[-1] if thread_runs else None
+        if last is None or last.awaiting is None:
+            raise RunNotWaiting(f"no run of thread {thread_id} waits for an answer")
+        after = await self.last_event_id(last)
+        return await self.answer_plan(last.id, decision), after
 
     async def delete_thread(self, thread_id: str) -> None:
         """Delete one of the caller's threads with its runs; raises `ThreadNotFinished` while

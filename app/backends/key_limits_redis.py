@@ -22,7 +22,7 @@ import logging
 import uuid
 from collections.abc import Iterable
 
-from app.backends.redis import LUA_DUE, LUA_NOW, RedisUnavailable, SharedRedis, shared_redis
+from app.backends.redis import LUA_DUE, LUA_NOW, RedisUnavailable, SharedRedis
 
 logger = logging.getLogger(__name__)
 
@@ -172,8 +172,3 @@ def _counted(groups: Iterable[list[str]]) -> list[str | int]:
     for members in groups:
         out += [len(members), *members]
     return out
-
-
-def redis_key_limits(url: str) -> RedisKeyLimits:
-    """The shared key limits over the process's adapter for `url`."""
-    return RedisKeyLimits(shared_redis(url))

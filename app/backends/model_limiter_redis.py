@@ -332,11 +332,13 @@ class RedisLimiter:
         await self._redis.aclose()
 
 
-def redis_model_limiters(url: str, *, call_timeout_s: float) -> LimiterSource:
+def redis_model_limiters(
+    url: str, *, call_timeout_s: float, redis: SharedRedis | None = None
+) -> LimiterSource:
     """A `LimiterSource` whose limiters share each model's rate and in-flight cap through the
-    Redis at `url` (one limiter per model and settings in the process, like `model_limiter`);
-    a call's place outlives a process that died holding it by `call_timeout_s` and
-    `HOLD_MARGIN_S` at most."""
+    Redis at `url` (one limiter per model and settings in the process, like `model_limiter`),
+    over `redis` when given; a call's place outlives a process that died holding it by
+    `call_timeout_s` and `HOLD_MARGIN_S` at most."""
     hold_s = call_timeout_s + HOLD_MARGIN_S
 
     def source(
@@ -346,7 +348,13 @@ def redis_model_limiters(url: str, *, call_timeout_s: float) -> LimiterSource:
 
         def make() -> ModelLimiter:
             return RedisLimiter(
-                url, model, ceiling=ceiling, burst=burst, max_in_flight=max_in_flight, hold_s=hold_s
+                url,
+                model,
+                ceiling=ceiling,
+                burst=burst,
+                max_in_flight=max_in_flight,
+                hold_s=hold_s,
+                redis=redis,
             )
 
         key = ("redis", url, model, ceiling, burst, max_in_flight, hold_s)

@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from app.backends.redis_health import HealthObserver, RedisHealth, Ticket
-from app.integrations.metrics import REDIS_OUTAGES, REDIS_UP
+from app.backends.redis_health import HealthObserver, NoObserver, RedisHealth, Ticket
 
 T = TypeVar("T")
 
@@ -309,35 +308,21 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-class PrometheusHealth:
-    """Reports the policy's changes as `plantree_redis_up{redis}` and
-    `plantree_redis_outages_total{redis,kind}`."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-        self._up = REDIS_UP.labels(name)
-        self._outages = REDIS_OUTAGES
-        self._up.set(1)
-
-    def went_down(self, kind: str) -> None:
-        self._up.set(0)
-        self._outages.labels(self._name, kind).inc()
-
-    def came_up(self) -> None:
-        self._up.set(1)
-
-
 _shared: dict[str, SharedRedis] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_redis(url: str, *, observer: HealthObserver | None = None) -> SharedRedis:
+def shared_redis(
+    url: str, *, observer: Callable[[str], HealthObserver] | None = None
+) -> SharedRedis:
     """The process's one adapter (clients and outage policy) for the Redis at `url`, so every
-    user of that Redis in the process sees one outage the same way."""
+    user of that Redis in the process sees one outage the same way. `observer`, given the
+    adapter's name, makes what its outages are told to (the metrics, handed in where the service
+    is assembled: app/startup.py); it serves the call that makes the adapter."""
     with _shared_lock:
         redis = _shared.get(url)
         if redis is None:
             name = address(url)
-            health = RedisHealth(name, observer=observer or PrometheusHealth(name))
+            health = RedisHealth(name, observer=observer(name) if observer else NoObserver())
             redis = _shared[url] = SharedRedis(url, health=health)
         return redis

@@ -168,11 +168,12 @@ _shared: dict[str, RedisLimiterRegistry] = {}
 _shared_lock = threading.Lock()
 
 
-def redis_limiters(url: str) -> RedisLimiterRegistry:
-    """The process's registry for the Redis at `url`, so every `build_tools` call of the
-    process (every run) uses the same limiters, as `PROCESS_LIMITERS` does without Redis."""
+def redis_limiters(url: str, *, redis: SharedRedis | None = None) -> RedisLimiterRegistry:
+    """The process's registry for the Redis at `url` (over `redis` when given), so every
+    `build_tools` call of the process (every run) uses the same limiters, as `PROCESS_LIMITERS`
+    does without Redis."""
     with _shared_lock:
         registry = _shared.get(url)
         if registry is None:
-            registry = _shared[url] = RedisLimiterRegistry(url)
+            registry = _shared[url] = RedisLimiterRegistry(url, redis=redis)
         return registry

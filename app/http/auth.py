@@ -8,8 +8,8 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 
 from app.access.limits import KeyLimits
-from app.access.tenancy import SINGLE_USER, Caller, KeyRing
 from app.http.errors import Unauthorized
+from app.keys.tenancy import SINGLE_USER, Caller, KeyRing
 
 logger = logging.getLogger(__name__)
 

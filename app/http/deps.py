@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from app.access.run_access import Runs
+from app.collections.service import CallerCollections
 from app.http.auth import Authorized
 from app.runs.manager import RunManager
 from app.settings import Settings
@@ -27,6 +28,13 @@ def _runs(request: Request, caller: Authorized) -> Runs:
     return Runs(request.app.state.manager, caller, request.app.state.limits)
 
 
+def _collections(request: Request, caller: Authorized) -> CallerCollections:
+    """The document collections the request's caller may reach (the key is checked here)."""
+    manager: RunManager = request.app.state.manager
+    return CallerCollections(manager.store.collections, request.app.state.documents, caller)
+
+
 Manager = Annotated[RunManager, Depends(_manager)]
 AppSettings = Annotated[Settings, Depends(_settings)]
 CallerRuns = Annotated[Runs, Depends(_runs)]
+CallerDocs = Annotated[CallerCollections, Depends(_collections)]

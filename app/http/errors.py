@@ -6,25 +6,42 @@ from __future__ import annotations
 import json
 import logging
 from http import HTTPStatus
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Message, Receive, Scope, Send
 
-from agents.errors import RunNotFinished, RunNotFound, StorageFull
+from agents.errors import RunNotFound, StorageFull
 from app.access.limits import RateLimited
-from app.access.run_access import ThreadNotFinished, ThreadNotFound
+from app.access.run_access import RunNotFinished, ThreadNotFinished
+from app.collections.errors import (
+    DocumentNotFound,
+    UnsupportedMediaType,
+    UploadRefused,
+    UrlFailed,
+    UrlRefused,
+)
 from app.errors import ServiceError
 from app.http.asgi import HttpMiddleware
-from app.integrations.agent_server import UnknownAssistant
 from app.runs.manager import RunEnded, RunNotWaiting, TooManyCommands
 from app.runs.options import RunOptionRefused
 from app.runs.queue import QueueFull
 from app.store.base import StoreUnavailable
+from app.store.collection_base import (
+    CollectionInUse,
+    CollectionNameTaken,
+    CollectionNotFound,
+    DocumentRefusedByStore,
+    DocumentTooLarge,
+    QuotaExceeded,
+)
 from calls.errors import LatsError
+from tools.documents.reading import DocumentRefused
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +52,21 @@ class Unauthorized(ServiceError, code="unauthorized"):
     """No API key, or one the service does not know."""
 
 
+# Collections and their documents: each refusal is the caller's to fix, so a 4xx (the more
+# specific class first: DocumentTooLarge is a DocumentRefusedByStore).
+_COLLECTION_STATUSES: tuple[tuple[type[ServiceError], int], ...] = (
+    (CollectionNotFound, 404),
+    (DocumentNotFound, 404),
+    (CollectionNameTaken, 409),
+    (CollectionInUse, 409),
+    (DocumentTooLarge, 413),
+    (QuotaExceeded, 413),
+    (UnsupportedMediaType, 415),
+    (DocumentRefusedByStore, 422),
+    (UploadRefused, 422),
+    (UrlRefused, 422),
+    (UrlFailed, 422),
+)
 _CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 _MESSAGE_MAX_CHARS = 300
 
@@ -45,6 +77,14 @@ def _body(code: str, message: str, **extra: object) -> dict[str, object]:
 
 def _code(status: int) -> str:
     return _CODES.get(status, "http_error")
+
+
+def invalid_fields(error: ValidationError) -> list[dict[str, Any]]:
+    """Validation problems in the `fields` shape of a 422's body."""
+    return [
+        {"loc": list(e.get("loc", [])), "msg": e.get("msg", ""), "type": e.get("type", "")}
+        for e in error.errors()
+    ]
 
 
 class PlainErrorsAsJson(HttpMiddleware):
@@ -131,14 +171,17 @@ def add_handlers(app: FastAPI) -> None:
     async def core_error(request: Request, exc: LatsError) -> JSONResponse:
         if isinstance(exc, RunNotFound):
             return JSONResponse(_body("not_found", str(exc)), 404)
-        if isinstance(exc, RunNotFinished):
-            return JSONResponse(_body(exc.code, str(exc)), 409)
         if isinstance(exc, StorageFull):
             logger.warning("request refused: %s", exc.code)
             return JSONResponse(
                 _body(exc.code, str(exc)), 507, headers={"Retry-After": str(RETRY_AFTER_S)}
             )
         return _unavailable(exc.code, exc)
+
+    @app.exception_handler(DocumentRefused)
+    async def document_refused(request: Request, exc: DocumentRefused) -> JSONResponse:
+        """A file the reader does not take: 413 when it is too large, else 422."""
+        return JSONResponse(_body(exc.code, str(exc)), 413 if exc.code == "too_large" else 422)
 
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
@@ -165,16 +208,19 @@ def service_response(exc: ServiceError) -> JSONResponse:
         return JSONResponse(
             _body(exc.code, str(exc)), 429, headers={"Retry-After": str(exc.retry_after_s)}
         )
-    if isinstance(exc, ThreadNotFound | UnknownAssistant):
+    if exc.code == "not_found":  # a thread, an Agent Server assistant
         return JSONResponse(_body(exc.code, str(exc)), 404)
     if isinstance(exc, TooManyCommands):
         return JSONResponse(_body(exc.code, str(exc)), 429)
     if isinstance(exc, RunEnded | RunNotWaiting):
         return JSONResponse(_body(exc.code, str(exc)), 409)
-    if isinstance(exc, ThreadNotFinished):
+    if isinstance(exc, ThreadNotFinished | RunNotFinished):
         return JSONResponse(_body(exc.code, str(exc)), 409)
     if isinstance(exc, Unauthorized):
         return JSONResponse(_body(exc.code, str(exc)), 401, headers={"WWW-Authenticate": "Bearer"})
+    for refused, status in _COLLECTION_STATUSES:
+        if isinstance(exc, refused):
+            return JSONResponse(_body(exc.code, str(exc)), status)
     return _unavailable(exc.code, exc)
 
 

@@ -1,7 +1,7 @@
 """The OpenAPI document (with the run event schema, the SSE payloads, under components) and the
 pages that show it: Swagger UI at `/docs`, Redoc at `/redoc`.
 
-Both viewers are vendored (web/, served under /static/vendor) and started by script files of
+Both viewers are vendored (vendoring/, served under /static/vendor) and started by script files of
 their own, so the pages work offline, load nothing from another origin and need no inline
 script. FastAPI's built-in pages would fetch both from a CDN and inline their start-up script.
 """

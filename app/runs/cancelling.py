@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from agents.errors import RunNotFound
 from app.runs.execution import RunDriver
-from app.runs.following import Follower
+from app.runs.following import Broken, Follower
 from app.runs.live import LiveRuns
 from app.runs.signals import LocalSignals
 from app.store.base import FINISHED, Lease
@@ -61,7 +61,8 @@ class Canceller:
         last = await self.store.events.last_seq(run_id)
         try:
             async with asyncio.timeout(wait_s):
-                async for _ in self.follower.follow(run_id, last):
-                    pass
+                async for item in self.follower.follow(run_id, last):
+                    if isinstance(item, Broken) and item.cause is not None:
+                        raise item.cause
         except TimeoutError:
             logger.warning("run=%s cancel requested; its owner has not ended it yet", run_id)

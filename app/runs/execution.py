@@ -4,7 +4,7 @@ The writer is the only code that writes a run's history. Event ids come from the
 write is fenced by the lease and shielded from cancellation (a cancel that lands mid-write
 waits for the write to finish, so the store and the live buffer never disagree); the engine's
 terminal event is held back and stored by `finish` together with the status and the result,
-in one transaction. While the store is unreachable a write waits for it (app/runs/outage.py),
+in one transaction. While the store is unreachable a write waits for it (app/store/outage.py),
 holding the run back; past that wait the run stops here like a lost one, and its lease lapses
 for a worker to take it up again once the store returns. An end or a pause that a full disk
 refuses even after its reserve was given up (app/store/disk.py) stops the run here the same way:

@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from agents import observers
 from agents.engine import Engine
 from agents.errors import RunNotFound
-from agents.events import PAUSE_TYPES, RunError, RunStarted
+from agents.events import RunError, RunStarted
 from agents.params import RunParams
 from agents.tree import by_id
 from app.errors import ServiceError
@@ -33,7 +33,7 @@ from app.runs.cancelling import Canceller
 from app.runs.claiming import Claimer
 from app.runs.commands import SignalledCommands
 from app.runs.execution import RunDriver
-from app.runs.following import Follower
+from app.runs.following import Broken, Follower, Paused, RunItem, item_of
 from app.runs.lease import LeaseKeeper, worker_id
 from app.runs.live import LiveRun, LiveRuns, Phase
 from app.runs.options import RunOptions
@@ -285,22 +285,17 @@ class RunManager:
         nodes = (snapshot.values or {}).get("nodes", {})
         return sorted(nodes.values(), key=by_id)
 
-    async def follow(self, run_id: str, after: int) -> AsyncIterator[StoredEvent | None]:
-        """Events after `after`, live until the terminal one. Yields None when the SSE
-        heartbeat interval passes without an event (time for a heartbeat)."""
-        if run_id not in self.lives:  # a run executing here exists: no store read (and wait)
-            await self.get(run_id)
-        async for event in self.follower.follow(run_id, after):
-            yield event
+    def follow(self, run_id: str, after: int) -> AsyncIterator[RunItem]:
+        """The run's items after event `after` (app/runs/following.py), live until its end;
+        a run that does not exist (or no longer does) ends with `run_deleted`."""
+        return self.follower.follow(run_id, after)
 
-    async def follow_new(
-        self, run_id: str, first: StoredEvent
-    ) -> AsyncIterator[StoredEvent | None]:
+    async def follow_new(self, run_id: str, first: StoredEvent) -> AsyncIterator[RunItem]:
         """`follow` of a run `submit_with_event` just created here: its first event as
         written, then the rest (the run is known to exist, so nothing is read to check it)."""
-        yield first
-        async for event in self.follower.follow(run_id, first.seq):
-            yield event
+        yield item_of(first)
+        async for item in self.follower.follow(run_id, first.seq):
+            yield item
 
     async def wait(self, run_id: str) -> RunRecord:
         """Wait until the run ends, or stops to wait for a caller's answer; its record."""
@@ -310,11 +305,13 @@ class RunManager:
             record = await self.get(run_id)
             if record.status in FINISHED or record.awaiting is not None:
                 return record
-        async for event in self.follower.follow(run_id, 0):
-            if event is not None and event.type in PAUSE_TYPES:
+        async for item in self.follower.follow(run_id, 0):
+            if isinstance(item, Paused):
                 record = await self.get(run_id)
                 if record.awaiting is not None:
                     return record
+            elif isinstance(item, Broken) and item.cause is not None:
+                raise item.cause
         return await self.get(run_id)
 
     # -- answering a waiting run -------------------------------------------------------------

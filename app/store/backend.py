@@ -12,6 +12,7 @@ import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.settings import Settings
+from app.store.collection_base import CollectionLimits
 from app.store.protocols import RunStore
 from app.store.saver_guard import GuardedWrites
 from app.store.sqlite.db import BUSY_TIMEOUT_MS
@@ -47,6 +48,15 @@ async def _setup_once(url: str, saver: BaseCheckpointSaver[str]) -> None:
         await conn.execute("SELECT pg_advisory_unlock(hashtext('lats_checkpoint_setup'))")
 
 
+def collection_limits(settings: Settings) -> CollectionLimits:
+    """What the store holds a key's documents to: the settings' bytes of a file and of all of a
+    key's documents."""
+    return CollectionLimits(
+        max_file_bytes=settings.document_max_bytes,
+        max_tenant_bytes=settings.document_key_max_bytes,
+    )
+
+
 @asynccontextmanager
 async def open_backend(
     settings: Settings,
@@ -63,7 +73,9 @@ async def open_backend(
 
         # With Redis carrying the wake-ups nobody listens to the store's NOTIFYs.
         notify = settings.redis_url is None
-        pg_store = await PostgresRunStore.open(settings.database_url, notify=notify)
+        pg_store = await PostgresRunStore.open(
+            settings.database_url, notify=notify, collection_limits=collection_limits(settings)
+        )
         # A pool, not the saver's default single connection: concurrent runs do not queue
         # behind one connection, and a connection whose query a cancel interrupted is
         # checked (and replaced) by the pool instead of stalling every later checkpoint.
@@ -87,7 +99,9 @@ async def open_backend(
         return
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = await SqliteRunStore.open(
-        settings.data_dir / "runs.sqlite", reserve_bytes=settings.storage_reserve_bytes
+        settings.data_dir / "runs.sqlite",
+        reserve_bytes=settings.storage_reserve_bytes,
+        collection_limits=collection_limits(settings),
     )
     conn = await aiosqlite.connect(settings.data_dir / "checkpoints.sqlite")
     try:

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 import httpx
 
+from app.keys.signing import signed_headers
 from app.store.base import WebhookDelivery
-from app.webhooks.signing import signed_headers
 from app.webhooks.targets import Resolver, WebhookRefused, check_target, system_resolve
 from calls.retry import Backoff, Verdict, parse_retry_after, retrying
 

@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 
 import httpx
 
+from app.keys.signing import secret_key
 from app.settings import Settings
 from app.store.base import RunRecord, WebhookDelivery
 from app.store.protocols import RunStore
 from app.webhooks.delivery import DeliveryPolicy, WebhookSender
-from app.webhooks.signing import secret_key
 
 logger = logging.getLogger(__name__)
 

@@ -5,6 +5,8 @@ make the service reach its own network (loopback, link-local cloud metadata, pri
 Every address the host resolves to must be global; an operator can allow private ones
 (`LATS_WEBHOOK_ALLOW_PRIVATE`). The check runs when the run is created and again before each
 delivery attempt (the name may resolve differently by then); redirects are never followed.
+A document fetched by URL for a collection passes the same check, and again at each redirect
+(app/collections/fetching.py).
 """
 
 from __future__ import annotations
@@ -48,25 +50,28 @@ def is_public(address: IpAddress) -> bool:
     return address.is_global and not address.is_multicast
 
 
-def _parts(url: str) -> tuple[str, int]:
+def _parts(url: str, what: str) -> tuple[str, int]:
     if len(url) > MAX_URL_CHARS:
-        raise WebhookRefused(f"the webhook URL is longer than {MAX_URL_CHARS} characters")
+        raise WebhookRefused(f"the {what} URL is longer than {MAX_URL_CHARS} characters")
     try:
         httpx.URL(url)  # what the delivery will send to must parse there too
         parts = urlsplit(url)
         port = parts.port
     except (ValueError, httpx.InvalidURL) as e:
-        raise WebhookRefused("the webhook URL is not a valid URL") from e
+        raise WebhookRefused(f"the {what} URL is not a valid URL") from e
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise WebhookRefused("the webhook URL must be http:// or https:// with a host")
+        raise WebhookRefused(f"the {what} URL must be http:// or https:// with a host")
     return parts.hostname, port or (443 if parts.scheme == "https" else 80)
 
 
-async def check_target(url: str, *, allow_private: bool, resolve: Resolver) -> None:
+async def check_target(
+    url: str, *, allow_private: bool, resolve: Resolver, what: str = "webhook"
+) -> None:
     """Refuse (`WebhookRefused`) a URL that is not http(s), or whose host is or resolves to a
     loopback, link-local, private or otherwise non-global address (unless `allow_private`),
-    or does not resolve."""
-    host, port = _parts(url)
+    or does not resolve. `what` names the URL in the refusal: the webhook's, or the one a
+    document is fetched from (app/collections/fetching.py)."""
+    host, port = _parts(url, what)
     if allow_private:
         return
     try:
@@ -75,13 +80,13 @@ async def check_target(url: str, *, allow_private: bool, resolve: Resolver) -> N
         try:
             found = await resolve(host, port)
         except (OSError, TimeoutError, UnicodeError) as e:
-            raise WebhookRefused(f"the webhook host {host!r} does not resolve") from e
+            raise WebhookRefused(f"the {what} host {host!r} does not resolve") from e
         addresses = [ipaddress.ip_address(text.split("%", 1)[0]) for text in found]
     if not addresses:
-        raise WebhookRefused(f"the webhook host {host!r} does not resolve")
+        raise WebhookRefused(f"the {what} host {host!r} does not resolve")
     private = sorted(str(a) for a in addresses if not is_public(a))
     if private:
         raise WebhookRefused(
-            f"the webhook host {host!r} is a loopback, link-local or private address "
-            f"({', '.join(private)}); webhooks go only to public addresses"
+            f"the {what} host {host!r} is a loopback, link-local or private address "
+            f"({', '.join(private)}); the service reaches only public addresses"
         )

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from agents import observers
 from agents.params import RunParams
-from app.integrations.telemetry import TracingObserver, install_log_ids
+from app.observability.telemetry import TracingObserver, install_log_ids
 from testkit.fakes import FakeCall, Reply
 from testkit.scenario import Scenario
 from tests.support.makers import EngineMaker

@@ -13,9 +13,8 @@ from langgraph_sdk.sse import SSEDecoder
 from pydantic import ValidationError
 
 from agents.result import RunResult
-from app.integrations import agent_server_shapes as shapes
-from app.integrations import agent_server_stream as stream
-from app.integrations.agent_server import (
+from app.agent_server import shapes, stream
+from app.agent_server.bodies import (
     BadInput,
     RunCreate,
     ThreadCreate,

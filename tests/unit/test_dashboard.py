@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prometheus_client import REGISTRY
 
-import app.integrations.metrics  # noqa: F401  # its metrics register on import
+import app.observability.metrics  # noqa: F401  # its metrics register on import
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "plantree-dashboard.json"
 METRIC = re.compile(r"\bplantree_[a-z_]+")

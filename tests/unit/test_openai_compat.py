@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from app.http.schemas import MAX_TASK_CHARS
-from app.integrations.openai_compat import ChatRequest, UnknownModel, model_params
-from app.integrations.progress import Progress, with_sources
+from app.observability.progress import Progress, with_sources
+from app.openai_api.shapes import ChatRequest, UnknownModel, model_params
 
 
 def _request(**fields: Any) -> ChatRequest:
@@ -113,20 +113,29 @@ def test_sources_follow_the_answer_as_a_numbered_list() -> None:
     assert text == "Answer.\n\nSources:\n1. [T](https://e.org)"
 
 
-def test_verified_citations_with_a_web_url_become_url_citation_annotations() -> None:
-    from app.http.routes.chat import url_citations
+def test_verified_citations_become_url_and_file_citation_annotations() -> None:
+    from app.openai_api.shapes import citation_annotations
 
-    text = "Paris is the capital.[1] The Seine flows through it.[2]"
+    text = "Paris is the capital.[1] The Seine flows through it.[2] It grew.[3]"
     web = {"id": "w", "title": "France", "url": "https://en.wikipedia.org/wiki/France"}
     local = {"id": "doc", "title": "Notes", "url": "corpus://notes"}
+    page = {"id": "p", "title": "Report, p. 4", "url": "/collections/c1/documents/d7#page=4"}
     citations = [
         {"marker": 1, "source": web, "quote": "q", "verified": True},
         {"marker": 2, "source": local, "quote": "q", "verified": True},
+        {"marker": 3, "source": page, "quote": "q", "verified": True},
     ]
 
-    [annotation] = url_citations(text, citations)  # type: ignore[arg-type]
+    url, file = citation_annotations(text, citations)  # type: ignore[arg-type]
 
-    found = annotation["url_citation"]
-    assert annotation["type"] == "url_citation"
+    found = url["url_citation"]
+    assert url["type"] == "url_citation"
     assert text[found["start_index"] : found["end_index"]] == "[1]"
     assert (found["url"], found["title"]) == (web["url"], "France")
+    # A collection's document: OpenAI's file search shape, the marker's position as index.
+    assert file == {
+        "type": "file_citation",
+        "file_id": "d7",
+        "filename": "Report, p. 4",
+        "index": text.index("[3]"),
+    }

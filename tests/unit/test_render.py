@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from app.render import JsonLines, Progress, TreePrinter
+from app.cli.render import JsonLines, Progress, TreePrinter
 from testkit.clock import FakeClock
 
 
@@ -75,7 +75,7 @@ CITED = {
 
 
 def test_footnotes_list_the_verified_quotes_groundedness_and_what_is_unsupported() -> None:
-    from app.render import footnotes
+    from app.cli.render import footnotes
 
     lines = footnotes(CITED).splitlines()
 
@@ -89,7 +89,7 @@ def test_footnotes_list_the_verified_quotes_groundedness_and_what_is_unsupported
 
 
 def test_a_run_without_grounding_has_no_footnotes() -> None:
-    from app.render import footnotes
+    from app.cli.render import footnotes
 
     assert footnotes({"answer": "42"}) == ""
 

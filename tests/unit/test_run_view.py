@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.http.routes.runs import SHOWN_AS_STORED, view
+from app.http.responses import SHOWN_AS_STORED, view
 from app.store.base import RunRecord, WebhookDelivery
 
 

@@ -7,8 +7,8 @@ from pydantic import ValidationError
 
 from agents.settings import EngineSettings
 from app.access.limits import KeyLimits, RateLimited
-from app.access.tenancy import ADMIN, SINGLE_USER, Caller, KeyRing
 from app.http.hosts import allowed_hosts, host_of
+from app.keys.tenancy import ADMIN, SINGLE_USER, Caller, KeyRing
 from app.settings import Settings
 from calls.ratelimit import TokenBucket
 from calls.settings import ModelSettings

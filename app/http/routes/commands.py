@@ -8,7 +8,7 @@ import logging
 from fastapi import APIRouter
 
 from app.http.deps import CallerRuns
-from app.http.routes.runs import conflict
+from app.http.responses import conflict
 from app.http.schemas import CommandAccepted, CommandRequest, ErrorBody
 
 logger = logging.getLogger(__name__)

@@ -11,17 +11,10 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from agents.events import TERMINAL_TYPES
 from app.http.deps import CallerRuns
 from app.http.event_stream import EventStreamResponse
-from app.http.schemas import (
-    ErrorBody,
-    ResumeRequest,
-    RunAccepted,
-    RunList,
-    RunView,
-    SolveRequest,
-)
+from app.http.responses import ERRORS, conflict, view
+from app.http.schemas import ResumeRequest, RunAccepted, RunList, RunView, SolveRequest
 from app.http.sse import (
     HEARTBEAT,
     MAX_EVENT_ID,
@@ -30,39 +23,11 @@ from app.http.sse import (
     parse_last_event_id,
     stream_error,
 )
-from app.store.base import RunRecord, RunStatus, StoredEvent
+from app.runs.following import Broken, Ended, Heartbeat, Paused, RunItem, Step
+from app.store.base import RunStatus
 
 logger = logging.getLogger(__name__)
 router = APIRouter(tags=["runs"])
-
-ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorBody, "description": "The body is not JSON, or the Host is not served."},
-    401: {"model": ErrorBody, "description": "An API key is required."},
-    404: {"model": ErrorBody, "description": "No such run or thread (or another key's)."},
-    413: {"model": ErrorBody, "description": "The body is too large."},
-    422: {
-        "model": ErrorBody,
-        "description": "The body or a parameter is invalid, or the server does not accept a "
-        "choice (`option_refused`: a model, tool or webhook).",
-    },
-    429: {
-        "model": ErrorBody,
-        "description": "The run queue is full, or a limit of the key is reached; see Retry-After.",
-    },
-    503: {"model": ErrorBody, "description": "The store is unreachable; see Retry-After."},
-    507: {
-        "model": ErrorBody,
-        "description": "The embedded store's disk is full (`storage_full`); see Retry-After.",
-    },
-}
-
-
-def conflict(
-    description: str, errors: dict[int | str, dict[str, Any]] = ERRORS
-) -> dict[int | str, dict[str, Any]]:
-    """`errors` with the 409 of a route that the state of its run (or thread) can refuse."""
-    return {**errors, 409: {"model": ErrorBody, "description": description}}
-
 
 SSE_DOC: dict[int | str, dict[str, Any]] = {
     200: {
@@ -72,30 +37,23 @@ SSE_DOC: dict[int | str, dict[str, Any]] = {
 }
 
 
-# The stored fields a view shows as they are: those both have, but `answer`, which on a record
-# is a caller's answer to a waiting run and on a view the run's own.
-SHOWN_AS_STORED = (set(RunView.model_fields) & set(RunRecord.model_fields)) - {"answer"}
-
-
-def view(record: RunRecord, nodes: list[dict[str, Any]] | None = None) -> RunView:
-    stored = record.model_dump(include=SHOWN_AS_STORED)
-    return RunView(run_id=record.id, nodes=nodes, **stored, **record.answer_fields())
-
-
-async def _framed(run_id: str, events: AsyncIterator[StoredEvent | None]) -> AsyncIterator[bytes]:
-    """The run's events as SSE frames, ending with exactly one terminal frame whatever fails:
-    the run's own terminal event, or an `error` frame (`stream_failed` when reading the run
-    failed, `run_deleted` when the run went away while followed)."""
-    try:
-        async for event in events:
-            yield HEARTBEAT if event is None else frame(event)
-            if event is not None and event.type in TERMINAL_TYPES:
+async def _framed(run_id: str, items: AsyncIterator[RunItem]) -> AsyncIterator[bytes]:
+    """The run's items as SSE frames, a stored event each (a pause is its `interrupt` event;
+    the stream goes on), ending with exactly one terminal frame: the run's own terminal event,
+    or an `error` frame with no `id:` when the stream cannot follow the run to its end
+    (`stream_failed`, `run_deleted`)."""
+    async for item in items:
+        match item:
+            case Heartbeat():
+                yield HEARTBEAT
+            case Step(event) | Paused(event) if event is not None:
+                yield frame(event)
+            case Ended(event):
+                yield frame(event)
                 return
-    except Exception:
-        logger.exception("run=%s event stream failed", run_id)
-        yield stream_error(run_id, "stream_failed", "the run's events could not be read")
-        return
-    yield stream_error(run_id, "run_deleted", "the run was deleted while it was followed")
+            case Broken(code, message):
+                yield stream_error(run_id, code, message)
+                return
 
 
 def _stream(frames: AsyncIterator[bytes], run_id: str) -> StreamingResponse:
@@ -160,14 +118,14 @@ async def run_events(
     """Replays the events after `Last-Event-ID` (or `?after=`), then tails the run live until
     its terminal event. A finished run replays and closes. A resume point beyond the run's
     last event is refused (422) before the stream starts."""
-    await runs.get(run_id)
+    record = await runs.get(run_id)
     start = parse_last_event_id(last_event_id)
     where, name = ("header", "last-event-id") if start is not None else ("query", "after")
     if start is None:
         start = after or 0
-    if start > MAX_EVENT_ID or start > await runs.last_event_id(run_id):
+    if start > MAX_EVENT_ID or start > await runs.last_event_id(record):
         raise _invalid(where, name, "beyond the run's last event id")
-    frames = _framed(run_id, runs.follow(run_id, start))
+    frames = _framed(run_id, runs.follow(record, start))
     return _stream((await runs.stream_slot()).hold(frames), run_id)
 
 
@@ -201,10 +159,10 @@ async def list_runs(
 )
 async def trace(run_id: str, runs: CallerRuns) -> StreamingResponse:
     """Every stored event, one JSON object a line, streamed from the store a page at a time."""
-    await runs.get(run_id)
+    record = await runs.get(run_id)
 
     async def lines() -> AsyncIterator[bytes]:
-        async for e in runs.stored_events(run_id):
+        async for e in runs.stored_events(record):
             yield f'{{"id": {e.seq}, "event": {e.data}}}\n'.encode()
 
     return StreamingResponse(lines(), media_type="application/x-ndjson")

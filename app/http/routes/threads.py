@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Response
 
 from app.http.deps import CallerRuns
-from app.http.routes.runs import ERRORS, conflict, view
+from app.http.responses import ERRORS, conflict, view
 from app.http.schemas import ID_PATTERN, ErrorBody, ThreadView
 from app.store.base import RunRecord, ThreadRecord
 

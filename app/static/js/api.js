@@ -1,5 +1,6 @@
-// Talking to the service: JSON calls that carry the API key when one is set, and following a
-// run's event stream (EventSource without a key; a fetch-based reader that can send the key).
+// Talking to the service: JSON calls and file uploads that carry the API key when one is set,
+// and following a run's event stream (EventSource without a key; a fetch-based reader that can
+// send the key).
 
 const KEY_ITEM = "plantree.apiKey";
 const RETRY_MS = 1000; // re-join delay after a dropped stream, unless the server sends `retry:`
@@ -46,8 +47,8 @@ function authHeaders() {
   return key ? { Authorization: `Bearer ${key}` } : {};
 }
 
-async function refused(response) {
-  if (response.status !== 401) return false;
+async function refused(status) {
+  if (status !== 401) return false;
   const hadKey = apiKey() !== null;
   forgetKey();
   await askForKey(hadKey ? "That key was refused; enter another." : "This service needs an API key.");
@@ -64,12 +65,42 @@ export async function api(path, { method = "GET", body } = {}) {
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    if (await refused(response)) continue;
+    if (await refused(response.status)) continue;
     const data = await response.json().catch(() => null);
     if (!response.ok) {
       throw new ApiError(response.status, data?.code, data?.message ?? response.statusText);
     }
     return { data, response };
+  }
+}
+
+/**
+ * POST a FormData (files) with XMLHttpRequest, which reports how much of the body was sent:
+ * `onProgress(sent, total)`. The key is sent as `api` sends it, and a 401 asks for it and sends
+ * again. Resolves to {data, status}; an error answer rejects with its ApiError.
+ */
+export async function upload(path, form, onProgress) {
+  for (;;) {
+    const { status, statusText, data } = await new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", path);
+      xhr.responseType = "json";
+      xhr.setRequestHeader("Accept", "application/json");
+      for (const [name, value] of Object.entries(authHeaders())) xhr.setRequestHeader(name, value);
+      xhr.upload.addEventListener("progress", (event) => {
+        if (event.lengthComputable) onProgress(event.loaded, event.total);
+      });
+      xhr.addEventListener("load", () =>
+        resolve({ status: xhr.status, statusText: xhr.statusText, data: xhr.response }),
+      );
+      xhr.addEventListener("error", () =>
+        reject(new ApiError(0, null, "the upload did not reach the service")),
+      );
+      xhr.send(form);
+    });
+    if (await refused(status)) continue;
+    if (status < 200 || status >= 300) throw new ApiError(status, data?.code, data?.message ?? statusText);
+    return { data, status };
   }
 }
 
@@ -135,7 +166,7 @@ export function follow(runId, { onEvent, onState, isTerminal }) {
           const headers = { Accept: "text/event-stream", ...authHeaders() };
           if (lastId) headers["Last-Event-ID"] = String(lastId);
           const response = await fetch(url, { headers, signal: abort.signal, cache: "no-store" });
-          if (await refused(response)) continue;
+          if (await refused(response.status)) continue;
           if (!response.ok) {
             const body = await response.json().catch(() => null);
             throw new ApiError(response.status, body?.code, body?.message ?? response.statusText);

@@ -2,6 +2,8 @@
 // and the open run (its address is #/runs/<id>, so a reload or a shared link reopens it).
 
 import { api, apiKey, ApiError, follow, forgetKey } from "./api.js";
+import { closeDocument, watchDocumentLinks } from "./docview.js";
+import { initDocuments, pickedCollections } from "./documents.js";
 import { apply, newRun, TERMINAL } from "./model.js";
 import { drawNode, drawPanel, drawVote, resetPanel, reviewedPlan } from "./panel.js";
 import { TreeView } from "./tree.js";
@@ -89,6 +91,8 @@ function formBody() {
     else value = input.value;
     if (value !== defaults[name]) body[name] = value; // unchanged values: the service's defaults
   }
+  const collections = pickedCollections();
+  if (collections.length) body.collections = collections;
   return body;
 }
 
@@ -157,6 +161,7 @@ function open(runId) {
   clearInterval(clock);
   view.clear();
   resetPanel();
+  closeDocument();
   selected = null;
   run = runId ? newRun(runId) : null;
   $("tree-empty").hidden = Boolean(run);
@@ -277,9 +282,10 @@ $("forget-key").addEventListener("click", () => {
 });
 document.addEventListener("apikeychange", showKeyState);
 window.addEventListener("hashchange", route);
+watchDocumentLinks($("side"), () => run);
 
 showKeyState();
 await loadParams();
 route();
-await loadRuns();
+await Promise.all([loadRuns(), initDocuments()]);
 document.body.dataset.ready = "true";

@@ -1,6 +1,7 @@
 // The side panel: stop reason, costs, the answer (Markdown, made inert by untrusted.js) and one
 // node's details. Every other model text is set as text, never as HTML.
 
+import { documentLink } from "./docview.js";
 import { countByStatus } from "./model.js";
 // Also the controls of an open run: the plan review of a run waiting for approval and the
 // steering buttons of a node.
@@ -16,7 +17,10 @@ function el(tag, props = {}, ...children) {
 }
 
 function link({ title, url }) {
-  // Only web links: a source's URL comes from a tool result.
+  // Only web links and the exact address of a cited document (docview.js): a source's URL
+  // comes from a tool result.
+  const cited = documentLink({ title, url });
+  if (cited) return cited;
   if (!/^https?:\/\//i.test(url)) return el("span", { textContent: title || url });
   return el("a", { href: url, textContent: title || url, target: "_blank", rel: "noopener noreferrer" });
 }

@@ -16,7 +16,7 @@ from tests.support.makers import ServiceMaker
 
 pytestmark = pytest.mark.e2e
 
-WEB = Path(__file__).resolve().parents[3] / "web"
+VENDORING = Path(__file__).resolve().parents[3] / "vendoring"
 
 
 async def test_the_page_is_served_with_a_policy_that_only_runs_its_own_scripts(
@@ -95,14 +95,14 @@ async def test_with_api_keys_the_page_loads_without_one_and_the_api_still_needs_
 
 
 def test_the_vendored_libraries_are_the_versions_in_the_lock_file() -> None:
-    lock = json.loads((WEB / "package-lock.json").read_text())["packages"]
-    pinned = json.loads((WEB / "package.json").read_text())["dependencies"]
+    lock = json.loads((VENDORING / "package-lock.json").read_text())["packages"]
+    pinned = json.loads((VENDORING / "package.json").read_text())["dependencies"]
     vendored = {}
     files = [p for p in (STATIC_DIR / "vendor").iterdir() if p.suffix in {".js", ".css"}]
     for path in files:
         text = path.read_text()
         match = re.match(r"(?://|/\*) vendored: (\S+)@(\S+) ", text.splitlines()[0])
-        assert match, f"{path.name} lacks the header web/vendor.mjs writes"
+        assert match, f"{path.name} lacks the header vendoring/vendor.mjs writes"
         vendored[match.group(1)] = match.group(2)
         # No dangling source map: devtools would fetch it. (Redoc's bundle carries one inside
         # a string, for the worker it builds; that one is not a reference of the file's own.)

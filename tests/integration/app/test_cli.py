@@ -8,9 +8,10 @@ import io
 import pytest
 
 from agents.params import RunParams
-from app.cli import main, runs_async, show_async, solve_remote
+from app.cli.main import main
+from app.cli.remote import runs_async, show_async, solve_remote
+from app.cli.render import TreePrinter
 from app.http.schemas import MAX_TASK_CHARS
-from app.render import TreePrinter
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
 

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from agents.params import RunParams
-from app.cli import CliError, approve_async, main, solve_remote, thread_async
-from app.render import TreePrinter
+from app.cli.errors import CliError
+from app.cli.main import main
+from app.cli.remote import approve_async, solve_remote, thread_async
+from app.cli.render import TreePrinter
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
 

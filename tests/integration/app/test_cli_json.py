@@ -6,8 +6,8 @@ import io
 import json
 
 from agents.params import RunParams
-from app.cli import solve_remote
-from app.render import JsonLines
+from app.cli.remote import solve_remote
+from app.cli.render import JsonLines
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
 

@@ -1,7 +1,7 @@
 """A run over a tenant's collection through the service: the `documents` tool searches the
 store's index as the run's tenant, and the answer's verified citation names the document's
-title and page, its quote in that page's text (real HTTP, scripted models, the real engine,
-store and verifier)."""
+title and page, its quote in that page's text; a collection of another key's is refused
+before the run starts (real HTTP, scripted models, the real engine, store and verifier)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from app.store.sqlite.store import SqliteRunStore
 from testkit.pdfs import text_pdf
 from tests.integration.test_grounded_answers import Citing, _answer
 from tests.support.makers import ServiceMaker
+from tests.support.mcp import mcp_session
 from tools.documents.passages import passages
 from tools.documents.reading import read_document
 
@@ -104,3 +105,89 @@ async def test_a_run_over_a_collection_cites_the_document_by_title_and_page(
     assert [(c["name"], c["args"], c["ok"]) for c in calls] == [
         ("documents", {"query": "revenue 2025"}, True)
     ]
+
+
+async def test_another_keys_collection_is_not_found_and_no_run_is_made(
+    service_for: ServiceMaker, settings: Settings
+) -> None:
+    async with service_for(SCENARIO, api_keys=KEYS) as svc:
+        collection_id, _ = await _report(settings, "alice")
+        body = {"task": TASK, "collections": [collection_id]}
+        refused = await svc.client.post("/runs", json=body, headers=_auth(BOB))
+        unknown = await svc.client.post(
+            "/runs", json={**body, "collections": ["nope"]}, headers=_auth(ALICE)
+        )
+        bad = await svc.client.post(
+            "/runs", json={**body, "collections": ["../etc"]}, headers=_auth(ALICE)
+        )
+        listed = (await svc.client.get("/runs", headers=_auth(BOB))).json()
+
+    assert refused.status_code == 404
+    assert refused.json()["code"] == "collection_not_found"
+    assert unknown.status_code == 404
+    assert bad.status_code == 422
+    assert listed["runs"] == []
+    assert svc.models.recorder.calls == []
+
+
+async def test_the_openai_endpoint_takes_collections_and_annotates_a_file_citation(
+    service_for: ServiceMaker, settings: Settings
+) -> None:
+    async with service_for(SCENARIO, api_keys=KEYS) as svc:
+        collection_id, document_id = await _report(settings, "alice")
+        body = {
+            "model": "plantree",
+            "messages": [{"role": "user", "content": TASK}],
+            "collections": [collection_id],  # an extra body field, as run parameters are
+            "max_paths": 1,
+            "max_candidates": 1,
+        }
+        reply = await svc.client.post("/v1/chat/completions", json=body, headers=_auth(ALICE))
+
+    assert reply.status_code == 200, reply.text
+    message = reply.json()["choices"][0]["message"]
+    [annotation] = message["annotations"]
+    assert annotation == {
+        "type": "file_citation",
+        "file_id": document_id,
+        "filename": "Annual report, p. 2",
+        "index": message["content"].index("[1]"),
+    }
+
+
+async def test_the_agent_server_api_takes_collections_in_its_context(
+    service_for: ServiceMaker, settings: Settings
+) -> None:
+    async with service_for(SCENARIO, api_keys=KEYS) as svc:
+        collection_id, _ = await _report(settings, "alice")
+        thread = (await svc.client.post("/lg/threads", json={}, headers=_auth(ALICE))).json()
+        body = {
+            "assistant_id": "plantree",
+            "input": {"messages": [{"role": "user", "content": TASK}]},
+            "context": {"collections": [collection_id], "max_paths": 1, "max_candidates": 1},
+        }
+        path = f"/lg/threads/{thread['thread_id']}/runs/wait"
+        done = await svc.client.post(path, json=body, headers=_auth(ALICE))
+        refused = await svc.client.post(path, json=body, headers=_auth(BOB))
+
+    assert done.status_code == 200, done.text
+    assert "Annual report, p. 2" in json.dumps(done.json())
+    assert refused.status_code == 404  # bob's key finds neither alice's thread nor collection
+
+
+async def test_the_mcp_solve_tool_takes_collections_in_its_params(
+    service_for: ServiceMaker, settings: Settings
+) -> None:
+    params = {"max_paths": 1, "max_candidates": 1}
+    async with service_for(SCENARIO, api_keys=KEYS) as svc:
+        collection_id, _ = await _report(settings, "alice")
+        async with mcp_session(svc.url, ALICE) as session:
+            args = {"task": TASK, "params": {**params, "collections": [collection_id]}}
+            done = await session.call_tool("solve", args)
+        async with mcp_session(svc.url, BOB) as session:
+            refused = await session.call_tool("solve", args)
+
+    assert not done.isError, done.content
+    assert "Annual report, p. 2" in json.dumps(done.structuredContent)
+    assert refused.isError
+    assert "no such collection" in json.dumps([c.model_dump() for c in refused.content])

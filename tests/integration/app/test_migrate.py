@@ -15,7 +15,7 @@ from httpx_sse import aconnect_sse
 
 from agents.params import RunParams
 from agents.result import RunResult
-from app.cli import main
+from app.cli.main import main
 from app.settings import Settings
 from app.store.backend import open_backend
 from app.store.base import (

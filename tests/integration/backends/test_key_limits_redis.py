@@ -9,9 +9,9 @@ from collections.abc import Awaitable
 import pytest
 
 from app.access.limits import KeyLimits, RateLimited
-from app.access.tenancy import Caller
 from app.backends.key_limits_redis import RedisKeyLimits
 from app.backends.redis import SharedRedis
+from app.keys.tenancy import Caller
 
 ALICE, BOB = Caller("alice"), Caller("bob")
 

@@ -26,7 +26,6 @@ import pytest
 from prometheus_client import REGISTRY
 
 from app.access.limits import KeyLimits, RateLimited
-from app.access.tenancy import Caller
 from app.backends.cache_redis import RedisCacheStore
 from app.backends.key_limits_redis import RedisKeyLimits
 from app.backends.model_limiter_redis import RedisLimiter
@@ -34,7 +33,6 @@ from app.backends.redis import (
     COMMAND_TIMEOUT_S,
     CONNECT_TIMEOUT_S,
     POLL_S,
-    PrometheusHealth,
     RedisUnavailable,
     SharedRedis,
     address,
@@ -43,6 +41,8 @@ from app.backends.redis import (
 from app.backends.redis_health import Health, RedisHealth
 from app.backends.signals_redis import RedisSignals
 from app.backends.tool_limiter_redis import RedisLimiterRegistry
+from app.keys.tenancy import Caller
+from app.observability.metrics import PrometheusHealth
 from testkit.clock import FakeClock
 from testkit.redis_server import free_port, start_redis_server
 from tests.conftest import REDIS_URL

@@ -8,7 +8,7 @@ import hmac
 
 import pytest
 
-from app.webhooks.signing import secret_key, signed_headers
+from app.keys.signing import secret_key, signed_headers
 
 
 def test_the_signature_is_v1_and_the_base64_hmac_of_id_timestamp_body() -> None:

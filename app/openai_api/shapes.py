@@ -12,23 +12,20 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from agents.grounding.verify import Citation
 from agents.params import RunParams
+from agents.result import RunAnswer
+from app.http.presets import PRESETS
 from app.http.schemas import MAX_TASK_CHARS
+from app.observability.progress import with_sources
+from app.store.base import RunRecord
+from tools.documents.search_tool import document_place
 
-PRESETS: dict[str, dict[str, Any]] = {
-    "plantree": {},
-    "plantree-fast": {
-        "max_paths": 2,
-        "max_candidates": 2,
-        "max_depth": 3,
-        "max_llm_calls": 40,
-        "deadline_s": 180.0,
-    },
-}
 # Fields an OpenAI client may send that are not run parameters (and `max_tokens`, which means
 # reply length there, not a token budget).
 OPENAI_FIELDS = frozenset(
@@ -154,14 +151,6 @@ def with_context(question: str, earlier: list[ChatMessage]) -> str:
     return question + header + "\n".join(lines) if lines else question
 
 
-def invalid_fields(error: ValidationError) -> list[dict[str, Any]]:
-    """Validation problems in the run API's `fields` shape."""
-    return [
-        {"loc": list(e.get("loc", [])), "msg": e.get("msg", ""), "type": e.get("type", "")}
-        for e in error.errors()
-    ]
-
-
 def models_list() -> dict[str, Any]:
     return {"object": "list", "data": [model_card(name) for name in PRESETS]}
 
@@ -192,4 +181,85 @@ def chunk(
         "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         **extra,
+    }
+
+
+def citation_annotations(text: str, citations: Sequence[Citation]) -> list[dict[str, Any]]:
+    """OpenAI's annotations of the verified citations, each on the first occurrence of its
+    marker `[n]` in `text`: a `url_citation` (its span, `end_index` exclusive) for a source
+    with a web URL, a `file_citation` (the document's id, its title and page as the file
+    name, the marker's position as `index`, as OpenAI's file search gives them) for a
+    passage of a collection's document; none for other sources."""
+    annotations: list[dict[str, Any]] = []
+    for citation in citations:
+        marker = f"[{citation['marker']}]"
+        start = text.find(marker)
+        url, title = citation["source"]["url"], citation["source"]["title"]
+        place = document_place(url)
+        if start < 0:
+            continue
+        if place is not None:
+            annotations.append(
+                {
+                    "type": "file_citation",
+                    "file_id": place.document_id,
+                    "filename": title,
+                    "index": start,
+                }
+            )
+        elif url.startswith(("http://", "https://")):
+            span = {"start_index": start, "end_index": start + len(marker)}
+            annotations.append(
+                {"type": "url_citation", "url_citation": {"url": url, "title": title, **span}}
+            )
+    return annotations
+
+
+def outcome(record: RunRecord) -> tuple[str, dict[str, Any]]:
+    """The assistant's text for a finished run (its answer with its sources, or what ended
+    it), and the `plantree` object."""
+    result = record.result or RunAnswer()
+    if record.status == "done" and result.answer is not None:
+        text = with_sources(result.answer, result.sources)
+    elif record.status == "cancelled":
+        text = "The search was cancelled."
+    else:
+        text = f"The search failed: {result.error['message'] if result.error else 'no answer'}"
+    info = {
+        "run_id": record.id,
+        "status": record.status,
+        "stop_reason": result.stop_reason,
+        "partial": result.partial,
+        "sources": result.sources,
+        "citations": result.citations,
+        "groundedness": result.groundedness,
+        "unsupported": result.unsupported,
+        "rejected": result.rejected,
+        "metrics": result.metrics,
+        "run": f"/runs/{record.id}",
+    }
+    return text, info
+
+
+def completion(record: RunRecord, model: str) -> dict[str, Any]:
+    """A finished run as one `chat.completion`, its citations as the message's annotations."""
+    text, info = outcome(record)
+    return {
+        "id": record.id,
+        "object": "chat.completion",
+        "created": int(record.created_at.timestamp()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": text,
+                    "annotations": citation_annotations(text, info["citations"]),
+                },
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": usage(info["metrics"]),
+        "plantree": info,
     }

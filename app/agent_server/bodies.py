@@ -18,8 +18,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from agents.nodes.approval import PlanDecision
 from agents.params import RunParams
 from app.errors import ServiceError
+from app.http.presets import PRESETS
 from app.http.schemas import MAX_TASK_CHARS
-from app.integrations.openai_compat import PRESETS
 
 GRAPH_ID = "plantree"
 StreamModeName = Literal["values", "updates", "custom", "messages-tuple"]

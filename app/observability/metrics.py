@@ -1,5 +1,5 @@
-"""Prometheus metrics, served at `/metrics` (app/http/routes/metrics.py): runs, the run queue,
-model and tool calls, the cache, event latency and HTTP requests.
+"""Prometheus metrics, served at `/metrics` (app/observability/metrics_route.py): runs, the run
+queue, model and tool calls, the cache, event latency, HTTP requests and Redis outages.
 
 Model and tool figures come from the readings of every call (a subscriber to the call
 observers, through `agents.observers`), run figures from the run's events, queue figures from
@@ -166,6 +166,24 @@ class MetricsObserver(RunObserver):
 OBSERVER = MetricsObserver()
 
 
+class PrometheusHealth:
+    """The observer of a Redis's outage policy (app/backends/redis_health.py): reports its
+    changes as `plantree_redis_up{redis}` and `plantree_redis_outages_total{redis,kind}`."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._up = REDIS_UP.labels(name)
+        self._outages = REDIS_OUTAGES
+        self._up.set(1)
+
+    def went_down(self, kind: str) -> None:
+        self._up.set(0)
+        self._outages.labels(self._name, kind).inc()
+
+    def came_up(self) -> None:
+        self._up.set(1)
+
+
 class WatchedQueue:
     """The run queue, reporting its depth, active runs and each run's wait for a slot."""
 
@@ -254,6 +272,6 @@ def watched_queue(settings: Settings) -> WatchedQueue:
 
 
 def install(app: FastAPI) -> None:
-    """The HTTP middleware and the run observer (`/metrics` is app/http/routes/metrics.py)."""
+    """The HTTP middleware and the run observer (`/metrics` is metrics_route.py)."""
     observers.add(OBSERVER)
     app.add_middleware(HttpMetrics)

@@ -1,5 +1,6 @@
-"""A run's events as the Agent Server's stream parts (`event:` the mode, `data:` its payload).
-Pure: each stored event becomes the frames of the modes asked for.
+"""A run's events as the Agent Server's stream parts (`event:` the mode, `data:` its payload):
+`parts` formats a follow of the run (app/runs/following.py); the functions before it are pure,
+each stored event becoming the frames of the modes asked for.
 
 - `custom`: every event of docs/events.md as it is;
 - `updates`: `{<event type>: <event>}` for every event (the search step that made the
@@ -10,16 +11,26 @@ Pure: each stored event becomes the frames of the modes asked for.
 The frames of one event share the event's id, written on the last of them only, so a client
 that re-joins with `Last-Event-ID` gets every frame of the events after it and none twice.
 Every stream starts with `metadata` (`run_id`, `attempt`) and ends with `end`, or `error`
-(`{"error": code, "message": …}`) when the run failed or the stream could not go on.
+(`{"error": code, "message": …}`) when the run failed or the stream could not go on. A run
+that waits for its plan's answer ends the stream (at once when the client has seen its
+interrupt): the answer (`command.resume`) streams the resumed run.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from app.integrations.agent_server import StreamModeName
+from app.access.run_access import Runs
+from app.agent_server import shapes
+from app.agent_server.bodies import StreamModeName
+from app.http.sse import HEARTBEAT
+from app.runs.following import Broken, Ended, Heartbeat, Paused, Step
+from app.store.base import RunRecord
+
+logger = logging.getLogger(__name__)
 
 INTERRUPT_KEY = "__interrupt__"
 END = b"event: end\ndata: null\n\n"
@@ -102,3 +113,49 @@ def ended(
     if event_type == "error":
         return [*frames, error(str(data.get("code", "error")), str(data.get("message", "")))]
     return [*frames, END]
+
+
+async def parts(
+    runs: Runs,
+    record: RunRecord,
+    after: int,
+    modes: Sequence[StreamModeName],
+    opening: bool,
+) -> AsyncIterator[bytes]:
+    """The run's events after `after` as stream parts, from `metadata` to `end` or `error`;
+    `opening` sends the thread's values first."""
+    thread_id = record.thread_id or ""
+    yield metadata(record.id)
+    try:
+        if opening and "values" in modes:
+            yield part("values", shapes.values(await runs.thread_runs(thread_id)))
+        async for item in runs.follow(record, after):
+            match item:
+                case Heartbeat():
+                    yield HEARTBEAT
+                case Step(event):
+                    for frame in step(modes, event.seq, event.type, json.loads(event.data)):
+                        yield frame
+                case Paused(None):
+                    yield END
+                    return
+                case Paused(event) | Ended(event) if event is not None:
+                    thread_runs = await runs.thread_runs(thread_id)
+                    now = next(r for r in thread_runs if r.id == record.id)
+                    data = json.loads(event.data)
+                    values = shapes.values(thread_runs)
+                    if isinstance(item, Paused):
+                        interrupt = shapes.interrupt_of(now, data["steps"])
+                        frames = [*paused(modes, event.seq, data, values, interrupt), END]
+                    else:  # ended with its terminal event
+                        answer = shapes.answer_message(now)
+                        frames = ended(modes, event.seq, event.type, data, values, answer)
+                    for frame in frames:
+                        yield frame
+                    return
+                case Broken(code, message):
+                    yield error(code, message)
+                    return
+    except Exception:
+        logger.exception("run=%s agent server stream failed", record.id)
+        yield error("stream_failed", "the run's events could not be read")

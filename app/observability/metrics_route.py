@@ -1,4 +1,4 @@
-"""`/metrics`: the process's Prometheus metrics (app/integrations/metrics.py), behind the API
+"""`/metrics`: the process's Prometheus metrics (app/observability/metrics.py), behind the API
 key when keys are configured."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from app.http.auth import Authorized
-from app.integrations.metrics import exposition
+from app.observability.metrics import exposition
 
 router = APIRouter(tags=["operations"])
 

@@ -1,12 +1,11 @@
-"""The Agent Server API's runs under `/lg` (app/http/routes/agent_server.py has its threads):
+"""The Agent Server API's runs under `/lg` (routes.py has its threads):
 start one on a thread (streamed or in the background), answer its plan with `command.resume`,
 look it up, re-join its stream, wait for it, cancel it."""
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Response
@@ -14,16 +13,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
-from agents.events import PAUSE_TYPES, TERMINAL_TYPES
-from app.access.run_access import Runs, ThreadNotFinished
-from app.http.deps import CallerRuns
-from app.http.event_stream import EventStreamResponse
-from app.http.routes.agent_server import Id, ThreadRun, fields_error, invalid, thread_of
-from app.http.routes.runs import ERRORS
-from app.http.sse import HEARTBEAT, MAX_EVENT_ID, SSE_HEADERS, parse_last_event_id
-from app.integrations import agent_server_shapes as shapes
-from app.integrations import agent_server_stream as stream
-from app.integrations.agent_server import (
+from app.access.run_access import Runs
+from app.agent_server import shapes, stream
+from app.agent_server.bodies import (
     JOIN_MODES,
     BadInput,
     RunCreate,
@@ -32,8 +24,12 @@ from app.integrations.agent_server import (
     question,
     run_params,
 )
-from app.runs.manager import RunNotWaiting
-from app.store.base import UNFINISHED, RunRecord
+from app.agent_server.routes import Id, ThreadRun, fields_error, invalid, thread_of
+from app.http.deps import CallerRuns
+from app.http.event_stream import EventStreamResponse
+from app.http.responses import ERRORS
+from app.http.sse import MAX_EVENT_ID, SSE_HEADERS, parse_last_event_id
+from app.store.base import RunRecord
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/lg", tags=["langgraph-agent-server"])
@@ -46,7 +42,6 @@ def _location(thread_id: str, run_id: str) -> str:
 async def _start(runs: Runs, thread_id: str, body: RunCreate) -> tuple[RunRecord, int]:
     """Start a run on the thread, or answer the plan its last run waits for (`command`);
     the run and the id of its last event before this request."""
-    thread_runs = await runs.thread_runs(thread_id)
     if body.command is not None:
         if body.input is not None:
             raise invalid(
@@ -58,13 +53,7 @@ async def _start(runs: Runs, thread_id: str, body: RunCreate) -> tuple[RunRecord
             raise invalid("command", str(e)) from e
         except ValidationError as e:
             raise fields_error(e, "command") from e
-        last = thread_runs[-1] if thread_runs else None
-        if last is None or last.awaiting is None:
-            raise RunNotWaiting(f"no run of thread {thread_id} waits for an answer")
-        after = await runs.last_event_id(last.id)
-        return await runs.answer_plan(last.id, decision), after
-    if any(r.status in UNFINISHED for r in thread_runs):
-        raise ThreadNotFinished(f"a run of thread {thread_id} has not ended (one at a time)")
+        return await runs.answer_thread(thread_id, decision)
     try:
         params = run_params(body)
         task = question(body.input)
@@ -72,58 +61,9 @@ async def _start(runs: Runs, thread_id: str, body: RunCreate) -> tuple[RunRecord
         raise invalid(e.field, str(e)) from e
     except ValidationError as e:
         raise fields_error(e, "context") from e
-    record = await runs.submit(task, params, thread_id)
+    record = await runs.submit_alone(thread_id, task, params)
     logger.info("run=%s started on thread=%s (agent server API)", record.id, thread_id)
     return record, 0
-
-
-async def _parts(
-    runs: Runs,
-    record: RunRecord,
-    after: int,
-    modes: Sequence[StreamModeName],
-    opening: bool,
-) -> AsyncIterator[bytes]:
-    """The run's events after `after` as stream parts, from `metadata` to `end` or `error`;
-    `opening` sends the thread's values first. A run waiting for its plan's answer ends the
-    stream (at once when the client has seen its interrupt)."""
-    thread_id = record.thread_id or ""
-    yield stream.metadata(record.id)
-    try:
-        if opening and "values" in modes:
-            yield stream.part("values", shapes.values(await runs.thread_runs(thread_id)))
-        if record.awaiting is not None and after >= await runs.last_event_id(record.id):
-            yield stream.END
-            return
-        async for event in runs.follow(record.id, after):
-            if event is None:
-                yield HEARTBEAT
-                if (await runs.get(record.id)).awaiting is not None:
-                    yield stream.END
-                    return
-                continue
-            data = json.loads(event.data)
-            if event.type in TERMINAL_TYPES | PAUSE_TYPES:
-                thread_runs = await runs.thread_runs(thread_id)
-                now = next(r for r in thread_runs if r.id == record.id)
-                values = shapes.values(thread_runs)
-                if event.type in PAUSE_TYPES:
-                    interrupt = shapes.interrupt_of(now, data["steps"])
-                    frames = stream.paused(modes, event.seq, data, values, interrupt)
-                    for frame in [*frames, stream.END]:
-                        yield frame
-                    return
-                answer = shapes.answer_message(now)  # ended with its terminal event
-                for frame in stream.ended(modes, event.seq, event.type, data, values, answer):
-                    yield frame
-                return
-            for frame in stream.step(modes, event.seq, event.type, data):
-                yield frame
-    except Exception:
-        logger.exception("run=%s agent server stream failed", record.id)
-        yield stream.error("stream_failed", "the run's events could not be read")
-        return
-    yield stream.error("run_deleted", "the run was deleted while it was followed")
 
 
 def _streaming(parts: AsyncIterator[bytes], record: RunRecord) -> StreamingResponse:
@@ -149,7 +89,7 @@ async def stream_run(thread_id: Id, body: RunCreate, runs: CallerRuns) -> Stream
         slot.release()
         raise
     opening = body.command is None  # a resumed run's stream goes on from its interrupt
-    parts = _parts(runs, record, after, body.modes(), opening)
+    parts = stream.parts(runs, record, after, body.modes(), opening)
     return _streaming(slot.hold(parts), record)
 
 
@@ -228,7 +168,7 @@ async def join_stream(
     """The run's parts after `Last-Event-ID` (from its start without one), then live until it
     ends or waits for its plan's answer."""
     start = parse_last_event_id(last_event_id) or 0
-    if start > MAX_EVENT_ID or start > await runs.last_event_id(record.id):
+    if start > MAX_EVENT_ID or start > await runs.last_event_id(record):
         raise RequestValidationError(
             [
                 {
@@ -240,7 +180,7 @@ async def join_stream(
         )
     named = [mode for mode in stream_mode or [] if mode]
     modes = tuple(dict.fromkeys(named)) if named else JOIN_MODES
-    parts = _parts(runs, record, start, modes, start == 0)
+    parts = stream.parts(runs, record, start, modes, start == 0)
     return _streaming((await runs.stream_slot()).hold(parts), record)
 
 

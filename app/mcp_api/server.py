@@ -31,13 +31,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agents.params import RunParams
 from app.access.limits import RateLimited
 from app.access.run_access import Runs
-from app.access.tenancy import Caller
 from app.errors import ServiceError
 from app.http.auth import require_key
 from app.http.errors import Unauthorized
-from app.http.routes.runs import view
+from app.http.responses import view
 from app.http.schemas import MAX_TASK_CHARS
-from app.integrations.progress import Progress
+from app.keys.tenancy import Caller
+from app.observability.progress import Progress
+from app.runs.following import Broken, Ended, Paused, Step
 from app.store.base import RunStatus
 from calls.errors import LatsError
 
@@ -145,13 +146,15 @@ async def _solve(
     """Submit `task`, report its progress to `ctx` as the tree grows, and return the run."""
     record = await _guard(access.submit(task, params))
     progress = Progress()
-    async for event in access.events(record.id, 0):
-        if event is None:
-            continue
-        line = progress.update(event.type, event.data)
-        if line is not None:
-            message = f"[{progress.stage}] {line} · {progress.counts}"
-            await ctx.report_progress(event.seq, None, message)
+    async for item in access.follow(record):
+        match item:
+            case Step(event) | Paused(event) | Ended(event) if event is not None:
+                line = progress.update(event.type, json.loads(event.data))
+                if line is not None:
+                    message = f"[{progress.stage}] {line} · {progress.counts}"
+                    await ctx.report_progress(event.seq, None, message)
+            case Broken(_, why):
+                raise ToolError(f"{why} (run {record.id})")
     done = await access.wait(record.id)
     return _brief(view(done).model_dump(mode="json"))
 

@@ -1,5 +1,6 @@
 """`lats`: serve the API (with or without a worker), run a worker, solve a task (in-process or
-against a server, on a thread), answer a plan waiting for approval, list and show runs."""
+against a server, on a thread, over document collections), answer a plan waiting for approval,
+list and show runs, keep a server's document collections (`lats docs`, app/cli/documents.py)."""
 
 from __future__ import annotations
 
@@ -17,16 +18,17 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from agents.params import RunParams
+from app.cli import documents
+from app.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CliError
+from app.cli.remote import approve, auth_headers, runs, show, solve_remote, thread
+from app.cli.render import JsonLines, LiveTree, Renderer, TreePrinter
 from app.errors import ServiceError
 from app.http.schemas import MAX_TASK_CHARS
-from app.http.sse import aframes
 from app.logs import configure as configure_logging
-from app.render import JsonLines, LiveTree, Renderer, TreePrinter, footnotes
 from app.settings import Settings
 from calls.errors import ConfigError, LatsError
 from calls.models import ModelFactory
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PARAM_FLAGS = (
     "max_paths",
     "max_candidates",
@@ -38,17 +40,8 @@ PARAM_FLAGS = (
     "deadline_s",
     "strategy",
 )
-REVIEWED = {"approve": "approved", "edit": "edited", "reject": "rejected"}
 # Long-running processes: their own INFO lines are their log, shown without -v.
 SERVICES = frozenset({"serve", "worker", "mcp"})
-
-
-class CliError(Exception):
-    """A message for the user and the exit code that goes with it."""
-
-    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def _settings() -> Settings:
@@ -74,8 +67,12 @@ def _params(args: argparse.Namespace) -> RunParams:
         raise CliError(f"invalid option: {problems}") from e
 
 
-def _headers(args: argparse.Namespace) -> dict[str, str]:
-    return {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
+def _with_collections(params: RunParams, ids: list[str]) -> RunParams:
+    """`params` searching the collections `ids` (`--collection`, resolved by the server)."""
+    try:
+        return RunParams(**params.model_dump(exclude_defaults=True), collections=ids)
+    except ValidationError as e:
+        raise CliError(f"invalid option: --collection: {e.errors()[0]['msg']}") from e
 
 
 def _started(settings: Settings) -> tuple[ModelFactory, list[BaseTool]]:
@@ -120,8 +117,8 @@ def worker(args: argparse.Namespace) -> int:
 
 def mcp(args: argparse.Namespace) -> int:
     """`lats mcp`: the MCP server over stdio (stdout carries the protocol; logs go to stderr)."""
-    from app.integrations.mcp_server import serve_stdio
     from app.main import create_app
+    from app.mcp_api.server import serve_stdio
 
     settings = _settings()
     models, tools = _started(settings)
@@ -144,58 +141,21 @@ async def _solve_local(task: str, params: RunParams, renderer: Renderer) -> int:
     return code
 
 
-async def solve_remote(
-    url: str,
-    task: str,
-    params: RunParams,
-    renderer: Renderer,
-    headers: dict[str, str],
-    *,
-    thread_id: str | None = None,
-) -> int:
-    """Run `task` on the server at `url` (on thread `thread_id`, if given), rendering its SSE
-    stream until the run ends, or waits for its plan's approval; the exit code."""
-    body: dict[str, Any] = {"task": task, **params.model_dump(exclude_defaults=True)}
-    if thread_id is not None:
-        body["thread_id"] = thread_id
-    code = EXIT_FAILED
-    async with (
-        httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(30, read=60)) as client,
-        client.stream("POST", "/solve", json=body, headers=headers) as response,
-    ):
-        if response.status_code != 200:
-            await response.aread()
-            raise CliError(_http_problem(response), EXIT_FAILED)
-        async for frame in aframes(response.aiter_lines()):
-            event = frame.json()
-            renderer.handle(event)
-            if event["type"] == "done":
-                code = EXIT_OK
-            if event["type"] == "interrupt":
-                return EXIT_OK  # the run waits: `lats approve` answers it
-    return code
-
-
-def _http_problem(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-        return f"server said {response.status_code}: {body.get('message', body)}"
-    except ValueError:
-        return f"server said {response.status_code}"
-
-
 def solve(args: argparse.Namespace) -> int:
     task = args.task.strip()
     if not task or len(task) > MAX_TASK_CHARS:
         raise CliError(f"the task must be 1 to {MAX_TASK_CHARS} characters")
     params = _params(args)
-    if not args.url and (args.thread or params.approve_plan):
-        raise CliError("--thread and --approve-plan need a server (--url)")
+    if not args.url and (args.thread or params.approve_plan or args.collection):
+        raise CliError("--thread, --approve-plan and --collection need a server (--url)")
+    if args.collection:
+        names = documents.collection_ids(args.url, args.collection, auth_headers(args))
+        params = _with_collections(params, asyncio.run(names))
     with _renderer(args.json) as renderer:
         if args.url:
             return asyncio.run(
                 solve_remote(
-                    args.url, task, params, renderer, _headers(args), thread_id=args.thread
+                    args.url, task, params, renderer, auth_headers(args), thread_id=args.thread
                 )
             )
         return asyncio.run(_solve_local(task, params, renderer))
@@ -213,106 +173,6 @@ def _renderer(as_json: bool) -> Iterator[Renderer]:
             yield live
     else:
         yield TreePrinter(sys.stdout)
-
-
-async def fetch_json(url: str, path: str, headers: dict[str, str]) -> Any:
-    """GET `path` on the server; the JSON body, or a `CliError` with the server's message."""
-    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-        response = await client.get(path, headers=headers)
-    if response.status_code != 200:
-        raise CliError(_http_problem(response), EXIT_FAILED)
-    return response.json()
-
-
-def runs(args: argparse.Namespace) -> int:
-    return asyncio.run(runs_async(args))
-
-
-async def runs_async(args: argparse.Namespace) -> int:
-    """`lats runs`: one line per run, newest first."""
-    query = f"/runs?limit={args.limit}" + (f"&status={args.status}" if args.status else "")
-    body = await fetch_json(args.url, query, _headers(args))
-    for run in body["runs"]:
-        task = run["task"] if len(run["task"]) <= 60 else run["task"][:57] + "..."
-        print(f"{run['run_id']}  {run['status']:<11} {run['created_at'][:19]}  {task}")
-    return EXIT_OK
-
-
-def show(args: argparse.Namespace) -> int:
-    return asyncio.run(show_async(args))
-
-
-async def show_async(args: argparse.Namespace) -> int:
-    """`lats show`: the run, its tree (the chosen path starred) and its answer."""
-    run = await fetch_json(args.url, f"/runs/{args.run_id}", _headers(args))
-    print(f"run {run['run_id']} · {run['status']} · stop: {run['stop_reason']}")
-    print(f"task: {run['task']}")
-    children: dict[str | None, list[dict[str, Any]]] = {}
-    for node in run.get("nodes") or []:
-        children.setdefault(node["parent_id"], []).append(node)
-
-    def draw(parent: str | None, depth: int) -> None:
-        for node in children.get(parent, []):
-            mark = "★" if node["id"] in run["path"] else " "
-            print(f"{'  ' * depth}{mark} {node['id']} [{node['status']}] {node['step']}")
-            draw(node["id"], depth + 1)
-
-    draw(None, 1)
-    if run.get("answer"):
-        print(f"\nanswer:\n{run['answer']}")
-        print(footnotes(run), end="")
-    return EXIT_OK if run["status"] != "failed" else EXIT_FAILED
-
-
-async def post_json(
-    url: str, path: str, headers: dict[str, str], body: dict[str, Any] | None = None
-) -> Any:
-    """POST `body` to `path` on the server; the JSON body, or a `CliError` with the server's
-    message."""
-    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-        response = await client.post(path, json=body, headers=headers)
-    if response.status_code not in (200, 201, 202):
-        raise CliError(_http_problem(response), EXIT_FAILED)
-    return response.json()
-
-
-def thread(args: argparse.Namespace) -> int:
-    return asyncio.run(thread_async(args))
-
-
-async def thread_async(args: argparse.Namespace) -> int:
-    """`lats thread`: a new thread on the server; prints its id (for `solve --thread`)."""
-    made = await post_json(args.url, "/threads", _headers(args))
-    print(made["thread_id"])
-    return EXIT_OK
-
-
-def plan_steps(path: str) -> list[str]:
-    """The steps of an edited plan: one a line of the file (blank lines skipped)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            steps = [line.strip() for line in handle if line.strip()]
-    except OSError as e:
-        raise CliError(f"cannot read {path}: {e.strerror}") from e
-    if not steps:
-        raise CliError(f"{path} holds no step")
-    return steps
-
-
-def approve(args: argparse.Namespace) -> int:
-    return asyncio.run(approve_async(args))
-
-
-async def approve_async(args: argparse.Namespace) -> int:
-    """`lats approve RUN [--edit FILE | --reject]`: answer a run waiting for its plan."""
-    if args.edit and args.reject:
-        raise CliError("--edit and --reject exclude each other")
-    body: dict[str, Any] = {"action": "reject" if args.reject else "approve"}
-    if args.edit:
-        body = {"action": "edit", "steps": plan_steps(args.edit)}
-    run = await post_json(args.url, f"/runs/{args.run_id}/resume", _headers(args), body)
-    print(f"run {run['run_id']} · plan {REVIEWED[body['action']]} · {run['status']}")
-    return EXIT_OK
 
 
 def migrate(args: argparse.Namespace) -> int:
@@ -411,6 +271,13 @@ def _run_commands(sub: Any) -> None:
         action="store_true",
         help="stop at the plan until `lats approve` answers it (--url)",
     )
+    p.add_argument(
+        "--collection",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="search this document collection too (`lats docs`; repeatable; --url)",
+    )
     p = _command(sub, thread, "start a thread on a server; prints its id")
     _remote(p, required=True)
     p = _command(sub, approve, "answer a run waiting for its plan's approval")
@@ -446,6 +313,7 @@ def parser() -> argparse.ArgumentParser:
     _service_commands(sub)
     _run_commands(sub)
     _store_commands(sub)
+    documents.add_commands(sub, _command, _remote)
     return top
 
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from app.integrations.agent_server import GRAPH_ID
-from app.integrations.progress import with_sources
+from app.agent_server.bodies import GRAPH_ID
+from app.observability.progress import with_sources
 from app.store.base import RunRecord, RunStatus, ThreadRecord
 
 AgentRunStatus = Literal["pending", "running", "error", "success", "timeout", "interrupted"]

@@ -1,10 +1,11 @@
 """The LangGraph Agent Server's API under `/lg` (info, assistants, threads; its runs are in
-app/http/routes/agent_server_runs.py), so its SDKs drive plantree: point
-`get_client(url="http://host:8000/lg")` (Python) or `new Client({apiUrl: ".../lg"})` (JS) at it.
+run_routes.py), so its SDKs drive plantree: point `get_client(url="http://host:8000/lg")`
+(Python) or `new Client({apiUrl: ".../lg"})` (JS) at it.
 
 The same runs, threads, keys, tenancy and limits as plantree's own API (through
 `app/access/run_access.py`): a thread made here is a plantree thread, a run a plantree run.
-The shapes are in `app/integrations/agent_server*.py`; docs/integrations.md lists what exists.
+Its request bodies are read in bodies.py, its replies shaped in shapes.py and stream.py;
+docs/integrations.md lists what exists.
 Paths in `Location` and `Content-Location` are relative to the API's root, as the SDKs read
 them (they resolve them against the URL they were given).
 """
@@ -24,19 +25,20 @@ from pydantic import ValidationError
 from agents.errors import RunNotFound
 from agents.events import PAUSE_TYPES
 from app.access.run_access import Runs, ThreadNotFound
-from app.http.auth import Authorized
-from app.http.deps import CallerRuns
-from app.http.routes.runs import ERRORS
-from app.http.schemas import ID_PATTERN
-from app.integrations import agent_server_shapes as shapes
-from app.integrations.agent_server import (
+from app.agent_server import shapes
+from app.agent_server.bodies import (
     GRAPH_ID,
     HistoryRequest,
     ThreadCreate,
     ThreadSearch,
     assistant,
 )
-from app.integrations.openai_compat import PRESETS, invalid_fields
+from app.http.auth import Authorized
+from app.http.deps import CallerRuns
+from app.http.errors import invalid_fields
+from app.http.presets import PRESETS
+from app.http.responses import ERRORS
+from app.http.schemas import ID_PATTERN
 from app.store.base import RunRecord, ThreadRecord
 
 logger = logging.getLogger(__name__)
@@ -59,7 +61,7 @@ async def _waiting(runs: Runs, record: RunRecord) -> dict[str, Any] | None:
     if record.awaiting is None:
         return None
     steps: list[str] = []
-    async for event in runs.stored_events(record.id):
+    async for event in runs.stored_events(record):
         if event.type in PAUSE_TYPES:
             steps = json.loads(event.data)["steps"]
     return shapes.interrupt_of(record, steps)
