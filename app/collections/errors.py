@@ -14,6 +14,13 @@ class DocumentNotFound(ServiceError, code="document_not_found"):
         super().__init__("there is no such document in the collection")
 
 
+class PageNotFound(ServiceError, code="page_not_found"):
+    """The document has no page of that number."""
+
+    def __init__(self, page: int, pages: int) -> None:
+        super().__init__(f"the document has no page {page}; its pages are 1 to {pages}")
+
+
 class UploadRefused(ServiceError, code="bad_upload"):
     """The upload's body is not one the service reads: not multipart with files, a part that is
     not a file, more files than allowed, or a body that ended early."""

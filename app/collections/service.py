@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from app.collections.errors import DocumentNotFound, UrlRefused
+from app.collections.errors import DocumentNotFound, PageNotFound, UrlRefused
 from app.collections.intake import DocumentIntake
 from app.collections.reader import ReadFile
 from app.collections.uploads import UploadedFile, shown
@@ -38,6 +38,7 @@ from app.store.collection_base import (
     NewDocument,
 )
 from app.store.protocols import Collections
+from tools.documents.passages import Passage
 from tools.documents.reading import DocumentRefused
 
 logger = logging.getLogger(__name__)
@@ -126,6 +127,14 @@ class CallerCollections:
         if record is None:
             raise DocumentNotFound()
         return record
+
+    async def page(self, collection_id: str, document_id: str, page: int) -> builtins.list[Passage]:
+        """The passages of the document's page `page` (from 1); raises `CollectionNotFound`,
+        `DocumentNotFound`, or `PageNotFound` for a page the document does not have."""
+        record = await self.document(collection_id, document_id)
+        if page > record.pages:
+            raise PageNotFound(page, record.pages)
+        return await self.store.passages(self.tenant, collection_id, document_id, page)
 
     async def delete_document(self, collection_id: str, document_id: str) -> None:
         """Delete the document with its passages; raises `CollectionNotFound` or

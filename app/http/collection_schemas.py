@@ -10,6 +10,7 @@ from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, StringConstraints
 
 from app.collections.service import MAX_TITLE_CHARS
 from app.store.collection_base import AddedDocument, CollectionRecord, DocumentRecord
+from tools.documents.passages import Passage
 from tools.documents.reading import Kind
 
 MAX_NAME_CHARS = 100
@@ -75,6 +76,32 @@ class DocumentView(BaseModel):
     @classmethod
     def of(cls, record: DocumentRecord) -> DocumentView:
         return cls(document_id=record.id, **record.model_dump(exclude={"id"}))
+
+
+class PassageView(BaseModel):
+    """One passage of a page, in reading order."""
+
+    number: int = Field(description="Its number on the page, from 1.")
+    heading: str | None = Field(description="The heading it stands under, if any.")
+    text: str
+
+
+class PageView(BaseModel):
+    """One page of a document: its passages as stored and searched, in order."""
+
+    collection_id: str
+    document_id: str
+    page: int = Field(description="From 1 (1 for a document without pages).")
+    passages: list[PassageView]
+
+    @classmethod
+    def of(cls, collection_id: str, document_id: str, page: int, cut: list[Passage]) -> PageView:
+        return cls(
+            collection_id=collection_id,
+            document_id=document_id,
+            page=page,
+            passages=[PassageView(number=p.number, heading=p.heading, text=p.text) for p in cut],
+        )
 
 
 class CollectionDetail(CollectionView):

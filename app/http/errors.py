@@ -21,6 +21,7 @@ from app.access.limits import RateLimited
 from app.access.run_access import RunNotFinished, ThreadNotFinished
 from app.collections.errors import (
     DocumentNotFound,
+    PageNotFound,
     UnsupportedMediaType,
     UploadRefused,
     UrlFailed,
@@ -57,6 +58,7 @@ class Unauthorized(ServiceError, code="unauthorized"):
 _COLLECTION_STATUSES: tuple[tuple[type[ServiceError], int], ...] = (
     (CollectionNotFound, 404),
     (DocumentNotFound, 404),
+    (PageNotFound, 404),
     (CollectionNameTaken, 409),
     (CollectionInUse, 409),
     (DocumentTooLarge, 413),

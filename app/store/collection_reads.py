@@ -9,6 +9,7 @@ from typing import Any
 
 from app.store.collection_base import CollectionRecord, DocumentRecord, PassageHit, passage_id
 from app.store.reads import DbT, Part, Row
+from tools.documents.passages import Passage
 
 # A document's columns, of the documents table as `d`.
 DOCUMENT_COLUMNS = (
@@ -62,6 +63,31 @@ class CollectionReads(Part[DbT]):
         sql = f"{self._documents_sql()} ORDER BY d.created_at DESC, d.id DESC LIMIT ? OFFSET ?"
         rows = await self._db.all(sql, (tenant, collection_id, limit, offset))
         return [document_record(r) for r in rows]
+
+    async def passages(
+        self, tenant: str | None, collection_id: str, document_id: str, page: int
+    ) -> list[Passage]:
+        """The passages of page `page` (from 1; 1 for a document without pages), in order."""
+        dialect = self._db.dialect
+        sql = (
+            f"SELECT p.page, p.number, p.heading, p.text FROM {dialect.passages} p"
+            f" JOIN {dialect.documents} d ON d.id = p.document_id"
+            f" JOIN {dialect.collections} c ON c.id = d.collection_id"
+            f" WHERE c.tenant {dialect.same} ? AND d.collection_id = ? AND d.id = ?"
+            " AND p.page IN (?, ?) ORDER BY p.number"
+        )
+        # A document without pages keeps its passages on page 0.
+        unpaged = 0 if page == 1 else page
+        rows = await self._db.all(sql, (tenant, collection_id, document_id, page, unpaged))
+        return [
+            Passage(
+                page=row["page"] or None,
+                number=int(row["number"]),
+                heading=row["heading"],
+                text=row["text"],
+            )
+            for row in rows
+        ]
 
 
 def _time(value: Any) -> datetime:

@@ -53,6 +53,7 @@ from app.store.collection_base import (
     NewDocument,
     PassageHit,
 )
+from tools.documents.passages import Passage
 
 
 class RunRecords(Protocol):
@@ -249,6 +250,12 @@ class Collections(Protocol):
     ) -> bool:
         """Delete the document with its passages, in one transaction; False when there is no
         such document."""
+
+    async def passages(
+        self, tenant: str | None, collection_id: str, document_id: str, page: int
+    ) -> list[Passage]:
+        """The passages of the document's page `page` (from 1; a document without pages has
+        only page 1), in order; none for a page it does not have or another tenant's."""
 
     async def search(
         self, tenant: str | None, collection_ids: Sequence[str], query: str, k: int

@@ -35,6 +35,7 @@ from app.http.collection_schemas import (
     DocumentsAdded,
     DocumentView,
     NewCollection,
+    PageView,
     TextDocument,
     UrlDocument,
 )
@@ -214,6 +215,25 @@ async def get_document(
     collection_id: CollectionId, document_id: DocumentId, docs: CallerDocs
 ) -> DocumentView:
     return DocumentView.of(await docs.document(collection_id, document_id))
+
+
+@router.get(
+    "/{collection_id}/documents/{document_id}/pages/{page}",
+    response_model=PageView,
+    summary="A page of a document: its passages",
+    responses=COLLECTION_ERRORS,
+)
+async def get_page(
+    collection_id: CollectionId,
+    document_id: DocumentId,
+    page: Annotated[int, Path(ge=1, le=1_000_000)],
+    docs: CallerDocs,
+) -> PageView:
+    """The passages of page `page` (from 1; a document without pages has page 1 only), as
+    stored and searched: what a citation "title, p. N" quotes from. 404 `page_not_found` for a
+    page the document does not have."""
+    cut = await docs.page(collection_id, document_id, page)
+    return PageView.of(collection_id, document_id, page, cut)
 
 
 @router.delete(

@@ -1,9 +1,9 @@
 // A document a citation names, shown in the page: a source whose URL is exactly
 // /collections/<id>/documents/<id>(#page=N) (what the `documents` tool cites) is a same-origin
 // link, and a click on it opens the document's card instead of the service's JSON: the
-// document's record (GET /collections/{c}/documents/{d}) and the passages of the cited page the
-// run read (its evidence, GET /runs/{id}), the cited quotes marked. The service has no route
-// for a page's whole text, so the card shows what the run read of it.
+// document's record (GET /collections/{c}/documents/{d}) and the cited page's passages
+// (GET …/pages/{n}), the cited quotes marked. Should the page not be readable (the document
+// deleted since), the card shows what the run read of it (its evidence, GET /runs/{id}).
 //
 // Titles, file names and passages are user-supplied: set as text, never as HTML.
 
@@ -79,15 +79,30 @@ async function showDocument(url, runId, quotes) {
   card.scrollIntoView({ block: "nearest" });
 
   const path = `/collections/${place.collectionId}/documents/${place.documentId}`;
-  const [doc, read] = await Promise.allSettled([
+  const [doc, page, read] = await Promise.allSettled([
     api(path),
+    api(`${path}/pages/${place.page ?? 1}`),
     runId ? api(`/runs/${encodeURIComponent(runId)}`) : Promise.resolve(null),
   ]);
   if (token !== shown) return;
   if (doc.status === "fulfilled") drawRecord(doc.value.data, place);
   else showError(doc.reason);
+  if (page.status === "fulfilled") {
+    drawPage(page.value.data.passages.map((passage) => passage.text), quotes, place);
+    return;
+  }
   const passages = read.status === "fulfilled" && read.value ? readPassages(read.value.data, url) : [];
   drawPassages(passages, quotes, place);
+}
+
+function drawPage(texts, quotes, place) {
+  const where = place.page ? `page ${place.page}` : "the document";
+  $("doc-passages-title").hidden = false;
+  $("doc-passages-title").textContent = place.page ? `Page ${place.page}` : "Its text";
+  $("doc-passages").replaceChildren(...texts.map((text) => el("li", {}, ...marked(text, quotes))));
+  $("doc-note").textContent = texts.length
+    ? `The whole of ${where} as stored and searched, the cited quotes marked.`
+    : `Nothing of ${where} was stored.`;
 }
 
 function showError(error) {

@@ -149,6 +149,8 @@ async def test_an_uploaded_pdf_is_searched_by_a_run_and_its_citation_opens_the_c
         await expect(card.locator("#doc-passages li")).to_have_count(1)
         await expect(card.locator("#doc-passages li")).to_contain_text("Costs stayed level.")
         await expect(card.locator("mark.quote")).to_have_text(QUOTE)
+        # The page's whole text from the store (GET …/pages/2), not only what the run read.
+        await expect(page.locator("#doc-note")).to_contain_text("The whole of page 2")
         address = page.url
 
     assert "stored" in states

@@ -107,6 +107,11 @@ async def test_a_collection_is_filled_read_searched_and_deleted(
         one = await svc.client.get(
             f"/collections/{collection_id}/documents/{docs['birds.pdf']['document_id']}"
         )
+        birds = f"/collections/{collection_id}/documents/{docs['birds.pdf']['document_id']}"
+        rivers = f"/collections/{collection_id}/documents/{docs['rivers.md']['document_id']}"
+        page_two = await svc.client.get(f"{birds}/pages/2")
+        no_page = await svc.client.get(f"{birds}/pages/3")
+        unpaged = await svc.client.get(f"{rivers}/pages/1")
         async with backend.store() as store:
             found = await store.collections.search(None, [collection_id], "cranes autumn", 5)
         gone_doc = await svc.client.delete(
@@ -134,6 +139,11 @@ async def test_a_collection_is_filled_read_searched_and_deleted(
     assert detail["bytes"] == len(PDF) + len(MARKDOWN) + len(TEXT)
     assert one.json()["document_id"] == docs["birds.pdf"]["document_id"]
     assert [(h.title, h.page) for h in found] == [("Birds", 2)]
+    # A page's passages, as stored and searched: what a citation "Birds, p. 2" quotes from.
+    assert page_two.status_code == 200
+    assert [p["text"] for p in page_two.json()["passages"]] == [found[0].text]
+    assert (no_page.status_code, no_page.json()["code"]) == (404, "page_not_found")
+    assert len(unpaged.json()["passages"]) == docs["rivers.md"]["passages"]
     assert found[0].text == "Cranes migrate south in autumn."
     assert gone_doc.status_code == 204
     assert after_doc == []
@@ -204,6 +214,7 @@ async def test_another_key_gets_404_on_every_route_and_changes_nothing(
                 f"{path}/documents", json={"title": "t", "text": "x"}, headers=as_(BOB)
             ),
             "get document": await svc.client.get(doc, headers=as_(BOB)),
+            "get page": await svc.client.get(f"{doc}/pages/1", headers=as_(BOB)),
             "delete document": await svc.client.delete(doc, headers=as_(BOB)),
             "delete": await svc.client.delete(path, headers=as_(BOB)),
         }
