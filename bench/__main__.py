@@ -18,6 +18,8 @@ from typing import Any
 
 from bench import machine, plots, report
 from bench.cpu import CpuConfig, run_cpu
+from bench.documents import DocumentsConfig, run_documents
+from bench.documents_report import summary as documents_summary
 from bench.engine_runs import Latency
 from bench.faults import FaultsConfig, run_faults
 from bench.faults import summary as faults_summary
@@ -65,8 +67,17 @@ BENCHMARKS = ("search", "load", "memory", "quality", "quota", "cpu", "workers", 
 # Run only when named in `--only`: they run a real model (the multi-hop questions for hours with
 # a local one; the local model's KV prefix reuse for minutes with Qwen), or strike faults for
 # minutes (faults: Postgres, a redis-server binary, root for its tmpfs; the in-flight cap) or
-# soak for half an hour.
-OPT_IN = ("multihop", "local_prefix", "faults", "soak", "in_flight", "tool_spacing", "worker_cpu")
+# soak for half an hour, or fill SQLite and Postgres with 100,000 passages (documents).
+OPT_IN = (
+    "multihop",
+    "local_prefix",
+    "faults",
+    "soak",
+    "in_flight",
+    "tool_spacing",
+    "worker_cpu",
+    "documents",
+)
 # `--smoke` without `--only`: all but the ones that need Postgres and Redis (their smoke tests
 # are tests/e2e/bench/test_bench_workers.py and test_bench_storm.py).
 NEEDS_SERVICES = ("workers", "storm")
@@ -110,6 +121,9 @@ SMOKE: dict[str, Any] = {
     "soak": SoakConfig(
         duration_s=16.0, warmup_s=2.0, window_s=8.0, restart_every_s=8.0, runs_per_s=2.0, clients=8
     ),
+    "documents": DocumentsConfig(
+        passages=600, paragraphs_per_document=200, pdf_pages=3, rounds=1, limit=10
+    ),
 }
 FULL: dict[str, Any] = {
     "search": SearchConfig(),
@@ -126,6 +140,7 @@ FULL: dict[str, Any] = {
     "in_flight": InFlightConfig(),
     "tool_spacing": ToolSpacingConfig(),
     "worker_cpu": WorkerCpuConfig(pairs=5),
+    "documents": DocumentsConfig(),
 }
 # `--quick`: the speed benchmarks at one repetition and three load levels (a few minutes).
 QUICK_SPEED: dict[str, Any] = {
@@ -145,6 +160,7 @@ _SECTIONS = (
     "in_flight",
     "tool_spacing",
     "worker_cpu",
+    "documents",
 )
 
 
@@ -216,6 +232,9 @@ async def _run(
     if "worker_cpu" in only:
         logger.info("benchmark 16: a worker's CPU per run on Postgres + Redis")
         out["worker_cpu"] = await run_worker_cpu(configs["worker_cpu"], work / "worker_cpu")
+    if "documents" in only:
+        logger.info("benchmark 17: full-text search of collections on SQLite and Postgres")
+        out["documents"] = await run_documents(configs["documents"], work / "documents")
     if "soak" in only:
         minutes = configs["soak"].duration_s / 60
         logger.info("benchmark 13: a soak of %g minutes", minutes)
@@ -494,6 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tool_spacing": tool_spacing_summary,
         "worker_cpu": worker_cpu_summary,
         "soak": soak_summary,
+        "documents": documents_summary,
     }
     extra = "".join(
         f"\n{line}"

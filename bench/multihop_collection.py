@@ -22,6 +22,7 @@ from langchain_core.tools import BaseTool
 
 from agents.grounding.verify import Citation
 from app.store.collection_base import CollectionRecord, NewDocument, PassageHit
+from app.store.protocols import Collections
 from app.store.sqlite.store import SqliteRunStore
 from bench.multihop_data import CorpusDocument
 from tools.documents.passages import passages
@@ -116,9 +117,23 @@ async def pooled_collection(documents: Sequence[CorpusDocument], path: Path) -> 
 
 
 async def _filled(store: SqliteRunStore, documents: Sequence[CorpusDocument]) -> PooledCollection:
-    now = datetime.now(UTC)
-    collection = CollectionRecord(id=uuid.uuid4().hex, name="pool", created_at=now)
+    collection = CollectionRecord(id=uuid.uuid4().hex, name="pool", created_at=datetime.now(UTC))
     await store.collections.create(collection)
+    stored = await store_pool(store.collections, collection.id, documents)
+    return PooledCollection(store, collection.id, stored)
+
+
+async def store_pool(
+    collections: Collections,
+    collection_id: str,
+    documents: Sequence[CorpusDocument],
+    tenant: str | None = None,
+    prefix: str = "d",
+) -> dict[str, CorpusDocument]:
+    """`documents` stored in the collection, one document each (its title the paragraph's,
+    its text cut into passages as an uploaded text file's is, its id `<prefix><n>` from 1 in
+    order: ids are the store's, unique across collections): each pool document by its id."""
+    now = datetime.now(UTC)
     stored: dict[str, CorpusDocument] = {}
     for number, document in enumerate(documents, start=1):
         data = f"{document.title}\n{document.text}".encode()
@@ -127,10 +142,10 @@ async def _filled(store: SqliteRunStore, documents: Sequence[CorpusDocument]) ->
             title=document.title, kind="text", sha256=digest, pages=[Page(None, document.text)]
         )
         new = NewDocument(
-            id=f"d{number}",
-            collection_id=collection.id,
+            id=f"{prefix}{number}",
+            collection_id=collection_id,
             title=document.title,
-            name=f"d{number}.txt",
+            name=f"{prefix}{number}.txt",
             kind="text",
             sha256=digest,
             bytes=len(data),
@@ -138,6 +153,6 @@ async def _filled(store: SqliteRunStore, documents: Sequence[CorpusDocument]) ->
             created_at=now,
             passages=passages(read),
         )
-        await store.collections.add_document(None, new)
+        await collections.add_document(tenant, new)
         stored[new.id] = document
-    return PooledCollection(store, collection.id, stored)
+    return stored

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import (
+    documents_report,
     faults_report,
     load_report,
     multihop_report,
@@ -484,6 +485,7 @@ def write(
     in_flight: dict[str, Any] | None = None,
     tool_spacing: dict[str, Any] | None = None,
     worker_cpu: dict[str, Any] | None = None,
+    documents: dict[str, Any] | None = None,
     multihop_more: Sequence[tuple[dict[str, Any], str]] = (),
 ) -> None:
     """Render docs/benchmarks.md from whichever results exist (`multihop_more`: the
@@ -503,6 +505,7 @@ def write(
         "make bench                              # all of them: bench/results/ and this file",
         ".venv/bin/python -m bench --only search # benchmarks 1-3 (also: load, memory, quality,"
         " quota, cpu, workers, storm)",
+        ".venv/bin/python -m bench --only documents  # benchmark 17 (Postgres; about 4 minutes)",
         ".venv/bin/python -m bench --only faults,soak  # benchmarks 12-13 (Postgres, Redis, root;"
         " half an hour)",
         ".venv/bin/python -m bench --only quality --quick  # benchmark 6 in under 3 minutes",
@@ -556,6 +559,7 @@ def write(
         (in_flight, speed_report.in_flight_section),
         (tool_spacing, speed_report.tool_spacing_section),
         (worker_cpu, speed_report.worker_cpu_section),
+        (documents, documents_report.section),
     ]
     for data, section in sections:
         if data is not None:
@@ -565,6 +569,7 @@ def write(
         closing[-1:-1] = quality_report.closing(quality)
     closing[-1:-1] = faults_report.closing(faults, soak)
     closing[-1:-1] = speed_report.worker_cpu_closing(worker_cpu)
+    closing[-1:-1] = documents_report.closing(documents)
     lines += closing
     lines += [
         "## Smoke tests",

@@ -7,13 +7,24 @@ once, English stop words left out (Postgres's `english` list, so that both backe
 same ones; a stop word matches nearly every passage and ranks next to nothing), at most
 `MAX_TERMS` of them. A passage matches when it holds any of the words, and ranks higher the
 more of them (and the rarer) it holds.
+
+What bounds a search's work: ranking costs a search per passage it ranks, and a common word
+(in a third of the passages, say) would have it rank a third of the index. So the passages
+ranked are those holding one of the query's rarer words (`split_terms`: the rarest words
+while the passages holding them stay within `CANDIDATES`), each ranked by all of the words.
+A passage that holds only common words is then found only when fewer than the passages asked
+for hold a rarer one: it would rarely have ranked among the best (the rarer words weigh the
+most), and the work stays bounded whatever the index's size.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 MAX_TERMS = 32
+CANDIDATES = 5_000
+"""The most passages a search ranks, as counted by its rarer words (see `split_terms`)."""
 _WORD = re.compile(r"[^\W_]+")
 # Postgres's english.stop, as one text.
 _STOP_TEXT = """i me my myself we our ours ourselves you your yours yourself yourselves he him
@@ -43,3 +54,24 @@ def fts5_match(terms: list[str]) -> str:
     inside doubled), so that no word is read as an operator (AND, OR, NOT, NEAR), a column
     filter or a prefix, and no query can be a syntax error."""
     return " OR ".join('"{}"'.format(term.replace('"', '""')) for term in terms)
+
+
+def split_terms(
+    terms: Sequence[str], counts: Sequence[int], budget: int = CANDIDATES
+) -> tuple[list[str], list[str]]:
+    """(rare, common) of `terms`, given how many passages hold each (`counts`; a count may be
+    capped just above `budget`): the rarest terms while their counts together stay within
+    `budget` (the rarest one at least), and the others; each part in the query's order."""
+    if len(terms) != len(counts):
+        raise ValueError(f"{len(terms)} terms but {len(counts)} counts")
+    rare: set[int] = set()
+    total = 0
+    for index in sorted(range(len(terms)), key=lambda i: (counts[i], i)):
+        if rare and total + counts[index] > budget:
+            break
+        rare.add(index)
+        total += counts[index]
+    return (
+        [term for i, term in enumerate(terms) if i in rare],
+        [term for i, term in enumerate(terms) if i not in rare],
+    )

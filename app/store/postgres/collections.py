@@ -6,11 +6,25 @@ never added to a collection being deleted. A document's deletion is one statemen
 Search is BM25-like: the passages of the tenant's chosen collections holding any of the
 query's words (app/store/query_words.py; `plainto_tsquery` per word, so no query is syntax),
 ranked by the sum, over the words, of BM25's inverse document frequency (counted over the
-passages searched, never another tenant's) times `ts_rank` of that word (term frequency,
-saturating, over 1 + the log of the passage's length)."""
+passages searched) times `ts_rank` of that word (term frequency, saturating, over 1 + the log
+of the passage's length).
+
+What it costs is the passages it touches: counting a word's passages reads each one's row, and
+`ts_rank` reads (and decompresses) each one's words. So, as on SQLite, a search counts each
+word's passages only up to just past `CANDIDATES`, and finds only passages holding one of the
+rarer words (`split_terms`; those holding only common words fill what fewer than `k` leave).
+A word the planner's statistics (`ANALYZE`, which autovacuum
+runs) put in more than `ESTIMATED` of the passages searched is not counted at all: its count is
+estimated from its share of the table's passages, the one figure a search takes from beyond the
+tenant's passages, and only for the table's most common words. The passages found are first
+weighed by BM25 with every word held once (the inverse document frequencies of the words each
+holds, a common word's found through the index among the passages holding a rarer one, over
+the passage's length: its words are not read), and only the best `RERANKED` of them are ranked
+by every word with `ts_rank`."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +52,7 @@ from app.store.collection_reads import (
     passage_hit,
 )
 from app.store.postgres.db import CALL_TIMEOUT_S, OPEN, PostgresDb
-from app.store.query_words import query_terms
+from app.store.query_words import CANDIDATES, query_terms, split_terms
 
 # A document's write is bounded as any call, plus this long a passage: Postgres parses each
 # passage's words (its generated `tsv`) and indexes them inside the transaction.
@@ -66,36 +80,90 @@ _DELETE_DOCUMENT = (
     " passages AS (DELETE FROM lats_passages WHERE document_id IN (SELECT id FROM gone))"
     " SELECT count(*) FROM gone"
 )
-_SEARCH = """
+# The tenant's collections among those asked for, the passages they hold, and for each word
+# (`i` its position; no row for a word with no lexeme, a stop word of Postgres's) the share of
+# the table's passages the planner's statistics give it (`share`, when they list it) and, unless
+# that share of the passages searched is over `estimated`, how many of them hold it, counted up
+# to `cap`.
+_TERMS = """
 WITH scope AS MATERIALIZED (
-    SELECT id FROM lats_collections
+    SELECT COALESCE(array_agg(id), '{}') AS ids FROM lats_collections
     WHERE id = ANY(%(ids)s) AND tenant IS NOT DISTINCT FROM %(tenant)s
 ),
+total AS MATERIALIZED (
+    SELECT COALESCE(SUM(d.passages), 0)::float8 AS n FROM lats_documents d, scope
+    WHERE d.collection_id = ANY(scope.ids)
+),
+common AS MATERIALIZED (
+    SELECT e.lexeme, e.share FROM pg_stats s,
+        unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, share)
+    WHERE s.schemaname = current_schema() AND s.tablename = 'lats_passages'
+      AND s.attname = 'tsv' AND e.lexeme IS NOT NULL
+),
+terms AS (
+    SELECT t.i, t.q, c.share FROM (
+        SELECT i - 1 AS i, plainto_tsquery('english', word) AS q
+        FROM unnest(%(words)s::text[]) WITH ORDINALITY AS w(word, i)
+    ) AS t
+    LEFT JOIN common c ON c.lexeme = btrim(t.q::text, chr(39)) AND numnode(t.q) = 1
+    WHERE numnode(t.q) > 0
+)
+SELECT (SELECT ids FROM scope) AS scope, (SELECT n FROM total) AS n, terms.i, terms.share,
+    CASE WHEN terms.share IS NULL OR terms.share * (SELECT n FROM total) <= %(estimated)s THEN (
+        SELECT count(*) FROM (
+            SELECT 1 FROM lats_passages p, scope
+            WHERE p.collection_id = ANY(scope.ids) AND p.tsv @@ terms.q
+            LIMIT %(cap)s
+        ) AS held
+    ) END AS held
+FROM terms
+"""
+# The passages of the scope holding a rarer word, each with the words it holds (a common word
+# through the index, among the passages holding a rarer one: `found`), weighed by BM25 with
+# each word held once, k1 1.2 and b 0.75 (1 + k1 (1 - b + b length / average) = 1.3 + 0.9 length
+# / average, the length in bytes; no passage's words are read); the best `reranked` of them
+# ranked by every word's inverse document frequency times its `ts_rank`.
+_SEARCH = """
+WITH words AS MATERIALIZED (
+    SELECT plainto_tsquery('english', word) AS q, idf, rare
+    FROM unnest(%(words)s::text[], %(idfs)s::float8[], %(rare)s::bool[]) AS t(word, idf, rare)
+),
 terms AS MATERIALIZED (
-    SELECT q FROM (
-        SELECT plainto_tsquery('english', word) AS q FROM unnest(%(words)s::text[]) AS word
-    ) AS parsed
-    WHERE numnode(q) > 0
+    SELECT words.q, words.idf,
+        CASE WHEN words.rare THEN words.q ELSE words.q && rarer.q END AS found
+    FROM words, (
+        SELECT string_agg('(' || q::text || ')', ' | ')::tsquery AS q FROM words WHERE rare
+    ) AS rarer
 ),
-total AS (
-    SELECT GREATEST(COALESCE(SUM(passages), 0), 1)::float8 AS n FROM lats_documents
-    WHERE collection_id IN (SELECT id FROM scope)
+held AS MATERIALIZED (
+    SELECT held.document_id, held.page, held.number, held.chars, SUM(terms.idf) AS idf
+    FROM terms CROSS JOIN LATERAL (
+        SELECT p.document_id, p.page, p.number, octet_length(p.text)::float8 AS chars
+        FROM lats_passages p
+        WHERE p.collection_id = ANY(%(scope)s) AND p.tsv @@ terms.found
+    ) AS held
+    GROUP BY held.document_id, held.page, held.number, held.chars
 ),
-weights AS MATERIALIZED (
-    SELECT terms.q, ln(1 + (total.n - df.n + 0.5) / (df.n + 0.5)) AS idf
-    FROM terms CROSS JOIN total CROSS JOIN LATERAL (
-        SELECT count(*)::float8 AS n FROM lats_passages p
-        WHERE p.collection_id IN (SELECT id FROM scope) AND p.tsv @@ terms.q
-    ) AS df
+weighed AS MATERIALIZED (
+    SELECT held.document_id, held.page, held.number,
+        held.idf / (1.3 + 0.9 * held.chars / GREATEST(AVG(held.chars) OVER (), 1.0)) AS weight
+    FROM held
+    ORDER BY weight DESC, held.document_id, held.page, held.number
+    LIMIT %(reranked)s
 )
 SELECT p.collection_id, p.document_id, p.page, p.number, p.text, d.title,
-    (SELECT SUM(w.idf * ts_rank(p.tsv, w.q, 1)) FROM weights w) AS score
-FROM lats_passages p JOIN lats_documents d ON d.id = p.document_id
-WHERE p.collection_id IN (SELECT id FROM scope)
-  AND p.tsv @@ (SELECT string_agg('(' || q::text || ')', ' | ')::tsquery FROM terms)
+    (SELECT SUM(terms.idf * ts_rank(p.tsv, terms.q, 1)) FROM terms) AS score
+FROM weighed w
+JOIN lats_passages p
+  ON p.document_id = w.document_id AND p.page = w.page AND p.number = w.number
+JOIN lats_documents d ON d.id = p.document_id
 ORDER BY score DESC, p.document_id, p.page, p.number
 LIMIT %(k)s
 """
+ESTIMATED = 1_000
+"""A word the planner's statistics put in more passages than this is not counted."""
+RERANKED = 100
+"""How many of the passages weighed by their rarer words are ranked by every word."""
 
 
 class PostgresCollections(CollectionReads[PostgresDb]):
@@ -191,15 +259,60 @@ class PostgresCollections(CollectionReads[PostgresDb]):
     async def search(
         self, tenant: str | None, collection_ids: Sequence[str], query: str, k: int
     ) -> list[PassageHit]:
-        terms = query_terms(query)
+        words = query_terms(query)
         ids = list(dict.fromkeys(collection_ids))
-        if not terms or not ids or k <= 0:
+        if not words or not ids or k <= 0:
             return []
-        args = {"ids": ids, "tenant": tenant, "words": terms, "k": min(k, MAX_SEARCH_K)}
+        args = {
+            "ids": ids,
+            "tenant": tenant,
+            "words": words,
+            "cap": CANDIDATES + 1,
+            "estimated": ESTIMATED,
+        }
         async with self._db.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(_SEARCH, args)
+            await cur.execute(_TERMS, args)
+            counted = sorted(await cur.fetchall(), key=lambda r: int(r["i"]))
+            if not counted or not counted[0]["scope"] or not counted[0]["n"]:
+                return []
+            n = float(counted[0]["n"])
+            kept = [words[int(r["i"])] for r in counted]
+            held = [_held(r["held"], r["share"], n) for r in counted]
+            if not any(held):
+                return []
+            rare, common = split_terms(kept, held)
+            limit = min(k, MAX_SEARCH_K)
+            search = {
+                "words": kept,
+                "idfs": [_idf(n, df) for df in held],
+                "rare": [word in rare for word in kept],
+                "scope": counted[0]["scope"],
+                "reranked": max(RERANKED, limit),
+                "k": limit,
+            }
+            await cur.execute(_SEARCH, search)
             rows = await cur.fetchall()
+            if common and len(rows) < limit:
+                # Fewer passages hold a rarer word than were asked for: those holding a common
+                # one fill the rest (the passages found twice kept once; the scores compare).
+                await cur.execute(_SEARCH, {**search, "rare": [w in common for w in kept]})
+                found = {(r["document_id"], r["page"], r["number"]): r for r in rows}
+                for r in await cur.fetchall():
+                    found.setdefault((r["document_id"], r["page"], r["number"]), r)
+                ranked = sorted(found.values(), key=lambda r: -float(r["score"]))
+                rows = ranked[:limit]
         return [passage_hit(r) for r in rows]
+
+
+def _held(counted: int | None, share: float | None, n: float) -> int:
+    """How many passages of the scope hold a word: counted, or estimated from its share of the
+    table's passages."""
+    return int(counted) if counted is not None else round((share or 0.0) * n)
+
+
+def _idf(n: float, held: int) -> float:
+    """BM25's inverse document frequency of a word that `held` of `n` passages hold."""
+    return math.log(1 + (n - held + 0.5) / (held + 0.5))
 
 
 async def _lock(conn: AsyncConnection[Any], tenant: str | None) -> None:

@@ -30,6 +30,7 @@ from app.store.collection_base import (
 )
 from app.store.postgres.store import PostgresRunStore
 from app.store.protocols import RunStore
+from app.store.query_words import CANDIDATES
 from app.store.sqlite.store import SqliteRunStore
 from testkit.pdfs import text_pdf
 from tests.support.makers import Opener
@@ -418,6 +419,24 @@ async def test_the_passage_holding_more_of_the_query_words_ranks_first(
         f"{added.document.id}:p0.1",
     ]
     assert hits[0].score > hits[1].score
+
+
+async def test_a_common_word_in_more_passages_than_a_search_ranks_leaves_the_rare_one_first(
+    open_store: Opener,
+) -> None:
+    store = await open_store()
+    collection = await _collection(store)
+    filler = [Passage(None, n, None, f"Herons wait number {n}.") for n in range(1, CANDIDATES + 2)]
+    rare = Passage(None, CANDIDATES + 2, None, "Herons wait beside the kingfisher.")
+    await store.collections.add_document("alice", _made(collection.id, [*filler, rare]))
+
+    both = await store.collections.search("alice", [collection.id], "kingfisher herons", 3)
+    common = await store.collections.search("alice", [collection.id], "herons", 3)
+
+    assert both[0].text == rare.text
+    assert len(both) == 3  # the passages holding only the common word fill the rest
+    assert both[0].score > both[1].score
+    assert len(common) == 3
 
 
 async def test_a_collection_an_unfinished_run_uses_is_not_deleted(open_store: Opener) -> None:
