@@ -24,6 +24,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+import aiosqlite
+
 from app.store.collection_base import (
     MAX_SEARCH_K,
     RUN_COLLECTIONS,
@@ -45,6 +47,7 @@ from app.store.collection_reads import (
     passage_hit,
 )
 from app.store.query_words import CANDIDATES, fts5_match, query_terms, split_terms
+from app.store.reads import Row
 from app.store.sqlite.db import OPEN, SqliteDb, marks, row
 
 _MINE = "SELECT 1 FROM collections WHERE id = ? AND tenant IS ?"
@@ -191,42 +194,50 @@ class SqliteCollections(CollectionReads[SqliteDb]):
         ids = list(dict.fromkeys(collection_ids))
         if not terms or not ids or k <= 0:
             return []
-        counts = await self._counts(terms)
-        if not any(counts):
-            return []
-        rare, common = split_terms(terms, counts)
-        scope = (*ids, tenant)
-        ranked = _RANKED.format(ids=marks(ids))
-        if common:
-            either, others = fts5_match(rare), fts5_match(common)
-            sql = _SEARCH.format(ranked=f"{ranked} UNION ALL {ranked}")
-            args: tuple[object, ...] = (
-                f"({either}) AND ({others})",
-                *scope,
-                f"({either}) NOT ({others})",
-                *scope,
-            )
-        else:
-            sql = _SEARCH.format(ranked=ranked)
-            args = (fts5_match(rare), *scope)
-        limit = min(k, MAX_SEARCH_K)
-        rows = await self._db.all(sql, (*args, limit))
-        if common and len(rows) < limit:
-            # Fewer passages hold a rarer word than were asked for: those holding only common
-            # words fill the rest, ranked by every word as well (so that the scores compare).
-            others_only = f"({fts5_match(common)}) NOT ({fts5_match(rare)})"
-            rest = await self._db.all(
-                _SEARCH.format(ranked=ranked), (others_only, *scope, limit - len(rows))
-            )
-            rows = sorted([*rows, *rest], key=lambda r: -float(r["score"]))
+        async with self._db.searching() as searcher:
+            counts = await _counts(searcher, terms)
+            if not any(counts):
+                return []
+            rare, common = split_terms(terms, counts)
+            scope = (*ids, tenant)
+            ranked = _RANKED.format(ids=marks(ids))
+            if common:
+                either, others = fts5_match(rare), fts5_match(common)
+                sql = _SEARCH.format(ranked=f"{ranked} UNION ALL {ranked}")
+                args: tuple[object, ...] = (
+                    f"({either}) AND ({others})",
+                    *scope,
+                    f"({either}) NOT ({others})",
+                    *scope,
+                )
+            else:
+                sql = _SEARCH.format(ranked=ranked)
+                args = (fts5_match(rare), *scope)
+            limit = min(k, MAX_SEARCH_K)
+            rows = await _rows(searcher, sql, (*args, limit))
+            if common and len(rows) < limit:
+                # Fewer passages hold a rarer word than were asked for: those holding only common
+                # words fill the rest, ranked by every word as well (so that the scores compare).
+                others_only = f"({fts5_match(common)}) NOT ({fts5_match(rare)})"
+                rest = await _rows(
+                    searcher,
+                    _SEARCH.format(ranked=ranked),
+                    (others_only, *scope, limit - len(rows)),
+                )
+                rows = sorted([*rows, *rest], key=lambda r: -float(r["score"]))
         return [passage_hit(r) for r in rows]
 
-    async def _counts(self, terms: list[str]) -> list[int]:
-        """How many passages of the index hold each term, each counted up to just past
-        `CANDIDATES` (all tenants': the cost of ranking is the whole index's)."""
-        sql = " UNION ALL ".join(_COUNT for _ in terms)
-        args = [x for i, term in enumerate(terms) for x in (i, fts5_match([term]), CANDIDATES + 1)]
-        counts = [0] * len(terms)
-        for r in await self._db.all(sql, tuple(args)):
-            counts[int(r["i"])] = int(r["n"])
-        return counts
+
+async def _rows(searcher: aiosqlite.Connection, sql: str, args: tuple[object, ...]) -> list[Row]:
+    return list(await searcher.execute_fetchall(sql, args))
+
+
+async def _counts(searcher: aiosqlite.Connection, terms: list[str]) -> list[int]:
+    """How many passages of the index hold each term, each counted up to just past
+    `CANDIDATES` (all tenants': the cost of ranking is the whole index's)."""
+    sql = " UNION ALL ".join(_COUNT for _ in terms)
+    args = [x for i, term in enumerate(terms) for x in (i, fts5_match([term]), CANDIDATES + 1)]
+    counts = [0] * len(terms)
+    for r in await _rows(searcher, sql, tuple(args)):
+        counts[int(r["i"])] = int(r["n"])
+    return counts

@@ -1,13 +1,17 @@
 """The embedded store's connections to its one SQLite file, which its parts share: writes go
 through one `BatchWriter` (group commit on its own connection, under the full-disk rules of
-app/store/disk.py); reads through a second connection, which in WAL mode never waits for them.
-With the helpers the parts' writes share."""
+app/store/disk.py); reads through a second connection, which in WAL mode never waits for them;
+full-text searches through connections of their own (`SEARCHERS`), so that a long search holds
+up neither the other reads nor more than its share of the searches. With the helpers the parts'
+writes share."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -20,6 +24,9 @@ from app.store.reads import OPEN_SQL, Dialect, Row, run_record
 from app.store.sqlite_writer import BatchWriter
 
 BUSY_TIMEOUT_MS = 30_000
+SEARCHERS = 2
+"""Connections for full-text searches: as many searches run at once (the cores of a small
+machine); more wait for one."""
 T = TypeVar("T")
 
 OPEN = OPEN_SQL
@@ -42,11 +49,35 @@ class SqliteDb:
     )
 
     def __init__(
-        self, writer: BatchWriter, reader: aiosqlite.Connection, disk: DiskSpace | None = None
+        self,
+        writer: BatchWriter,
+        reader: aiosqlite.Connection,
+        disk: DiskSpace | None = None,
+        searchers: Sequence[aiosqlite.Connection] = (),
     ) -> None:
+        """`searchers`: connections of their own for full-text searches (none: searches read
+        on the reading connection)."""
         self._writer = writer
         self._reader = reader
         self.disk = disk
+        self._searchers = list(searchers)
+        self._free: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        for searcher in self._searchers:
+            self._free.put_nowait(searcher)
+
+    @contextlib.asynccontextmanager
+    async def searching(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A connection for one full-text search: a search, which can take a while, runs on
+        one of the searchers, side by side with the others, and never holds up the store's
+        other reads (the reading connection's)."""
+        if not self._searchers:
+            yield self._reader
+            return
+        searcher = await self._free.get()
+        try:
+            yield searcher
+        finally:
+            self._free.put_nowait(searcher)
 
     async def write(self, write: Callable[[sqlite3.Connection], T], kind: WriteKind = "other") -> T:
         """`write` through the batch writer, under the full-disk rules (`DiskSpace.write`)."""
@@ -85,7 +116,8 @@ class SqliteDb:
         try:
             await self._writer.close()
         finally:
-            await self._reader.close()
+            for connection in (self._reader, *self._searchers):
+                await connection.close()
 
 
 def now() -> str:

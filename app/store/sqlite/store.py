@@ -15,7 +15,7 @@ from app.store.collection_base import CollectionLimits
 from app.store.disk import DiskSpace
 from app.store.sqlite.collections import SqliteCollections
 from app.store.sqlite.commands import SqliteCommands
-from app.store.sqlite.db import BUSY_TIMEOUT_MS, SqliteDb
+from app.store.sqlite.db import BUSY_TIMEOUT_MS, SEARCHERS, SqliteDb
 from app.store.sqlite.deliveries import SqliteDeliveries
 from app.store.sqlite.events import SqliteEvents
 from app.store.sqlite.leases import SqliteLeases
@@ -56,15 +56,21 @@ class SqliteRunStore:
         if disk is not None:
             disk.open()
         writer = await BatchWriter.open(path, BUSY_TIMEOUT_MS)
+        readers: list[aiosqlite.Connection] = []
         try:
             await writer.write(migrate)
-            reader = await aiosqlite.connect(path, isolation_level=None)
+            for _ in range(1 + SEARCHERS):
+                reader = await aiosqlite.connect(path, isolation_level=None)
+                readers.append(reader)
+                reader.row_factory = aiosqlite.Row
+                await reader.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         except BaseException:
+            for reader in readers:
+                await reader.close()
             await writer.close()
             raise
-        reader.row_factory = aiosqlite.Row
-        await reader.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        return cls(SqliteDb(writer, reader, disk), collection_limits)
+        db = SqliteDb(writer, readers[0], disk, searchers=readers[1:])
+        return cls(db, collection_limits)
 
     @property
     def disk(self) -> DiskSpace | None:

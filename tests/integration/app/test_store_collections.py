@@ -6,6 +6,8 @@ a query, and a collection kept while an unfinished run uses it."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -31,6 +33,7 @@ from app.store.collection_base import (
 from app.store.postgres.store import PostgresRunStore
 from app.store.protocols import RunStore
 from app.store.query_words import CANDIDATES
+from app.store.sqlite.db import SEARCHERS
 from app.store.sqlite.store import SqliteRunStore
 from testkit.pdfs import text_pdf
 from tests.support.makers import Opener
@@ -467,3 +470,28 @@ async def test_a_collection_an_unfinished_run_uses_is_not_deleted(open_store: Op
     assert other is True
     assert deleted is True
     assert await store.collections.search("alice", [used.id], "cranes", 5) == []
+
+
+async def test_on_sqlite_searches_have_connections_of_their_own(tmp_path: Path) -> None:
+    """While every search connection is busy, the store's other reads still answer, and a
+    search waits for a searcher rather than taking the reading connection."""
+    store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
+    try:
+        collection = await _collection(store)
+        await store.collections.add_document("alice", _text(collection.id, "# Comets\n\nTails."))
+        db = store._db
+        async with contextlib.AsyncExitStack() as held:
+            for _ in range(SEARCHERS):
+                await held.enter_async_context(db.searching())
+            read = await asyncio.wait_for(store.collections.get("alice", collection.id), 10)
+            waiting = asyncio.create_task(
+                store.collections.search("alice", [collection.id], "tails", 5)
+            )
+            await asyncio.sleep(0.2)
+            assert not waiting.done()  # no searcher free: the search waits for one
+        found = await asyncio.wait_for(waiting, 10)
+    finally:
+        await store.close()
+
+    assert read is not None
+    assert [hit.text for hit in found] == ["Tails."]
