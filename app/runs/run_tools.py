@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from langchain_core.tools import BaseTool
 
 from agents.params import RunParams
+from app.store.base import StoreUnavailable
 from app.store.collection_base import CollectionNotFound, PassageHit
 from app.store.protocols import Collections
 from tools.registry import build_documents_tool
@@ -24,7 +25,10 @@ def run_tools(
         return []
 
     async def search(query: str, k: int) -> Sequence[PassageHit]:
-        return await collections.search(tenant, ids, query, k)
+        try:
+            return await collections.search(tenant, ids, query, k)
+        except StoreUnavailable as e:  # the tool's contract: a store out of reach is a
+            raise ConnectionError(str(e)) from e  # connection error, tried again
 
     return [build_documents_tool(settings, search)]
 

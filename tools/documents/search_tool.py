@@ -52,7 +52,8 @@ class FoundPassage(Protocol):
 
 
 PassageSearch = Callable[[str, int], Awaitable[Sequence[FoundPassage]]]
-"""The best `k` passages for a query, best first, from the run's collections only."""
+"""The best `k` passages for a query, best first, from the run's collections only; raises
+`ConnectionError` when its store cannot be reached (the call is then tried again)."""
 
 
 class DocumentsInput(BaseModel):

@@ -6,22 +6,15 @@ before the run starts (real HTTP, scripted models, the real engine, store and ve
 from __future__ import annotations
 
 import json
-import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from httpx_sse import aconnect_sse
 from pydantic import SecretStr
 
-from app.settings import Settings
-from app.store.collection_base import CollectionRecord, NewDocument
-from app.store.sqlite.store import SqliteRunStore
 from testkit.pdfs import text_pdf
 from tests.integration.test_grounded_answers import Citing, _answer
 from tests.support.makers import ServiceMaker
 from tests.support.mcp import mcp_session
-from tools.documents.passages import passages
-from tools.documents.reading import read_document
 
 ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789"
 KEYS = [SecretStr(f"alice:{ALICE}"), SecretStr(f"bob:{BOB}")]
@@ -41,33 +34,18 @@ def _auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-async def _report(settings: Settings, tenant: str) -> tuple[str, str]:
-    """A collection of `tenant` holding the two-page report, written through a store object of
-    its own on the service's database; its id and the document's."""
-    store = await SqliteRunStore.open(settings.data_dir / "runs.sqlite")
-    try:
-        collection = CollectionRecord(
-            id=uuid.uuid4().hex, tenant=tenant, name="reports", created_at=datetime.now(UTC)
-        )
-        await store.collections.create(collection)
-        data = text_pdf(PAGES, title="Annual report")
-        read = read_document("report.pdf", data)
-        document = NewDocument(
-            id=uuid.uuid4().hex,
-            collection_id=collection.id,
-            title=read.title,
-            name="report.pdf",
-            kind=read.kind,
-            sha256=read.sha256,
-            bytes=len(data),
-            pages=len(read.pages),
-            created_at=datetime.now(UTC),
-            passages=passages(read),
-        )
-        await store.collections.add_document(tenant, document)
-        return collection.id, document.id
-    finally:
-        await store.close()
+async def _report(svc: Any, key: str) -> tuple[str, str]:
+    """A collection of `key`'s holding the two-page report, uploaded as a user does; its id and
+    the document's."""
+    made = await svc.client.post("/collections", json={"name": "reports"}, headers=_auth(key))
+    collection_id: str = made.json()["collection_id"]
+    files = {"file": ("report.pdf", text_pdf(PAGES, title="Annual report"), "application/pdf")}
+    added = await svc.client.post(
+        f"/collections/{collection_id}/documents", files=files, headers=_auth(key)
+    )
+    assert added.status_code == 201, added.text
+    document_id: str = added.json()["documents"][0]["document_id"]
+    return collection_id, document_id
 
 
 async def _solve(svc: Any, key: str, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -79,10 +57,10 @@ async def _solve(svc: Any, key: str, body: dict[str, Any]) -> list[tuple[str, di
 
 
 async def test_a_run_over_a_collection_cites_the_document_by_title_and_page(
-    service_for: ServiceMaker, settings: Settings
+    service_for: ServiceMaker,
 ) -> None:
     async with service_for(SCENARIO, api_keys=KEYS) as svc:
-        collection_id, document_id = await _report(settings, "alice")
+        collection_id, document_id = await _report(svc, ALICE)
         body = {"task": TASK, "max_paths": 1, "max_candidates": 1, "collections": [collection_id]}
         events = await _solve(svc, ALICE, body)
         run = (await svc.client.get(f"/runs/{events[0][1]['run_id']}", headers=_auth(ALICE))).json()
@@ -108,10 +86,10 @@ async def test_a_run_over_a_collection_cites_the_document_by_title_and_page(
 
 
 async def test_another_keys_collection_is_not_found_and_no_run_is_made(
-    service_for: ServiceMaker, settings: Settings
+    service_for: ServiceMaker,
 ) -> None:
     async with service_for(SCENARIO, api_keys=KEYS) as svc:
-        collection_id, _ = await _report(settings, "alice")
+        collection_id, _ = await _report(svc, ALICE)
         body = {"task": TASK, "collections": [collection_id]}
         refused = await svc.client.post("/runs", json=body, headers=_auth(BOB))
         unknown = await svc.client.post(
@@ -131,10 +109,10 @@ async def test_another_keys_collection_is_not_found_and_no_run_is_made(
 
 
 async def test_the_openai_endpoint_takes_collections_and_annotates_a_file_citation(
-    service_for: ServiceMaker, settings: Settings
+    service_for: ServiceMaker,
 ) -> None:
     async with service_for(SCENARIO, api_keys=KEYS) as svc:
-        collection_id, document_id = await _report(settings, "alice")
+        collection_id, document_id = await _report(svc, ALICE)
         body = {
             "model": "plantree",
             "messages": [{"role": "user", "content": TASK}],
@@ -156,10 +134,10 @@ async def test_the_openai_endpoint_takes_collections_and_annotates_a_file_citati
 
 
 async def test_the_agent_server_api_takes_collections_in_its_context(
-    service_for: ServiceMaker, settings: Settings
+    service_for: ServiceMaker,
 ) -> None:
     async with service_for(SCENARIO, api_keys=KEYS) as svc:
-        collection_id, _ = await _report(settings, "alice")
+        collection_id, _ = await _report(svc, ALICE)
         thread = (await svc.client.post("/lg/threads", json={}, headers=_auth(ALICE))).json()
         body = {
             "assistant_id": "plantree",
@@ -176,11 +154,11 @@ async def test_the_agent_server_api_takes_collections_in_its_context(
 
 
 async def test_the_mcp_solve_tool_takes_collections_in_its_params(
-    service_for: ServiceMaker, settings: Settings
+    service_for: ServiceMaker,
 ) -> None:
     params = {"max_paths": 1, "max_candidates": 1}
     async with service_for(SCENARIO, api_keys=KEYS) as svc:
-        collection_id, _ = await _report(settings, "alice")
+        collection_id, _ = await _report(svc, ALICE)
         async with mcp_session(svc.url, ALICE) as session:
             args = {"task": TASK, "params": {**params, "collections": [collection_id]}}
             done = await session.call_tool("solve", args)
