@@ -15,6 +15,10 @@ says when the first answer may be replaced. Pure functions of the answered leave
   never replaces anything, whatever a vote says.
 - The model's vote (agents/nodes/vote.py) chooses only among the first answer and the options
   the rule lets replace it; with none, no vote is held.
+- An option's representative may carry the model's own confidence in its words (the mean token
+  log-probability of the reply, which the local model reports: calls/local_confidence.py). The
+  vote is shown it among the option's figures; neither the rule nor the search weighs it until
+  a threshold has been calibrated on held-out questions (docs/models.md).
 """
 
 from __future__ import annotations
@@ -50,12 +54,20 @@ class Option:
         grounding = self.representative["grounding"]
         return bool(grounding and grounding["citations"] and not grounding["rejected"])
 
+    @property
+    def confidence(self) -> float | None:
+        """The mean token log-probability of its representative's answer, when its model
+        reported one (a node kept before the field existed has none)."""
+        return self.representative.get("confidence")
+
     def figures(self) -> str:
         """What the vote is shown of the option besides its answer."""
         verified = "all verified" if self.all_verified else "not all verified"
+        confidence = self.confidence
+        said = "" if confidence is None else f"mean token log-probability {confidence:.2f}; "
         return (
             f"Reached by {self.paths} path(s); groundedness {self.groundedness:.2f}; "
-            f"citations {verified}."
+            f"{said}citations {verified}."
         )
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -14,9 +13,10 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
+from agents import observers
 from agents.accounting import Accountant
 from agents.context import RunContext
-from agents.errors import AwaitingApproval, RunNotFound
+from agents.errors import AwaitingApproval, RunNotFound, cancel_event, with_cancel_event
 from agents.events import (
     PAUSE_TYPES,
     TERMINAL_TYPES,
@@ -25,17 +25,16 @@ from agents.events import (
     EventSink,
     PlanInterrupt,
     RunCancelled,
-    RunDone,
     RunError,
     RunStarted,
     discard,
 )
 from agents.graph import build_graph
 from agents.params import RunParams
-from agents.result import RunResult
+from agents.result import Outcome, RunResult, result_of
 from agents.reuse import keep, reusable, reuse_key
 from agents.settings import EngineSettings
-from agents.state import ErrorInfo, Recollection, RunState, StopReason
+from agents.state import NodeRecord, Recollection, RunState, StopReason
 from agents.steering import CommandSource
 from agents.tree import by_id
 from calls.cache import CacheStore, MemoryStore, SqliteStore
@@ -43,19 +42,6 @@ from calls.errors import BudgetExhausted, ConfigError, LatsError
 from calls.models import ModelChooser, ModelFactory, RunModels
 
 logger = logging.getLogger(__name__)
-
-
-def run_metrics(state: RunState) -> dict[str, Any]:
-    """The accountant's counters plus what the tree itself tells."""
-    nodes = state.get("nodes", {})
-    by_status = Counter(n["status"] for n in nodes.values())
-    return {
-        **state.get("metrics", {}),
-        "nodes": len(nodes),
-        "nodes_by_status": dict(sorted(by_status.items())),
-        "paths_completed": sum(1 for n in nodes.values() if n["answer"] is not None),
-        "wall_s": state.get("elapsed_s", 0.0),
-    }
 
 
 class Engine:
@@ -143,19 +129,15 @@ class Engine:
         run_id: str | None = None,
         sink: EventSink = discard,
         sink_all: EventBatchSink | None = None,
-        announce: bool = True,
         known: Recollection | None = None,
         run_tools: Sequence[BaseTool] = (),
     ) -> RunResult:
-        """Search for an answer to `task`, emitting events to `sink`; returns the result.
-        `sink_all`, when given, takes the events of one moment together (a store writes them
-        at once); without it they go to `sink` one by one.
+        """Search for an answer to `task`, emitting every event to `sink`, from `run_started`
+        to the terminal one; returns the result. `sink_all`, when given, takes the events of
+        one moment together (a store writes them at once); without it they go to `sink` one by
+        one. `search` is the same run without its first and last events, for a caller that
+        stores those itself.
 
-        `known` is what earlier runs on the run's thread found (agents/recall.py): the planner
-        is told it, and the prompts about every path show it as a step done before the root.
-        `announce=False` skips the `run_started` event (for callers that sent it already).
-        `run_tools` are tools bound to this run alone (the service's `documents` tool over the
-        run's collections), used besides the engine's whatever the run's `tools` say.
         Cancelling the calling task cancels every in-flight call, emits `cancelled`, and
         re-raises; with a checkpointer the run can later be resumed with `resume`. With
         `approve_plan` the run stops after its plan: it emits `interrupt` and raises
@@ -163,6 +145,41 @@ class Engine:
         """
         params = params or RunParams()
         run_id = run_id or uuid.uuid4().hex
+        await sink(RunStarted.of(run_id, task, params))
+        return await _told(
+            sink,
+            run_id,
+            self.search(
+                task,
+                params,
+                run_id=run_id,
+                sink=sink,
+                sink_all=sink_all,
+                known=known,
+                run_tools=run_tools,
+            ),
+        )
+
+    async def search(
+        self,
+        task: str,
+        params: RunParams,
+        *,
+        run_id: str,
+        sink: EventSink = discard,
+        sink_all: EventBatchSink | None = None,
+        known: Recollection | None = None,
+        run_tools: Sequence[BaseTool] = (),
+    ) -> Outcome:
+        """`run`'s search, handing its end back instead of emitting it: the result with its
+        terminal event (`Outcome`); a plan waiting for approval raises `AwaitingApproval`
+        with its `interrupt` event, a cancel re-raises with its `cancelled` event attached
+        (`cancel_event`). `sink` gets every event in between.
+
+        `known` is what earlier runs on the run's thread found (agents/recall.py): the planner
+        is told it, and the prompts about every path show it as a step done before the root.
+        `run_tools` are tools bound to this run alone (the service's `documents` tool over the
+        run's collections), used besides the engine's whatever the run's `tools` say."""
         initial = RunState(
             run_id=run_id,
             task=task,
@@ -172,14 +189,12 @@ class Engine:
             known=known,
         )
         ctx = self._context(run_id, task, params, sink, initial, sink_all, run_tools)
-        if announce:
-            await sink(RunStarted(run_id=run_id, task=task, params=params.model_dump()))
         key = reuse_key(ctx)
         if key is not None and (kept := await reusable(ctx, self.cache, key)) is not None:
-            return await self._reuse(ctx, kept)
+            return self._reuse(ctx, kept)
         return await self._drive(ctx, initial, key)
 
-    async def _reuse(self, ctx: RunContext, kept: RunResult) -> RunResult:
+    def _reuse(self, ctx: RunContext, kept: RunResult) -> Outcome:
         """End the run with an identical earlier request's result (agents/reuse.py)."""
         logger.info("run=%s reuses the result of run=%s", ctx.run_id, kept.run_id)
         result = kept.model_copy(
@@ -189,10 +204,7 @@ class Engine:
                 "reused_from": kept.reused_from or kept.run_id,
             }
         )
-        answer = result.answer_fields()
-        del answer["error"]
-        await ctx.sink(RunDone(run_id=ctx.run_id, **answer))
-        return result
+        return Outcome(result, result.done_event())
 
     async def resume(
         self,
@@ -203,11 +215,30 @@ class Engine:
         answer: dict[str, Any] | None = None,
         run_tools: Sequence[BaseTool] = (),
     ) -> RunResult:
-        """Continue a checkpointed run from its last completed step. Completed nodes are never
-        executed again; jobs that were in flight start over. A run waiting for its plan's
-        approval goes on with `answer` (`agents/nodes/approval.py: PlanAnswer`), sent as
-        LangGraph's `Command(resume=...)`; without one it stops there again
-        (`AwaitingApproval`)."""
+        """Continue a checkpointed run from its last completed step, emitting its events to
+        `sink`, the terminal one last (as `run` does). Completed nodes are never executed
+        again; jobs that were in flight start over. A run waiting for its plan's approval goes
+        on with `answer` (`agents/nodes/approval.py: PlanAnswer`), sent as LangGraph's
+        `Command(resume=...)`; without one it stops there again (`AwaitingApproval`).
+        `resume_search` hands the end back instead, as `search` does."""
+        return await _told(
+            sink,
+            run_id,
+            self.resume_search(
+                run_id, sink=sink, sink_all=sink_all, answer=answer, run_tools=run_tools
+            ),
+        )
+
+    async def resume_search(
+        self,
+        run_id: str,
+        *,
+        sink: EventSink = discard,
+        sink_all: EventBatchSink | None = None,
+        answer: dict[str, Any] | None = None,
+        run_tools: Sequence[BaseTool] = (),
+    ) -> Outcome:
+        """`resume`, handing the run's end back as `search` does."""
         snapshot = await self.graph.aget_state(RunnableConfig(configurable={"thread_id": run_id}))
         values: RunState = snapshot.values  # type: ignore[assignment]
         if not values:
@@ -219,7 +250,7 @@ class Engine:
             # stopped between the last checkpoint and the terminal event): say it again.
             # (A step whose writes were saved without the checkpoint after it has no `next`
             # either, but still a task: resuming applies those writes and goes on.)
-            logger.info("run=%s had ended; its end is emitted again", run_id)
+            logger.info("run=%s had ended; its end is handed back again", run_id)
             return await self._conclude(ctx, values, reuse_key(ctx))
         logger.info(
             "run=%s resuming at %s",
@@ -231,9 +262,15 @@ class Engine:
         graph_input: Command[Any] | None = Command(resume=answer) if waiting and answer else None
         return await self._drive(ctx, graph_input, reuse_key(ctx))
 
+    async def tree(self, run_id: str) -> list[NodeRecord]:
+        """The run's tree as last checkpointed, in node order (empty without a checkpoint)."""
+        snapshot = await self.graph.aget_state(RunnableConfig(configurable={"thread_id": run_id}))
+        nodes: dict[str, NodeRecord] = (snapshot.values or {}).get("nodes", {})
+        return sorted(nodes.values(), key=by_id)
+
     async def _drive(
         self, ctx: RunContext, graph_input: RunState | Command[Any] | None, key: str | None
-    ) -> RunResult:
+    ) -> Outcome:
         """Run the graph from `graph_input` to its end; `key` is the request's reuse key
         (agents/reuse.py), under which a `done` result is kept."""
         run_id = ctx.run_id
@@ -246,86 +283,68 @@ class Engine:
                 context=ctx,
                 durability="sync" if self.graph.checkpointer else None,
             )
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as cancel:
             await ctx.pool.cancel()
-            await ctx.sink(RunCancelled(run_id=run_id, metrics=ctx.accountant.snapshot()))
+            with_cancel_event(
+                cancel, RunCancelled(run_id=run_id, metrics=ctx.accountant.snapshot())
+            )
             raise
         except LatsError as e:
             await ctx.pool.cancel()
             reason = e.reason if isinstance(e, BudgetExhausted) else "error"
-            return await self._fail(ctx, e.code, str(e), stop_reason=reason)
+            return self._fail(ctx, e.code, str(e), stop_reason=reason)
         except Exception:
             await ctx.pool.cancel()
             logger.exception("run=%s crashed", run_id)
-            return await self._fail(ctx, "internal", "the run failed on an internal error")
+            return self._fail(ctx, "internal", "the run failed on an internal error")
         interrupts = out.get("__interrupt__") if isinstance(out, dict) else None
         if interrupts:
             steps = list(interrupts[0].value["steps"])
             metrics = ctx.accountant.snapshot()
-            await ctx.sink(PlanInterrupt(run_id=run_id, steps=steps, metrics=metrics))
             logger.info("run=%s waits for its plan's approval", run_id)
-            raise AwaitingApproval(run_id, steps)
+            raise AwaitingApproval(PlanInterrupt(run_id=run_id, steps=steps, metrics=metrics))
         state: RunState = out  # type: ignore[assignment]
         return await self._conclude(ctx, state, key)
 
-    async def _conclude(self, ctx: RunContext, state: RunState, key: str | None) -> RunResult:
-        """The finished search's result, its terminal event emitted (and a `done` one kept
-        under the reuse `key`, unless the run was steered)."""
+    async def _conclude(self, ctx: RunContext, state: RunState, key: str | None) -> Outcome:
+        """The finished search's result with its terminal event (and a `done` one kept under
+        the reuse `key`, unless the run was steered)."""
         run_id = ctx.run_id
-        result = self._result(run_id, state)
+        result = result_of(run_id, state)
         if result.status == "cancelled":
             reason = "the plan was rejected"
-            await ctx.sink(RunCancelled(run_id=run_id, reason=reason, metrics=result.metrics))
-        elif result.status == "done" and result.answer is not None and result.stop_reason:
-            answer = result.answer_fields()
-            del answer["error"]
-            await ctx.sink(RunDone(run_id=run_id, **answer))
+            return Outcome(
+                result, RunCancelled(run_id=run_id, reason=reason, metrics=result.metrics)
+            )
+        if result.status == "done" and result.answer is not None and result.stop_reason:
             if key is not None and not state.get("steered_through"):
                 await keep(ctx, self.cache, key, result)
-        else:
-            error = result.error or {"code": "internal", "message": "the run ended without result"}
-            await ctx.sink(
-                RunError(
-                    run_id=run_id,
-                    code=error["code"],
-                    message=error["message"],
-                    stop_reason=result.stop_reason or "error",
-                    metrics=result.metrics,
-                )
-            )
-        return result
-
-    async def _fail(
-        self, ctx: RunContext, code: str, message: str, *, stop_reason: StopReason = "error"
-    ) -> RunResult:
-        metrics = ctx.accountant.snapshot()
-        await ctx.sink(
-            RunError(
-                run_id=ctx.run_id,
-                code=code,
-                message=message,
-                stop_reason=stop_reason,
-                metrics=metrics,
-            )
+            return Outcome(result, result.done_event())
+        error = result.error or {"code": "internal", "message": "the run ended without result"}
+        terminal = RunError(
+            run_id=run_id,
+            code=error["code"],
+            message=error["message"],
+            stop_reason=result.stop_reason or "error",
+            metrics=result.metrics,
         )
-        return RunResult.failed(ctx.run_id, code, message, metrics=metrics, stop_reason=stop_reason)
+        return Outcome(result, terminal)
 
-    def _result(self, run_id: str, state: RunState) -> RunResult:
-        final = state.get("final")
-        nodes = sorted(state.get("nodes", {}).values(), key=by_id)
-        common: dict[str, Any] = {
-            "run_id": run_id,
-            "stop_reason": state.get("stop_reason"),
-            "metrics": run_metrics(state),
-            "nodes": nodes,
-            "first": state.get("first"),
-        }
-        if state.get("phase") == "done" and final is not None:
-            return RunResult(status="done", **final, **common)
-        if state.get("phase") == "rejected":
-            return RunResult(status="cancelled", **common)
-        error: ErrorInfo = {"code": "internal", "message": "the run ended without result"}
-        return RunResult(status="failed", error=error, **common)
+    def _fail(
+        self, ctx: RunContext, code: str, message: str, *, stop_reason: StopReason = "error"
+    ) -> Outcome:
+        metrics = ctx.accountant.snapshot()
+        terminal = RunError(
+            run_id=ctx.run_id,
+            code=code,
+            message=message,
+            stop_reason=stop_reason,
+            metrics=metrics,
+        )
+        result = RunResult.failed(
+            ctx.run_id, code, message, metrics=metrics, stop_reason=stop_reason
+        )
+        return Outcome(result, terminal)
 
     async def stream(
         self, task: str, params: RunParams | None = None, *, run_id: str | None = None
@@ -352,3 +371,21 @@ class Engine:
             if not runner.done():
                 runner.cancel()
                 await asyncio.gather(runner, return_exceptions=True)
+
+
+async def _told(sink: EventSink, run_id: str, search: Awaitable[Outcome]) -> RunResult:
+    """`search`'s result, its end (the terminal event, or the pause or the cancel it raised
+    with) emitted to `sink` as well."""
+    tell = observers.observed(sink, run_id)
+    try:
+        outcome = await search
+    except AwaitingApproval as waiting:
+        await tell(waiting.event)
+        raise
+    except asyncio.CancelledError as cancel:
+        event = cancel_event(cancel)
+        if event is not None:
+            await tell(event)
+        raise
+    await tell(outcome.terminal)
+    return outcome.result

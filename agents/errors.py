@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+
+from agents.events import PlanInterrupt, RunCancelled
 from calls.errors import LatsError
 
 
@@ -19,13 +22,33 @@ class RunNotFound(LatsError, code="not_found"):
 
 class AwaitingApproval(LatsError, code="awaiting_approval"):
     """The run stopped after its planner: it waits for its plan to be approved, edited or
-    rejected (`approve_plan`), its state checkpointed. Not a failure."""
+    rejected (`approve_plan`), its state checkpointed. Not a failure. `event` is the
+    `interrupt` the run stops on."""
 
-    def __init__(self, run_id: str, steps: list[str]) -> None:
-        super().__init__(f"run {run_id} waits for its plan to be approved")
-        self.steps = steps
+    def __init__(self, event: PlanInterrupt) -> None:
+        super().__init__(f"run {event.run_id} waits for its plan to be approved")
+        self.event = event
 
 
 class StorageFull(LatsError, code="storage_full"):
     """The run's history or checkpoint could not be written: the store's disk is full. The
     run ends with this error (its end fits in space the store keeps in reserve)."""
+
+
+_CANCEL_EVENT = "run_cancelled_event"
+
+
+def with_cancel_event(
+    cancel: asyncio.CancelledError, event: RunCancelled
+) -> asyncio.CancelledError:
+    """`cancel`, the very exception (a cancel stays exactly a `CancelledError` for asyncio),
+    carrying the `cancelled` event the search ended on: a search hands back its end with its
+    cancel as it does with its result."""
+    setattr(cancel, _CANCEL_EVENT, event)
+    return cancel
+
+
+def cancel_event(cancel: BaseException) -> RunCancelled | None:
+    """The `cancelled` event a search's cancel carries (`with_cancel_event`), if any."""
+    event = getattr(cancel, _CANCEL_EVENT, None)
+    return event if isinstance(event, RunCancelled) else None

@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from agents.grounding.verify import GroundingFields
+from agents.answer import ChosenBy, EndFields, FirstAnswer
+from agents.params import RunParams
 from agents.state import NodeStatus, Source, StopReason
 
 
@@ -44,6 +45,11 @@ class RunStarted(_Event):
     type: Literal["run_started"] = "run_started"
     task: str
     params: dict[str, Any]
+
+    @classmethod
+    def of(cls, run_id: str, task: str, params: RunParams) -> RunStarted:
+        """A run's first event: its task and every parameter, as the run was asked."""
+        return cls(run_id=run_id, task=task, params=params.model_dump(mode="json"))
 
 
 class PlanMade(_Event):
@@ -195,20 +201,6 @@ class PathCompleted(_Event):
     )
 
 
-class FirstAnswer(GroundingFields):
-    """The first verified answer of a run: its greedy first path's (what a single chain
-    answers), ready while the search may go on improving on it."""
-
-    answer: str
-    node_id: str = Field(description="The leaf of the first path.")
-    path: list[str] = Field(description="Node ids from the root to the leaf.")
-    metrics: dict[str, Any] = Field(
-        default_factory=dict,
-        description="The run's model calls, tokens and tool calls when it was ready.",
-    )
-    elapsed_s: float = Field(ge=0, description="Seconds of search until it was ready.")
-
-
 class AnswerReady(FirstAnswer, _Event):
     """The first verified answer, as soon as it exists (anytime search): provisional until the
     run's `done`, which says whether it was kept (`chosen_by`)."""
@@ -237,14 +229,6 @@ class Branched(_Event):
     metrics: dict[str, Any] | None = Field(
         default=None, description="The run's model calls, tokens and tool calls so far."
     )
-
-
-ChosenBy = Literal["single", "first", "vote", "rule", "fallback", "best_effort"]
-"""How the answer was chosen. `single`: one candidate; `first`: the first answer kept, no
-alternative met the choice rule (agents/choice.py); `vote`: the vote among the first answer and
-the alternatives the rule admits (or among all candidates, outside the anytime search);
-`rule`: the rule's ranking, the vote having failed; `fallback`: the best-valued candidate, the
-vote having failed; `best_effort`: no path completed."""
 
 
 class VoteCast(_Event):
@@ -283,26 +267,12 @@ class VoteCast(_Event):
     )
 
 
-class RunDone(GroundingFields, _Event):
+class RunDone(EndFields, _Event):
+    """The run's end with its answer (the fields of agents/answer.py: `EndFields`)."""
+
     type: Literal["done"] = "done"
     answer: str
-    partial: bool = Field(description="True when no path completed and the answer is best-effort.")
-    chosen_id: str | None
-    chosen_by: ChosenBy | None = Field(default=None, description="How the answer was chosen.")
-    first: FirstAnswer | None = Field(
-        default=None,
-        description="The run's first verified answer (`answer_ready`), whether or not it was "
-        "kept; null when the first path gave none.",
-    )
-    path: list[str]
-    sources: list[Source]
     stop_reason: StopReason
-    metrics: dict[str, Any]
-    reused_from: str | None = Field(
-        default=None,
-        description="The earlier run whose result answered this identical request, without a "
-        "model call.",
-    )
 
 
 class RunError(_Event):

@@ -77,6 +77,7 @@ class RespondOutcome:
     error: str | None
     seconds: float = 0.0
     grounding: Grounding | None = None
+    confidence: float | None = None  # the answer's mean token log-probability, when known
 
 
 JobOutcome = ExecOutcome | ExpandOutcome | RespondOutcome

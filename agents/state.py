@@ -6,12 +6,12 @@ with parent pointers, no deque, no set: a checkpoint is the whole truth about a 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
 from agents.grounding.evidence import Evidence
-from agents.grounding.verify import Citation, Grounding, Rejection
+from agents.grounding.verify import Grounding
 
 NodeStatus = Literal["pending", "running", "done", "failed", "pruned", "cancelled"]
 Phase = Literal["plan", "review", "search", "finish", "done", "rejected"]
@@ -63,24 +63,15 @@ class NodeRecord(TypedDict):
     answer: str | None
     answer_error: str | None
     grounding: Grounding | None
+    # The mean log-probability the model gave the tokens of the answer (the local model's,
+    # calls/local_confidence.py; None from other models). Recorded, not yet weighed in any
+    # choice. Absent from a node kept before the field existed.
+    confidence: NotRequired[float | None]
     prior: float | None
     score: float | None
     value_sum: float
     visits: int
     revived: bool  # run from the reserve: its paths corroborate, they are not voted on
-
-
-class FinalResult(TypedDict):
-    answer: str | None
-    partial: bool
-    chosen_id: str | None
-    chosen_by: str | None
-    path: list[str]
-    sources: list[Source]
-    citations: list[Citation]
-    groundedness: float | None
-    unsupported: list[str]
-    rejected: list[Rejection]
 
 
 class ErrorInfo(TypedDict):
@@ -126,7 +117,7 @@ class RunState(TypedDict, total=False):
     stop_reason: StopReason | None
     metrics: dict[str, Any]
     elapsed_s: float
-    final: FinalResult | None
+    final: dict[str, Any] | None  # the chosen answer (agents.answer.AnswerFields), as data
     first: dict[str, Any] | None  # the first verified answer (agents.events.FirstAnswer)
     branched_at: list[str]  # anytime search: the steps alternatives were asked for at
     known: Recollection | None
@@ -159,6 +150,7 @@ def new_node(
         answer=None,
         answer_error=None,
         grounding=None,
+        confidence=None,
         prior=None,
         score=None,
         value_sum=0.0,

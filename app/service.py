@@ -82,7 +82,11 @@ async def run_service(
 ) -> AsyncIterator[RunManager]:
     """A started run manager; on exit its runs are drained and everything is closed.
     `queue` replaces the in-process run queue built from the settings."""
-    async with open_backend(settings) as (store, checkpointer), shared_cache(settings) as cache:
+    async with (
+        open_backend(settings) as (store, checkpointer),
+        shared_cache(settings) as cache,
+        startup.local_docs(settings, store.collections),  # the folder loaded before serving
+    ):
         engine = Engine(
             settings=settings,
             models=models,

@@ -16,7 +16,7 @@ from agents.settings import EngineSettings
 from app.keys.signing import secret_key
 from app.keys.tenancy import KeyRing
 from calls.local_catalog import CATALOG
-from calls.models import LOCAL_MODEL
+from calls.models import LOCAL_MODEL, provider_of
 from calls.settings import BackoffBase, ModelSettings
 from tools.settings import ToolSettings
 
@@ -259,15 +259,14 @@ class Settings(ModelSettings, EngineSettings, ToolSettings):
         """The local model writes under a grammar, which can hold the allowed quotes: on by
         default when the responder is the local model. A value that was set stays."""
         if "quote_choices" not in self.model_fields_set:
-            self.quote_choices = self.model_for("responder") == "local"
+            self.quote_choices = self.model_for("responder") == LOCAL_MODEL
         return self
 
     @field_validator("allowed_models")
     @classmethod
     def _model_strings(cls, value: list[str]) -> list[str]:
         for spec in value:
-            provider, sep, name = spec.partition(":")
-            if spec != LOCAL_MODEL and not (sep and provider and name):
+            if provider_of(spec) is None:
                 raise ValueError(
                     f"allowed model {spec!r} must be 'provider:model' or 'local', "
                     "e.g. 'google_genai:gemini-2.5-pro'"

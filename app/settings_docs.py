@@ -2,6 +2,9 @@
 and the parts it is built from) and every per-run parameter (`agents.params.RunParams`), each
 with its type, default, bounds and its field's own description.
 
+The page's layout and the notes it adds to the fields live here; a field's cells (its type,
+bounds and default as the page shows them) come from `app.field_cells`.
+
 `python -m app.settings_docs` prints the page; `--write` (or `make docs`) replaces the file.
 `tests/unit/test_configuration_page.py` fails when the file and the code disagree."""
 
@@ -11,17 +14,15 @@ import argparse
 import inspect
 import re
 import sys
-import types
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-import annotated_types as at
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, NoDecode
+from pydantic_settings import BaseSettings
 
 from agents.params import RunParams
+from app.field_cells import description, first_sentence, is_secret, row, shape, value_text
 from app.settings import Settings
 from calls.local_catalog import CATALOG
 
@@ -104,16 +105,6 @@ PARAM_NOTES = {
 
 _GROUP = re.compile(r"^\s+# (?P<title>.+?) -{5,}\s*$")
 _FIELD = re.compile(r"^ {4}(?P<name>[a-z_][a-z0-9_]*)\s*:")
-_SCALARS: dict[Any, str] = {
-    int: "integer",
-    float: "number",
-    bool: "boolean",
-    str: "string",
-    Path: "path",
-    SecretStr: "secret",
-}
-_LONGEST_PATTERN = 40
-_DASH = "\u2013"  # the en dash between the ends of a range
 
 
 def render() -> str:
@@ -197,7 +188,7 @@ def _part_section(part: type[BaseSettings]) -> list[str]:
     lines = [
         f"## {title}",
         "",
-        f"`{source}`, `{part.__name__}`: {_first_sentence(part.__doc__)} More: {more}.",
+        f"`{source}`, `{part.__name__}`: {first_sentence(part.__doc__)} More: {more}.",
         "",
     ]
     prefix = str(part.model_config.get("env_prefix", ""))
@@ -211,15 +202,15 @@ def _part_section(part: type[BaseSettings]) -> list[str]:
         ]
         for name in names:
             info = part.model_fields[name]
-            kind, bounds = _shape(info.annotation, info.metadata)
+            kind, bounds = shape(info.annotation, info.metadata)
             cells = [
                 f"`{_env_name(prefix, name, info)}`",
                 kind,
                 _setting_default(name, info),
                 ", ".join(bounds),
-                _description(info, SETTING_NOTES.get(name)),
+                description(info, SETTING_NOTES.get(name)),
             ]
-            lines.append(_row(cells))
+            lines.append(row(cells))
         lines.append("")
     return lines
 
@@ -229,7 +220,7 @@ def _params_section() -> list[str]:
     lines = [
         "## Run parameters",
         "",
-        f"`{source}`, `RunParams`: {_first_sentence(RunParams.__doc__)} A request body "
+        f"`{source}`, `RunParams`: {first_sentence(RunParams.__doc__)} A request body "
         "also carries `task`, and may carry `thread_id` and `webhook` "
         "([api.md](api.md#request-body)); `lats solve` takes the main ones as flags "
         "([cli.md](cli.md)). Unknown fields are refused.",
@@ -238,16 +229,16 @@ def _params_section() -> list[str]:
         "| --- | --- | --- | --- | --- |",
     ]
     for name, info in RunParams.model_fields.items():
-        kind, bounds = _shape(info.annotation, info.metadata)
+        kind, bounds = shape(info.annotation, info.metadata)
         default = info.get_default(call_default_factory=True)
         cells = [
             f"`{name}`",
             kind,
-            "null" if default is None else _value(default, json=True),
+            "null" if default is None else value_text(default, json=True),
             ", ".join(bounds),
-            _description(info, PARAM_NOTES.get(name)),
+            description(info, PARAM_NOTES.get(name)),
         ]
-        lines.append(_row(cells))
+        lines.append(row(cells))
     lines.append("")
     return lines
 
@@ -261,148 +252,23 @@ def _setting_default(name: str, info: FieldInfo) -> str:
     if name in DEFAULT_NOTES:
         return DEFAULT_NOTES[name]
     default = info.get_default(call_default_factory=True)
-    if _is_secret(info.annotation) and default:
+    if is_secret(info.annotation) and default:
         return "set (not shown)"
-    shown = "unset" if default is None else _value(default, json=False)
+    shown = "unset" if default is None else value_text(default, json=False)
     attribute = CATALOG_DEFAULTS.get(name)
     if attribute is None:
         return shown
     per_model = {model: getattr(spec, attribute) for model, spec in CATALOG.items()}
     if default is None:
         if len(set(per_model.values())) == 1:
-            return f"the local model's ({_value(next(iter(per_model.values())))} for each)"
-        listed = ", ".join(f"`{m}`: {_value(v, json=False)}" for m, v in per_model.items())
+            return f"the local model's ({value_text(next(iter(per_model.values())))} for each)"
+        listed = ", ".join(f"`{m}`: {value_text(v, json=False)}" for m, v in per_model.items())
         return f"the local model's: {listed}"
     changed = {m: v for m, v in per_model.items() if v is not None and v != default}
     if not changed:
         return shown
-    listed = ", ".join(f"`{m}`: {_value(v, json=False)}" for m, v in changed.items())
+    listed = ", ".join(f"`{m}`: {value_text(v, json=False)}" for m, v in changed.items())
     return f"{shown} (local model {listed})"
-
-
-def _is_secret(annotation: Any) -> bool:
-    if annotation is SecretStr:
-        return True
-    return any(_is_secret(arg) for arg in get_args(annotation))
-
-
-def _value(value: Any, json: bool = True) -> str:
-    """A default as a user writes it: JSON in a request body, text in the environment."""
-    if isinstance(value, bool):
-        return f"`{str(value).lower()}`"
-    if isinstance(value, int | float):
-        return f"`{_number(value)}`"
-    if isinstance(value, Path):
-        return "a path on this machine" if value.is_absolute() else f"`{value.as_posix()}`"
-    if isinstance(value, str):
-        return f'`"{value}"`' if json else f"`{value}`"
-    if isinstance(value, list | tuple):
-        if not value:
-            return "`[]`" if json else "empty"
-        if json:
-            return "`[" + ", ".join(f'"{item}"' for item in value) + "]`"
-        return "`" + ",".join(str(item) for item in value) + "`"
-    return f"`{value}`"
-
-
-def _number(value: float) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _shape(annotation: Any, metadata: Sequence[Any]) -> tuple[str, list[str]]:
-    """A type as the page names it, and its bounds."""
-    annotation, inner = _unwrap(annotation)
-    meta = [*metadata, *inner]
-    origin = get_origin(annotation)
-    if origin in (Union, types.UnionType):
-        options = [arg for arg in get_args(annotation) if arg is not type(None)]
-        if len(options) == 1:
-            return _shape(options[0], meta)
-        return " or ".join(_shape(option, [])[0] for option in options), []
-    if origin is Literal:
-        return "one of " + ", ".join(f"`{choice}`" for choice in get_args(annotation)), []
-    if origin is list:
-        item, item_bounds = _shape(get_args(annotation)[0], [])
-        comma = "comma-separated " if any(m is NoDecode for m in meta) else ""
-        kind = f"{comma}list of {item}s" if item != "secret" else f"{comma}list of secrets"
-        return kind, _bounds(meta, "items") + [f"each {b}" for b in item_bounds]
-    if origin is dict:
-        key, value = get_args(annotation)
-        key_kind, _ = _shape(key, [])
-        value_kind, value_bounds = _shape(value, [])
-        keys = key_kind.removeprefix("one of ")
-        return f"object: {keys} → {value_kind}", [f"each {b}" for b in value_bounds]
-    kind = _SCALARS.get(annotation, getattr(annotation, "__name__", str(annotation)))
-    return kind, _bounds(meta, "chars" if annotation is str else "")
-
-
-def _unwrap(annotation: Any) -> tuple[Any, list[Any]]:
-    """The annotation without its `Annotated` layers, and their constraints."""
-    found: list[Any] = []
-    while get_origin(annotation) is Annotated:
-        annotation, *extra = get_args(annotation)
-        for item in extra:
-            found.extend(item.metadata if isinstance(item, FieldInfo) else [item])
-    return annotation, found
-
-
-def _bounds(metadata: Sequence[Any], unit: str) -> list[str]:
-    low: Any = None
-    high: Any = None
-    low_open = high_open = False
-    shortest = longest = None
-    pattern = None
-    for item in metadata:
-        if isinstance(item, at.Ge | at.Gt):
-            low, low_open = (item.ge, False) if isinstance(item, at.Ge) else (item.gt, True)
-        elif isinstance(item, at.Le | at.Lt):
-            high, high_open = (item.le, False) if isinstance(item, at.Le) else (item.lt, True)
-        elif isinstance(item, at.MinLen):
-            shortest = item.min_length
-        elif isinstance(item, at.MaxLen):
-            longest = item.max_length
-        else:
-            shortest = getattr(item, "min_length", None) or shortest
-            longest = getattr(item, "max_length", None) or longest
-            pattern = getattr(item, "pattern", None) or pattern
-    found: list[str] = []
-    if low is not None or high is not None:
-        found.append(_range(low, low_open, high, high_open))
-    if shortest is not None or longest is not None:
-        span = _range(shortest, False, longest, False)
-        found.append(f"{span} {unit}".strip())
-    if isinstance(pattern, str):
-        too_long = len(pattern) > _LONGEST_PATTERN
-        found.append("checked by a pattern" if too_long else f"pattern `{pattern}`")
-    return found
-
-
-def _range(low: Any, low_open: bool, high: Any, high_open: bool) -> str:
-    if low is not None and high is not None:
-        start = f">{_number(low)}" if low_open else _number(low)
-        end = f"<{_number(high)}" if high_open else _number(high)
-        return f"{start}{_DASH}{end}"
-    if low is not None:
-        return f"{'>' if low_open else '≥'} {_number(low)}"
-    return f"{'<' if high_open else '≤'} {_number(high)}"
-
-
-def _description(info: FieldInfo, note: str | None) -> str:
-    parts = [text for text in (info.description, note) if text]
-    return " ".join(parts)
-
-
-def _first_sentence(doc: str | None) -> str:
-    text = " ".join((doc or "").split())
-    end = text.find(". ")
-    return text if end < 0 else text[: end + 1]
-
-
-def _row(cells: list[str]) -> str:
-    clean = [" ".join(cell.split()).replace("|", "\\|") for cell in cells]
-    return "| " + " | ".join(clean) + " |"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

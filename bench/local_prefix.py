@@ -28,12 +28,12 @@ from typing import Any
 
 from agents.engine import Engine
 from agents.params import RunParams
+from app import startup
 from app.settings import Settings
 from calls.local_kv import PromptShare, evaluated
 from calls.local_model import LocalChatModel
 from calls.local_runner import BLOCK, LlamaRunner, LocalStats
 from calls.models import ResilientChatModel, SettingsModelFactory
-from tools.registry import build_tools
 
 logger = logging.getLogger(__name__)
 
@@ -166,22 +166,23 @@ async def run_local_prefix(config: LocalPrefixConfig, work: Path) -> dict[str, A
         "on": (config.kv_cache_mb, None),
         "shared": (config.kv_cache_mb, True),
     }
-    engines: dict[str, tuple[Engine, LocalChatModel]] = {}
+    engines: dict[str, tuple[Engine, LocalChatModel, Settings]] = {}
     for mode, (mb, shared) in modes.items():
         settings = _settings(config, work / f"data-{mode}", docs, mb, shared)
         factory = SettingsModelFactory(settings)
         factory.check()
         model = _local_model(factory)
         model.load()
-        engine = Engine(settings=settings, models=factory, tools=build_tools(settings))
-        engines[mode] = (engine, model)
+        engine = Engine(settings=settings, models=factory, tools=startup.research_tools(settings))
+        engines[mode] = (engine, model, settings)
     runs: dict[str, Any] = {}
-    for mode, (engine, model) in engines.items():
+    for mode, (engine, model, settings) in engines.items():
         runner = model.load()
         before = runner.stats
-        started = time.monotonic()
-        result = await engine.run(TASK, params)
-        wall = time.monotonic() - started
+        async with startup.local_docs_alone(settings):  # the folder loaded into the store
+            started = time.monotonic()
+            result = await engine.run(TASK, params)
+            wall = time.monotonic() - started
         stats = runner.stats - before
         runs[mode] = _row(stats, _shares(runner, stats.calls), wall, result)
         logger.info("local_prefix %s: %s", mode, runs[mode])

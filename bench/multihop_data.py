@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.local_docs import CorpusDocument, SentenceSpan
+from tools.corpus_index import CorpusDocument, SentenceSpan
 
 __all__ = [
     "DATASETS",

@@ -33,6 +33,7 @@ from langchain_core.utils.function_calling import convert_to_json_schema, conver
 from pydantic import BaseModel, ConfigDict, Field
 
 from calls.local_catalog import GGUF_NAME, LocalModelUnavailable, default_model_path, model_file
+from calls.local_confidence import TOKEN_CONFIDENCE
 from calls.local_grammar import (
     CHARS_PER_TOKEN,
     FINAL_ANSWER,
@@ -285,9 +286,14 @@ class LocalChatModel(BaseChatModel):
             total_tokens=prompt_tokens + output_tokens,
             input_token_details={"cache_read": max(0, prompt_tokens - evaluated)},
         )
-        message = AIMessage(content=text, usage_metadata=metadata)
+        # The model's own token log-probabilities (`calls.local_confidence`), for the reply's
+        # readers (a path's answer records their mean).
+        confidence = completion.get(TOKEN_CONFIDENCE)
+        extra: dict[str, Any] = {TOKEN_CONFIDENCE: dict(confidence)} if confidence else {}
+        message = AIMessage(content=text, usage_metadata=metadata, response_metadata=extra)
         if tool_mode:
             message = self._tool_message(text, metadata)
+            message.response_metadata.update(extra)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _tool_message(self, text: str, metadata: UsageMetadata) -> AIMessage:

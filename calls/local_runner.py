@@ -1,7 +1,8 @@
 """The llama.cpp runner of the offline models: loads a GGUF (`calls.local_catalog` finds it)
 once per file and settings in the process, and runs one completion at a time, abortable when
 nobody waits for it any more, reusing KV entries across calls that share a prompt prefix
-(`calls.local_kv`) only where that leaves the reply exactly as a fresh evaluation gives it."""
+(`calls.local_kv`) only where that leaves the reply exactly as a fresh evaluation gives it, and
+recording the log-probability the model gave each token it wrote (`calls.local_confidence`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from calls.local_catalog import LocalModelUnavailable
+from calls.local_confidence import TOKEN_CONFIDENCE, TokenLogprobs
 from calls.local_kv import (
     PrefixStates,
     PromptLedger,
@@ -114,11 +116,17 @@ class LlamaRunner:
     """
 
     def __init__(
-        self, path: Path, n_ctx: int, n_threads: int | None, kv_cache_bytes: int = 0
+        self,
+        path: Path,
+        n_ctx: int,
+        n_threads: int | None,
+        kv_cache_bytes: int = 0,
+        *,
+        confidence: bool = True,
     ) -> None:
         try:
             import llama_cpp
-            from llama_cpp import Llama
+            from llama_cpp import Llama, LogitsProcessorList
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError as e:
             raise LocalModelUnavailable(
@@ -143,6 +151,10 @@ class LlamaRunner:
         )
         self.n_ctx = n_ctx
         self.block = self.llama.n_batch
+        # Each reply's token log-probabilities (`calls.local_confidence`), recorded by a
+        # logits processor that leaves the logits as they are.
+        self.confidence = confidence
+        self._processors = LogitsProcessorList
         self.threads = threads
         self.lock = threading.Lock()
         self._llama_cpp = llama_cpp
@@ -283,7 +295,9 @@ class LlamaRunner:
 
     def complete(self, request: dict[str, Any], abort: threading.Event) -> dict[str, Any]:
         """Run one chat completion (blocking; call from a worker thread). Setting `abort`
-        stops it with `Aborted`. The reply's usage carries `prompt_tokens_evaluated`.
+        stops it with `Aborted`. The reply's usage carries `prompt_tokens_evaluated`, and with
+        `confidence` the reply its `token_confidence` (`calls.local_confidence`) when a token
+        was counted.
 
         The reply depends on the request alone. llama-cpp-python builds each call's sampler
         afresh from the request: its penalties count this reply's tokens only, its grammar
@@ -297,11 +311,13 @@ class LlamaRunner:
             started = time.monotonic()
             prompt = self.prompt_tokens(messages)
             reused, restored = self._prepare(prompt)
+            recorder = TokenLogprobs(self.llama.n_vocab()) if self.confidence else None
             before = self._llama_cpp.llama_perf_context(self._ctx)
             self._current = abort
             try:
                 result: dict[str, Any] = self.llama.create_chat_completion(  # type: ignore[assignment]
                     messages=messages,  # type: ignore[arg-type]
+                    logits_processor=None if recorder is None else self._processors([recorder]),
                     **request,
                 )
             except BaseException as e:
@@ -328,6 +344,9 @@ class LlamaRunner:
             self.shares.append(share)
             elapsed = time.monotonic() - started
             usage["prompt_tokens_evaluated"] = evaluated
+            confidence = recorder.summary() if recorder is not None else None
+            if confidence is not None:
+                result[TOKEN_CONFIDENCE] = confidence.as_metadata()
             self.stats += LocalStats(
                 calls=1,
                 prompt_tokens=n_prompt,

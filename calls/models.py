@@ -28,16 +28,28 @@ __all__ = [
     "LOCAL_MODEL",
     "ModelChooser",
     "ModelFactory",
-    "ModelNamer",
     "ResilientChatModel",
     "RunModels",
     "SettingsModelFactory",
     "describe_failure",
+    "provider_of",
     "with_policy",
 ]
 
 LOCAL_MODEL = "local"
 """The model string that selects the bundled offline model (SmolLM2 run by llama.cpp)."""
+
+
+def provider_of(spec: str) -> str | None:
+    """The provider a model string names: `local` for the local model, else the part before
+    the colon of `provider:model`; None when it is neither (a bare name, an empty part), a
+    string the factory cannot build. The one check of a model string's shape: the factory's
+    and the settings' allow-list's."""
+    if spec == LOCAL_MODEL:
+        return LOCAL_MODEL
+    provider, sep, name = spec.partition(":")
+    return provider if sep and provider and name else None
+
 
 # The replanner should propose varied alternatives; judging roles should be repeatable.
 ROLE_TEMPERATURE: dict[Role, float] = {
@@ -60,14 +72,10 @@ _KEY_VARIABLES: dict[str, tuple[str, ...]] = {
 
 
 class ModelFactory(Protocol):
-    """Gives the chat model for a role."""
+    """Gives the chat model for a role, and says which model string that is (after its
+    defaults: what `/readyz` reports)."""
 
     def for_role(self, role: Role) -> BaseChatModel: ...
-
-
-@runtime_checkable
-class ModelNamer(Protocol):
-    """A factory that can say which model string a role uses (after its defaults)."""
 
     def model_string(self, role: Role) -> str: ...
 
@@ -92,6 +100,10 @@ class RunModels:
         if spec is None:
             return self._chooser.for_role(role)
         return self._chooser.for_model(role, spec)
+
+    def model_string(self, role: Role) -> str:
+        """The model string the run chose for `role`, else the chooser's."""
+        return self._overrides.get(role) or self._chooser.model_string(role)
 
 
 # The provider's own HTTP timeout is a backstop a little past ours, so our timeout (a clean,
@@ -198,11 +210,17 @@ class SettingsModelFactory:
 
     def _build(self, role: Role, spec: str) -> BaseChatModel:
         settings = self._settings
-        inner = self._local(role) if spec == LOCAL_MODEL else self._provider(role, spec)
+        provider = provider_of(spec)
+        if provider is None:
+            raise ConfigError(
+                f"model {spec!r} for role {role} must be 'provider:model' or 'local', "
+                f"e.g. {DEFAULT_MODEL!r} (a bare Gemini name would route to Vertex AI)"
+            )
+        local = provider == LOCAL_MODEL
+        inner = self._local(role) if local else self._provider(role, spec, provider)
         logger.info("model for role=%s: %s", role, spec)
         # One llama.cpp instance serves the process in turn; a request rate means nothing.
-        limiter = None if spec == LOCAL_MODEL else limiter_for(settings, spec, self._limiters)
-        provider = LOCAL_MODEL if spec == LOCAL_MODEL else spec.partition(":")[0]
+        limiter = None if local else limiter_for(settings, spec, self._limiters)
         return with_policy(inner, role, settings, limiter, seeded=provider in SEEDED_PROVIDERS)
 
     def _local(self, role: Role) -> BaseChatModel:
@@ -229,13 +247,7 @@ class SettingsModelFactory:
             hint = "" if self._has_google_key() else " (or set GOOGLE_API_KEY to use Gemini)"
             raise ConfigError(f"the local model for role {role} is unavailable: {e}{hint}") from e
 
-    def _provider(self, role: Role, spec: str) -> BaseChatModel:
-        provider, sep, name = spec.partition(":")
-        if not sep or not provider or not name:
-            raise ConfigError(
-                f"model {spec!r} for role {role} must be 'provider:model' or 'local', "
-                f"e.g. {DEFAULT_MODEL!r} (a bare Gemini name would route to Vertex AI)"
-            )
+    def _provider(self, role: Role, spec: str, provider: str) -> BaseChatModel:
         if provider == "google_genai" and not self._has_google_key():
             raise ConfigError(
                 f"model {spec!r} for role {role} needs a Gemini API key: set GOOGLE_API_KEY"

@@ -54,7 +54,7 @@ class MultihopReader:
         if call.role == "executor":
             return self.execute(call)
         if call.role == "replanner":
-            return {"complete": True, "candidates": [], "next_steps": []}
+            return {"complete": True, "candidates": []}
         if call.role == "evaluator":
             return {"score": 0.5, "reason": "one search done"}
         if call.role == "responder":

@@ -37,6 +37,10 @@ class ThroughPolicy:
             self._built[role] = with_policy(inner, role, self.settings, self.limiter)
         return self._built[role]
 
+    def model_string(self, role: Role) -> str:
+        """The wrapped factory's model string for `role`."""
+        return self.models.model_string(role)
+
 
 def limiters_on(clock: FakeClock) -> LimiterSource:
     """A `LimiterSource` whose in-process limiters wait on `clock` (a 429's pause and the

@@ -4,7 +4,7 @@ each step, which steps fail, and how the vote picks."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,17 @@ from testkit.fakes import (
     step_to_replace,
     tool_call,
 )
+
+
+def replan_reply(steps: Sequence[str], *, complete: bool = False) -> dict[str, Any]:
+    """A replanner's reply in the shape it is asked for: `steps` proposed in order, each
+    viable and judged 0.5."""
+    return {
+        "complete": complete,
+        "candidates": [
+            {"step": s, "score": 0.5, "viable": True, "reason": "scripted"} for s in steps
+        ],
+    }
 
 
 @dataclass
@@ -94,8 +105,7 @@ class Scenario:
         raise AssertionError(f"unexpected role {call.role}")
 
     def replan(self, step: str) -> dict[str, Any]:
-        """The replanner's reply after `step`: proposals judged one by one (and the same
-        steps as the older `next_steps` list)."""
+        """The replanner's reply after `step`: proposals judged one by one."""
         checks = self.checks.get(step, [])
         proposals = checks or self.replans.get(step, [])
         return {
@@ -109,7 +119,6 @@ class Scenario:
                 }
                 for s in proposals
             ],
-            "next_steps": proposals,
         }
 
     def replace(self, step: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """`local_corpus`: BM25 over documents held in memory (one question's paragraphs, say), offline.
 
-The same index as `local_docs` (`LocalDocsIndex.from_documents`), one passage per document.
+The index is `tools.corpus_index` (`CorpusIndex.from_documents`), one passage per document.
 `index_corpus` builds it once and `corpus_tool` makes any number of tools over it, each with a
 runtime of its own (a large corpus that many runs search is indexed once). A
 passage is cut only after a whole sentence, so what the model reads is a prefix of it, and the
@@ -19,13 +19,13 @@ from urllib.parse import quote
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from tools.local_docs import (
+from tools.corpus_index import (
     DOCUMENT_MAX_CHARS,
     MAX_PASSAGES,
     CorpusDocument,
-    LocalDocsIndex,
+    CorpusIndex,
     Passage,
-    classify_local_error,
+    classify_index_error,
 )
 from tools.results import (
     Hit,
@@ -126,7 +126,7 @@ class IndexedCorpus:
     """Documents indexed once (`index_corpus`): the index, each document's URL, and the digest
     that keeps two corpora's cached answers apart."""
 
-    index: LocalDocsIndex
+    index: CorpusIndex
     urls: dict[str, str]
     digest: str
 
@@ -136,7 +136,7 @@ def index_corpus(
 ) -> IndexedCorpus:
     """`documents` indexed, one passage each. Raises ValueError for repeated `doc_id`s."""
     return IndexedCorpus(
-        index=LocalDocsIndex.from_documents(documents, max_document_chars),
+        index=CorpusIndex.from_documents(documents, max_document_chars),
         urls={document.doc_id: document_url(document) for document in documents},
         digest=corpus_digest(documents, max_document_chars),
     )
@@ -151,7 +151,7 @@ def build_corpus_tool(
     max_document_chars: int = DOCUMENT_MAX_CHARS,
     description: str | None = None,
 ) -> BaseTool:
-    """A `local_docs`-style tool named `name` over `documents`, one passage each (`corpus_tool`
+    """A search tool named `name` over `documents`, one passage each (`corpus_tool`
     over `index_corpus(documents)`). Raises ValueError for repeated `doc_id`s."""
     corpus = index_corpus(documents, max_document_chars)
     return corpus_tool(corpus, runtime, name=name, k=k, description=description)
@@ -165,7 +165,7 @@ def corpus_tool(
     k: int = MAX_PASSAGES,
     description: str | None = None,
 ) -> BaseTool:
-    """A `local_docs`-style tool named `name` over an indexed corpus.
+    """A search tool named `name` over an indexed corpus.
 
     Calls go through `runtime` under `name`, with the corpus digest added to its cache scope:
     two corpora never share cached answers.
@@ -185,5 +185,5 @@ def corpus_tool(
         ),
         LocalCorpusInput,
         fetch,
-        classify_local_error,
+        classify_index_error,
     )

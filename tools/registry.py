@@ -8,7 +8,6 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import requests
 from langchain_core.tools import BaseTool
@@ -32,7 +31,7 @@ from tools.runtime import (
     TtlCache,
     tool_threads,
 )
-from tools.settings import ToolSettings
+from tools.settings import KNOWN_TOOLS, ToolSettings
 
 logger = logging.getLogger(__name__)
 
@@ -65,19 +64,21 @@ def build_tools(
     *,
     overrides: ToolOverrides | None = None,
     limiters: ToolLimiters | None = None,
+    folder_search: local_docs.FolderSearch | None = None,
 ) -> list[BaseTool]:
     """The tools enabled in `settings.tools`, in that order.
 
     `limiters` spaces the tools' calls: the service passes one shared through Redis when it
     has one; by default the process-wide registry (or a fresh one on a fake clock).
-    `local_docs` is built only when enabled and `settings.local_docs_dir` names a folder.
-    The names are the settings' own, checked when they were read (`ToolSettings`). Raises
-    `ConfigError` for an unknown web search backend, or an enabled `local_docs` without an
-    existing folder.
+    `local_docs` is built only when enabled and `settings.local_docs_dir` names a folder; it
+    searches through `folder_search`, the store's search over the collection the service
+    loads that folder into (app/startup.py). The names are the settings' own, checked when
+    they were read (`ToolSettings`). Raises `ConfigError` for an unknown web search backend,
+    or an enabled `local_docs` without an existing folder or without `folder_search`.
     """
     overrides = overrides or ToolOverrides()
     names = list(dict.fromkeys(settings.tools))  # keeps order, drops repeats
-    parts = _Parts.of(settings, overrides, limiters)
+    parts = _Parts.of(settings, overrides, limiters, folder_search)
     tools = [TOOL_BUILDERS[name](parts) for name in names]
     if settings.mcp_servers:
         mcp.parse_servers(settings.mcp_servers)  # a bad setting fails here, at start-up
@@ -108,10 +109,15 @@ class _Parts:
     clock: Clock
     sleep: Sleep
     outages: ToolOutages
+    folder_search: local_docs.FolderSearch | None
 
     @classmethod
     def of(
-        cls, settings: ToolSettings, overrides: ToolOverrides, limiters: ToolLimiters | None
+        cls,
+        settings: ToolSettings,
+        overrides: ToolOverrides,
+        limiters: ToolLimiters | None,
+        folder_search: local_docs.FolderSearch | None = None,
     ) -> _Parts:
         fake_time = overrides.clock is not None or overrides.sleep is not None
         clock = overrides.clock or time.monotonic
@@ -123,7 +129,7 @@ class _Parts:
         if cache is None:
             cache = TtlCache(clock=clock) if fake_time else PROCESS_CACHE
         outages = ToolOutages() if fake_time else PROCESS_OUTAGES
-        return cls(settings, overrides, limiters, cache, clock, sleep, outages)
+        return cls(settings, overrides, limiters, cache, clock, sleep, outages, folder_search)
 
     def runtime(
         self,
@@ -191,33 +197,32 @@ def _wikipedia(parts: _Parts) -> BaseTool:
 
 
 def _local_docs(parts: _Parts) -> BaseTool:
-    folder = _local_docs_folder(parts.settings)
-    index = local_docs.load_index(folder)
-    # Nothing remote to protect and nothing retryable: no spacing, no retries. The corpus
-    # fingerprint in the scope retires cached answers when a file changes.
-    scope = f"{folder}|{hash(index.fingerprint):x}"
-    rt = parts.runtime(local_docs.NAME, min_interval_s=0.0, max_retries=0, scope=scope)
-    return local_docs.build_local_docs(rt, index)
+    _check_local_docs_folder(parts.settings)
+    if parts.folder_search is None:
+        raise ConfigError(
+            "local_docs searches the collection the service loads LATS_LOCAL_DOCS_DIR into at "
+            "start-up: build it with the store's search (app/startup.py: research_tools)"
+        )
+    # A query of the process's own store, like `documents`: no spacing, one retry.
+    rt = parts.runtime(local_docs.NAME, scope="", min_interval_s=0.0, max_retries=1)
+    return local_docs.build_local_docs(parts.folder_search, rt)
 
 
-# One builder per tool name of `tools.settings.KNOWN_TOOLS` (the names settings accept).
-TOOL_BUILDERS: dict[str, Callable[[_Parts], BaseTool]] = {
-    web_search.NAME: _web_search,
-    arxiv_search.NAME: _arxiv,
-    wikipedia_search.NAME: _wikipedia,
-    local_docs.NAME: _local_docs,
-}
+# One builder per tool name that settings accept (`tools.settings.KNOWN_TOOLS`, the one list of
+# them), in its order; each builds the tool of that name (a unit test builds them all).
+TOOL_BUILDERS: dict[str, Callable[[_Parts], BaseTool]] = dict(
+    zip(KNOWN_TOOLS, (_web_search, _arxiv, _wikipedia, _local_docs), strict=True)
+)
 
 
-def _local_docs_folder(settings: ToolSettings) -> Path:
+def _check_local_docs_folder(settings: ToolSettings) -> None:
     folder = settings.local_docs_dir
     if folder is None:
         raise ConfigError(
             "local_docs is enabled in LATS_TOOLS but LATS_LOCAL_DOCS_DIR is not set; "
-            "set it to a folder of .md/.txt files or remove local_docs from LATS_TOOLS"
+            "set it to a folder of documents or remove local_docs from LATS_TOOLS"
         )
     if not folder.is_dir():
         raise ConfigError(
             f"LATS_LOCAL_DOCS_DIR {str(folder)!r} is not an existing folder (local_docs is enabled)"
         )
-    return folder.resolve()

@@ -50,7 +50,9 @@ class ToolSettings(BaseSettings):
         default="plantree/0.1 (research agent; https://example.invalid/plantree)"
     )
     local_docs_dir: Path | None = Field(
-        default=None, description="Folder of .md/.txt files searched by the local_docs tool."
+        default=None,
+        description="Folder of documents (PDF, HTML, Markdown, text) loaded into the store at "
+        "start-up and searched by the local_docs tool.",
     )
 
     @field_validator("tools", mode="before")

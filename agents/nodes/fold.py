@@ -316,7 +316,11 @@ class TreeFold:
         self, node_id: str, outcome: RespondOutcome, metrics: Metrics, elapsed_s: float
     ) -> None:
         self.update(
-            node_id, answer=outcome.answer, answer_error=outcome.error, grounding=outcome.grounding
+            node_id,
+            answer=outcome.answer,
+            answer_error=outcome.error,
+            grounding=outcome.grounding,
+            confidence=outcome.confidence,
         )
         self._events.append(
             PathCompleted(

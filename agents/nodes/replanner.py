@@ -55,8 +55,7 @@ Proposal = tuple[str, Judged | None]
 @functools.cache
 def replan_schema() -> dict[str, Any]:
     """The reply's JSON Schema, written out flat (no `$ref`: not every provider or grammar
-    builder resolves one). The reply comes back as a plain object, so `read_replan` also
-    accepts the older `next_steps` shape. Built once (shared: never modify it)."""
+    builder resolves one). Built once (shared: never modify it)."""
     fields = Candidate.model_json_schema()["properties"]
     properties = {
         name: {k: v for k, v in spec.items() if k not in ("title", "default")}
@@ -86,14 +85,8 @@ def replan_schema() -> dict[str, Any]:
 
 
 def read_replan(out: Any) -> tuple[bool, list[Proposal]]:
-    """(complete, proposals) from a reply. A reply with only the older `next_steps` list (no
-    `candidates`) gives unjudged proposals. Raises ValueError/ValidationError for a reply the
-    replanner should be asked again for."""
-    if isinstance(out, dict) and "candidates" not in out and "next_steps" in out:
-        steps = out["next_steps"]
-        if not isinstance(steps, list):
-            raise ValueError("next_steps must be a list of strings")
-        return bool(out.get("complete", False)), [(str(s), None) for s in steps]
+    """(complete, proposals) from a reply. Raises ValidationError for a reply the replanner
+    should be asked again for."""
     replan = Replan.model_validate(out)
     return replan.complete, [
         (c.step, Judged(score=c.score, viable=c.viable, reason=c.reason)) for c in replan.candidates

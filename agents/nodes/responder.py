@@ -3,6 +3,7 @@ with citations checked by the verifier (agents/grounding/verify.py) before anyon
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,15 +26,21 @@ from agents.prompts import (
 from agents.state import NodeRecord
 from agents.tree import path_to
 from calls.errors import BudgetExhausted
+from calls.local_confidence import confidence_in
 from calls.structured import structured
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """A path's answer as the verifier left it: rejected markers removed, and what held."""
+    """A path's answer as the verifier left it: rejected markers removed, and what held;
+    `confidence`, the mean log-probability the model gave the tokens of its reply, from a model
+    that reports it (the local one: calls/local_confidence.py), else None."""
 
     text: str
     grounding: Grounding
+    confidence: float | None = None
 
 
 async def write_answer(
@@ -61,13 +68,26 @@ async def write_answer(
     out = await structured(ctx.model("responder"), schema).ainvoke(
         messages, config=ctx.config(tracker, node_id=node_id)
     )
+    raw = out.get("raw") if isinstance(out, dict) else None
+    reply = raw if isinstance(raw, AIMessage) else None
     cited = _cited(out.get("parsed") if isinstance(out, dict) else None)
     if cited is None:
-        raw = out.get("raw") if isinstance(out, dict) else None
-        text = raw.text if isinstance(raw, AIMessage) else ""
+        text = reply.text if reply is not None else ""
         cited = salvaged(text) or CitedAnswer(answer=text, citations=[])
     verified = verify_answer(cited, ledger)
-    return Answer(verified["answer"].strip(), grounding_of(verified))
+    answer = verified["answer"].strip()
+    found = confidence_in(reply.response_metadata if reply is not None else None)
+    if found is None:
+        return Answer(answer, grounding_of(verified))
+    logger.debug(
+        "run=%s node=%s answer's mean token log-probability %.4f over %d tokens (min %.4f)",
+        ctx.run_id,
+        node_id,
+        found.mean_logprob,
+        found.tokens,
+        found.min_logprob,
+    )
+    return Answer(answer, grounding_of(verified), round(found.mean_logprob, 4))
 
 
 def _cited(parsed: object) -> CitedAnswer | None:
@@ -92,6 +112,7 @@ async def respond(ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str
             error,
             round(time.monotonic() - started, 4),
             answer.grounding if answer else None,
+            answer.confidence if answer else None,
         )
 
     try:

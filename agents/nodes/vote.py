@@ -11,16 +11,17 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
+from agents.answer import AnswerFields, ChosenBy
 from agents.anytime import first_answered, is_anytime
 from agents.choice import Option, may_replace, options_of, rule_rank
 from agents.context import RunContext
 from agents.errors import NoResult
-from agents.events import ChosenBy, VoteCast
+from agents.events import VoteCast
 from agents.grounding.corroborate import PathAnswer, agrees, corroborated
 from agents.grounding.verify import Grounding
 from agents.nodes.responder import Answer, write_answer
 from agents.prompts import path_evidence, path_evidence_ledger, voter_messages
-from agents.state import FinalResult, NodeRecord, RunState
+from agents.state import NodeRecord, RunState
 from agents.tree import by_id, from_reserve, node_value, path_sources, path_to, trim
 from calls.errors import BudgetExhausted, ModelError
 from calls.structured import call_structured
@@ -84,9 +85,9 @@ def _final(
     partial: bool,
     grounding: Grounding | None,
     chosen_by: ChosenBy,
-) -> FinalResult:
+) -> AnswerFields:
     path = path_to(nodes, leaf["id"])
-    return FinalResult(
+    return AnswerFields(
         answer=answer,
         partial=partial,
         chosen_id=leaf["id"],
@@ -174,7 +175,7 @@ async def _vote(
     return by_id[choice], "llm", reason
 
 
-async def _best_effort(ctx: RunContext, nodes: Mapping[str, NodeRecord]) -> FinalResult | None:
+async def _best_effort(ctx: RunContext, nodes: Mapping[str, NodeRecord]) -> AnswerFields | None:
     done = [n for n in nodes.values() if n["status"] == "done"]
     if not done:
         return None
@@ -212,7 +213,7 @@ async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
         final = await _best_effort(ctx, nodes)
         if final is None:
             raise NoResult("no research step succeeded")
-        return {"phase": "done", "final": final}
+        return {"phase": "done", "final": final.model_dump(mode="json")}
     started = time.monotonic()
     # Paths run from the reserve were judged not worth running: they corroborate an answer the
     # search found, they are not voted on (unless nothing else completed).
@@ -255,11 +256,11 @@ async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
     grounding = leaf["grounding"]
     if agreeing and grounding is not None:
         final = _corroborated(ctx, nodes, leaf, grounding, agreeing, chosen_by)
-        return {"phase": "done", "final": final}
+        return {"phase": "done", "final": final.model_dump(mode="json")}
     final = _final(
         nodes, leaf, leaf["answer"] or "", partial=False, grounding=grounding, chosen_by=chosen_by
     )
-    return {"phase": "done", "final": final}
+    return {"phase": "done", "final": final.model_dump(mode="json")}
 
 
 _CHOSEN_BY: dict[VoteMethod, ChosenBy] = {"llm": "vote", "single": "single", "fallback": "fallback"}
@@ -311,7 +312,7 @@ def _corroborated(
     grounding: Grounding,
     agreeing: Sequence[NodeRecord],
     chosen_by: ChosenBy,
-) -> FinalResult:
+) -> AnswerFields:
     """The chosen answer (verified as `grounding`) with the verified quotes of the paths that
     agree with it (agents/grounding/corroborate.py); sources: the chosen path's, then those of
     the nodes whose evidence a pooled citation quotes."""
@@ -334,7 +335,7 @@ def _corroborated(
         ),
         chosen_by=chosen_by,
     )
-    final["sources"] = path_sources([*path, *(n for n in cited if n["id"] not in on_path)])
+    final.sources = path_sources([*path, *(n for n in cited if n["id"] not in on_path)])
     logger.info(
         "run=%s node=%s answer corroborated by %s: %d citations (%d its own)",
         ctx.run_id,

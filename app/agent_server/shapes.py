@@ -111,7 +111,7 @@ def values(runs: Sequence[RunRecord]) -> dict[str, Any]:
         "run_id": last.id,
         "status": last.status,
         "task": last.task,
-        "params": last.params,
+        "params": last.params.model_dump(mode="json"),
         **last.answer_fields(),
     }
     return {"messages": messages(runs), **state}
@@ -156,7 +156,10 @@ def run(record: RunRecord) -> dict[str, Any]:
         "status": RUN_STATUS[record.status],
         "metadata": {},
         "multitask_strategy": "reject",
-        "kwargs": {"input": {"task": record.task}, "context": record.params},
+        "kwargs": {
+            "input": {"task": record.task},
+            "context": record.params.model_dump(mode="json"),
+        },
     }
 
 

@@ -129,15 +129,17 @@ def mcp(args: argparse.Namespace) -> int:
 
 async def _solve_local(task: str, params: RunParams, renderer: Renderer) -> int:
     from agents.engine import Engine
+    from app import startup
 
     settings = _settings()
     models, tools = _started(settings)
     engine = Engine(settings=settings, models=models, tools=tools)
     code = EXIT_FAILED
-    async for event in engine.stream(task, params):
-        renderer.handle(event.model_dump(mode="json"))
-        if event.type == "done":
-            code = EXIT_OK
+    async with startup.local_docs_alone(settings):  # its folder is searched in the store
+        async for event in engine.stream(task, params):
+            renderer.handle(event.model_dump(mode="json"))
+            if event.type == "done":
+                code = EXIT_OK
     return code
 
 

@@ -38,3 +38,11 @@ class UrlRefused(ServiceError, code="url_refused"):
 class UrlFailed(ServiceError, code="url_failed"):
     """The document URL could not be fetched: no answer, an error status, too many redirects,
     or no answer in time."""
+
+
+class FolderNotLoaded(ServiceError, code="local_docs_not_loaded"):
+    """The `local_docs` tool was asked before its process loaded the folder into the store
+    (a process that built the tool without opening the store: app/startup.py)."""
+
+    def __init__(self) -> None:
+        super().__init__("the local documents are loaded when the service starts; none are yet")

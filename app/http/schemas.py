@@ -61,7 +61,10 @@ class SolveRequest(RunParams):
     )
 
     def params(self) -> RunParams:
-        return RunParams.model_validate(self.model_dump(exclude={"task", "thread_id", "webhook"}))
+        """The run's parameters, as validated with the request (not validated again)."""
+        names = set(RunParams.model_fields)
+        values = {name: getattr(self, name) for name in names}
+        return RunParams.model_construct(self.model_fields_set & names, **values)
 
 
 class RunAccepted(BaseModel):

@@ -58,10 +58,13 @@ class Frame:
 
 
 class FrameReader:
-    """The one SSE reader (the CLI, the benchmarks and the tests read streams with it): fed the
-    stream's lines one by one, it hands back each event when the blank line that ends it
-    arrives. Comments (`: heartbeat`) are skipped; several `data:` lines are joined by a
-    newline, as the SSE specification says."""
+    """The one SSE reader in Python: the CLI, the benchmarks and the tests read the service's
+    streams with it (`frames`, `aframes`; a test that also counts heartbeats feeds it line by
+    line), but for the tests that read a compatible API through that API's own SDK; the
+    page's counterpart is in app/static/js/api.js. Fed the stream's lines one by one, it
+    hands back each event when the blank line that ends it arrives. Comments (`: heartbeat`)
+    are skipped; several `data:` lines are joined by a newline, as the SSE specification
+    says."""
 
     def __init__(self) -> None:
         self._id: int | None = None

@@ -2,9 +2,10 @@
 
 The writer is the only code that writes a run's history. Event ids come from the store; every
 write is fenced by the lease and shielded from cancellation (a cancel that lands mid-write
-waits for the write to finish, so the store and the live buffer never disagree); the engine's
-terminal event is held back and stored by `finish` together with the status and the result,
-in one transaction. While the store is unreachable a write waits for it (app/store/outage.py),
+waits for the write to finish, so the store and the live buffer never disagree); the engine
+hands a run's end back (its result with its terminal event, or the pause or the cancel it
+raised with), and `finish` stores that event together with the status and the result, in one
+transaction. While the store is unreachable a write waits for it (app/store/outage.py),
 holding the run back; past that wait the run stops here like a lost one, and its lease lapses
 for a worker to take it up again once the store returns. An end or a pause that a full disk
 refuses even after its reserve was given up (app/store/disk.py) stops the run here the same way:
@@ -25,19 +26,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from agents import observers
 from agents.engine import Engine
-from agents.errors import AwaitingApproval, RunNotFound, StorageFull
-from agents.events import (
-    PAUSE_TYPES,
-    TERMINAL_TYPES,
-    Event,
-    PlanInterrupt,
-    RunCancelled,
-    RunError,
-)
-from agents.params import RunParams
-from agents.result import RunResult
+from agents.errors import AwaitingApproval, RunNotFound, StorageFull, cancel_event
+from agents.events import Event, RunCancelled, RunError
+from agents.result import Outcome, RunResult
 from agents.state import NodeRecord
-from agents.tree import by_id
 from app.runs.live import LiveRun, Phase
 from app.runs.queue import RunQueue
 from app.runs.recollection import recollection_for
@@ -113,25 +105,14 @@ class RunWriter:
         self.live.lose()
 
     async def emit(self, event: Event) -> None:
-        """The engine's sink. The terminal event is held for `finish`."""
+        """The engine's sink."""
         await self.emit_all([event])
 
     async def emit_all(self, events: Sequence[Event]) -> None:
-        """The engine's sink for the events of one moment: stored in one write. A terminal
-        event is held for `finish` (nothing after it is written), a pause for `pause`."""
-        live = self.live
-        ordinary: list[Event] = []
-        for event in events:
-            if not live.may_write or live.held_terminal is not None:
-                break
-            if event.type in TERMINAL_TYPES:
-                live.held_terminal = event
-            elif event.type in PAUSE_TYPES:
-                live.held_pause = event
-            else:
-                ordinary.append(event)
-        if ordinary:
-            await shielded(self._append(ordinary))
+        """The engine's sink for the events of one moment: stored in one write. (The engine
+        hands a run's end back instead, stored by `finish` or `pause`.)"""
+        if events and self.live.may_write:
+            await shielded(self._append(events))
 
     async def _append(self, events: Sequence[Event]) -> None:
         run_id = self.live.run_id
@@ -210,7 +191,6 @@ class RunWriter:
         """Store the terminal event and the result (with its status) at once; False if the
         lease was gone (nothing written). Callers shield it."""
         live = self.live
-        from_engine = terminal is live.held_terminal  # the engine's sink already reported it
 
         async def write(datas: list[str]) -> list[int]:
             return [
@@ -222,8 +202,7 @@ class RunWriter:
         took = await self._write("end", [terminal], write, live.end)
         if took is None:
             return False
-        if not from_engine:
-            observers.written(terminal, live.run_id, took)
+        observers.written(terminal, live.run_id, took)
         self.wake(live.run_id)
         self.ended(live.run_id)
         return True
@@ -252,7 +231,7 @@ class RunDriver:
         """The body of a run's task (its slot in the queue is taken here)."""
         run_id = record.id
         writer = self.writer(live)
-        result: RunResult | None = None
+        outcome: Outcome | None = None
         try:
             async with self.queue.slot():
                 # The flag as of now: a cancel sent before this run was registered here
@@ -262,14 +241,13 @@ class RunDriver:
                     run_id, self.owner
                 ):
                     raise asyncio.CancelledError
-                result = await self._drive(record, writer, resume=resume)
+                outcome = await self._drive(record, writer, resume=resume)
         except AwaitingApproval as waiting:
-            event = live.held_pause or PlanInterrupt(run_id=run_id, steps=waiting.steps)
-            await shielded(writer.pause(event, "plan"))
+            await shielded(writer.pause(waiting.event, "plan"))
             logger.info("run=%s waits for its plan's approval; its slot is free", run_id)
             return
-        except asyncio.CancelledError:
-            await self._stopped(live, writer)
+        except asyncio.CancelledError as cancel:
+            await self._stopped(live, writer, cancel_event(cancel))
         except LeaseLost:
             live.lose()
         except Exception:
@@ -277,12 +255,10 @@ class RunDriver:
             message = "the run failed on an internal error"
             error = RunError(run_id=run_id, code="internal", message=message)
             failed = RunResult.failed(run_id, "internal", message)
-            await self._end(writer, live.held_terminal or error, failed)
+            await self._end(writer, error, failed)
         else:
-            assert result is not None
-            # The engine always ends with a terminal event; belt and braces.
-            early = RunError(run_id=run_id, code="internal", message="the run ended early")
-            await self._end(writer, live.held_terminal or early, result)
+            assert outcome is not None
+            await self._end(writer, outcome.terminal, outcome.result)
 
     async def _end(self, writer: RunWriter, terminal: Event, result: RunResult) -> None:
         """The run's end, stored once; a cancel landing meanwhile waits for it."""
@@ -293,12 +269,12 @@ class RunDriver:
 
         await shielded(end())
 
-    async def _drive(self, record: RunRecord, writer: RunWriter, *, resume: bool) -> RunResult:
-        params = RunParams.model_validate(record.params)
+    async def _drive(self, record: RunRecord, writer: RunWriter, *, resume: bool) -> Outcome:
+        params = record.params
         bound = run_tools(self.store.collections, self.tool_settings, record.tenant, params)
         if resume:
             try:
-                return await self.engine.resume(
+                return await self.engine.resume_search(
                     record.id,
                     sink=writer.emit,
                     sink_all=writer.emit_all,
@@ -308,33 +284,36 @@ class RunDriver:
             except RunNotFound:  # queued before it ever checkpointed
                 pass
         known = await recollection_for(self.store, record)
-        return await self.engine.run(
+        return await self.engine.search(
             record.task,
             params,
             run_id=record.id,
             sink=writer.emit,
             sink_all=writer.emit_all,
-            announce=False,
             known=known,
             run_tools=bound,
         )
 
-    async def _stopped(self, live: LiveRun, writer: RunWriter) -> None:
+    async def _stopped(
+        self, live: LiveRun, writer: RunWriter, terminal: RunCancelled | None
+    ) -> None:
         """The task was cancelled: a drain gives the run back, a lost lease writes nothing,
-        anything else is the caller's cancel."""
+        anything else is the caller's cancel (`terminal`: the engine's, when it got that far)."""
         if live.phase is Phase.LOST:
             return
         if live.phase is Phase.DRAINING:
             with contextlib.suppress(LeaseLost):
                 await shielded(self.store.leases.release(live.run_id, self.owner, "interrupted"))
             return
-        await self.end_cancelled(live, writer)
+        await self.end_cancelled(live, writer, terminal)
 
-    async def end_cancelled(self, live: LiveRun, writer: RunWriter) -> None:
-        """Store the run's end as cancelled, with the tree as last checkpointed."""
+    async def end_cancelled(
+        self, live: LiveRun, writer: RunWriter, terminal: RunCancelled | None = None
+    ) -> None:
+        """Store the run's end as cancelled (`terminal`, or a bare `cancelled`), with the tree
+        as last checkpointed."""
         run_id = live.run_id
-        held = live.held_terminal
-        terminal = held if isinstance(held, RunCancelled) else RunCancelled(run_id=run_id)
+        terminal = terminal or RunCancelled(run_id=run_id)
 
         async def end() -> None:
             result = RunResult(
@@ -370,14 +349,10 @@ class RunDriver:
         try:
             # Bounded: the end must be stored even if the checkpoint cannot be read.
             async with asyncio.timeout(NODES_READ_S):
-                snapshot = await self.engine.graph.aget_state(
-                    {"configurable": {"thread_id": run_id}}
-                )
+                return await self.engine.tree(run_id)
         except Exception:
             logger.warning("run=%s tree not readable from its checkpoint", run_id)
             return []
-        nodes: dict[str, NodeRecord] = (snapshot.values or {}).get("nodes", {})
-        return sorted(nodes.values(), key=by_id)
 
     async def _forget_checkpoint(self, run_id: str) -> None:
         # A finished run is kept in the run store; its checkpoints are only needed to resume.

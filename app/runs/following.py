@@ -99,12 +99,14 @@ class Follower:
     heartbeat_s: float
 
     async def follow(self, run_id: str, after: int) -> AsyncIterator[RunItem]:
-        """The run's items after event `after`, live until its end (always the last item)."""
+        """The run's items after event `after`, live until its end (the last item; nothing at
+        all when `after` is a finished run's last event: its reader has the end already), or
+        `Broken` when the run is gone or its events cannot be read."""
         told = False  # a pause was told and no event has come since
         try:
             async with contextlib.aclosing(self._news(run_id, after)) as news:
                 async for got in news:
-                    if isinstance(got, Heartbeat):
+                    if isinstance(got, Heartbeat | Broken):
                         yield got
                         continue
                     if isinstance(got, Paused):  # found waiting, past its interrupt
@@ -121,16 +123,14 @@ class Follower:
         except Exception as e:
             logger.exception("run=%s: its events could not be read", run_id)
             yield Broken("stream_failed", "the run's events could not be read", e)
-            return
-        yield DELETED
 
     async def _news(
         self, run_id: str, after: int
-    ) -> AsyncGenerator[list[StoredEvent] | Heartbeat | Paused, None]:
+    ) -> AsyncGenerator[list[StoredEvent] | Heartbeat | Paused | Broken, None]:
         """The run's events after `after` in batches, in order; a heartbeat when
         `heartbeat_s` passes without one, `Paused(None)` whenever the run is found waiting for
         an answer with nothing new to read. Over once a finished run is read to the end of its
-        log, or when the run is gone."""
+        log, or after `DELETED` when the run is gone."""
         seq = after
         finished = False
         while True:
@@ -155,6 +155,7 @@ class Follower:
                     return
                 record = await self.store.runs.get(run_id)
                 if record is None:
+                    yield DELETED
                     return
                 if record.status in FINISHED:
                     finished = True  # its end may have been stored between the two reads

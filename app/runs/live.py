@@ -29,7 +29,6 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from enum import StrEnum
 
-from agents.events import Event
 from app.store.base import StoredEvent
 
 logger = logging.getLogger(__name__)
@@ -75,8 +74,6 @@ class LiveRun:
         self.run_id = run_id
         self.events: list[StoredEvent] = list(history)
         self.finished = asyncio.Event()
-        self.held_terminal: Event | None = None  # the engine's end, stored later by `finish`
-        self.held_pause: Event | None = None  # the event a run stops on, stored by `pause`
         self.lock = asyncio.Lock()  # one writer at a time keeps seq order == store order
         self._phase = Phase.QUEUED
         self.closed_from: Phase | None = None  # the phase the run was in when its task ended

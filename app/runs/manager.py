@@ -27,7 +27,6 @@ from agents.engine import Engine
 from agents.errors import RunNotFound
 from agents.events import RunError, RunStarted
 from agents.params import RunParams
-from agents.tree import by_id
 from app.errors import ServiceError
 from app.runs.cancelling import Canceller
 from app.runs.claiming import Claimer
@@ -206,7 +205,7 @@ class RunManager:
         record = RunRecord(
             id=uuid.uuid4().hex,
             task=new.task,
-            params=new.params.model_dump(mode="json"),
+            params=new.params,
             status="queued",
             created_at=now,
             updated_at=now,
@@ -215,7 +214,7 @@ class RunManager:
             thread_id=new.thread_id,
             webhook=new.webhook,
         )
-        event = RunStarted(run_id=record.id, task=new.task, params=record.params)
+        event = RunStarted.of(record.id, new.task, new.params)
         started = StoredEvent(seq=1, type="run_started", data=event.model_dump_json())
         began = time.perf_counter()
         await self.store.runs.create(
@@ -281,9 +280,7 @@ class RunManager:
         """The run's tree: stored with the result, or read live from the checkpoint."""
         if record.result is not None:
             return [dict(node) for node in record.result.nodes]
-        snapshot = await self.engine.graph.aget_state({"configurable": {"thread_id": record.id}})
-        nodes = (snapshot.values or {}).get("nodes", {})
-        return sorted(nodes.values(), key=by_id)
+        return [dict(node) for node in await self.engine.tree(record.id)]
 
     def follow(self, run_id: str, after: int) -> AsyncIterator[RunItem]:
         """The run's items after event `after` (app/runs/following.py), live until its end;

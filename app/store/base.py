@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agents.params import RunParams
 from agents.result import RunResult
 from app.errors import ServiceError
 
@@ -62,7 +63,7 @@ class RunRecord(BaseModel):
 
     id: str
     task: str
-    params: dict[str, Any]
+    params: RunParams = Field(description="The run's parameters, validated when it was asked.")
     status: RunStatus
     created_at: datetime
     updated_at: datetime

@@ -160,6 +160,9 @@ class PassageHit(BaseModel):
     collection_id: str
     document_id: str
     title: str = Field(description="The document's title.")
+    name: str = Field(
+        default="", description="The document's file name (its path in a loaded folder)."
+    )
     page: int | None = Field(description="The page, from 1; None for a document without pages.")
     text: str
     score: float = Field(description="Higher is better; comparable within one search only.")
@@ -186,7 +189,9 @@ def check_document(document: NewDocument, limits: CollectionLimits) -> None:
         raise DocumentRefusedByStore("a passage of the document holds a NUL character")
 
 
-def over_quota(used: int, document: NewDocument, limits: CollectionLimits) -> QuotaExceeded | None:
+def over_quota(
+    used: int, document: NewDocument | DocumentRecord, limits: CollectionLimits
+) -> QuotaExceeded | None:
     """The refusal of a document that would take its tenant's `used` bytes over the limit."""
     if used + document.bytes <= limits.max_tenant_bytes:
         return None

@@ -123,12 +123,13 @@ def document_record(row: Row) -> DocumentRecord:
 
 def passage_hit(row: Row) -> PassageHit:
     """A search's row (`collection_id`, `document_id`, `page`, `number`, `text`, `title`,
-    `score`) as a hit."""
+    `name`, `score`) as a hit."""
     return PassageHit(
         passage_id=passage_id(row["document_id"], row["page"], row["number"]),
         collection_id=row["collection_id"],
         document_id=row["document_id"],
         title=row["title"],
+        name=row["name"],
         page=row["page"] or None,  # 0: a document without pages
         text=row["text"],
         score=float(row["score"]),

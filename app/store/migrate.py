@@ -28,8 +28,8 @@ from psycopg.conninfo import conninfo_to_dict
 from app.errors import ServiceError
 from app.settings import Settings
 from app.store.backend import open_backend
-from app.store.migrate_tables import PostgresTables, RunTables, SqliteTables
-from app.store.migrate_units import COLLECTIONS, Collection, Side, sum_counts
+from app.store.migrate_tables import PostgresTables, SqliteTables
+from app.store.migrate_units import COLLECTIONS, Collection, RunTables, Side, sum_counts
 
 logger = logging.getLogger(__name__)
 SHOWN_KEYS = 5  # ids named in a refusal or a mismatch

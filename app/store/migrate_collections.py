@@ -21,21 +21,15 @@ from psycopg.rows import dict_row
 
 from app.store.collection_base import CollectionRecord, DocumentRecord
 from app.store.collection_reads import DOCUMENT_COLUMNS, collection_record, document_record
+from app.store.collection_writes import WriteSql, collection_row, document_row
 from app.store.postgres.collections import COPY_PASSAGES
 from app.store.postgres.db import PostgresDb
 from app.store.reads import Dialect
 from app.store.sqlite.db import SqliteDb
 
 _PASSAGE_COLUMNS = ("document_id", "page", "number", "heading", "text")
-_INSERT_COLLECTION = "INSERT INTO {table} (id, tenant, name, created_at) VALUES (?, ?, ?, ?)"
-_INSERT_DOCUMENT = (
-    "INSERT INTO {table} (id, collection_id, title, name, kind, sha256, bytes, pages, passages,"
-    " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_INSERT_PASSAGE = (
-    "INSERT INTO {table} (document_id, collection_id, page, number, heading, text)"
-    " VALUES (?, ?, ?, ?, ?, ?)"
-)
+_LITE = WriteSql.of(SqliteDb.dialect)
+_PG = WriteSql.of(PostgresDb.dialect, "%s")
 # A collection's own row; what it holds is compared as its documents, so its counts are 0 here.
 _COLLECTION = (
     "SELECT id, tenant, name, created_at, 0 AS documents, 0 AS bytes FROM {table} WHERE id = ?"
@@ -78,21 +72,6 @@ class CollectionTables(Protocol):
 
     async def write(self, content: CollectionContent) -> None:
         """Replace the collection `content.collection.id` by this one, in one transaction."""
-
-
-def _document_row(d: DocumentRecord, created_at: Any) -> tuple[Any, ...]:
-    return (
-        d.id,
-        d.collection_id,
-        d.title,
-        d.name,
-        d.kind,
-        d.sha256,
-        d.bytes,
-        d.pages,
-        d.passages,
-        created_at,
-    )
 
 
 class _Reads(ABC):
@@ -149,23 +128,19 @@ class SqliteCollectionTables(_Reads):
         key = c.id
         await self._conn.execute("BEGIN IMMEDIATE")
         try:
-            for table in ("passages", "documents"):
-                await self._conn.execute(f"DELETE FROM {table} WHERE collection_id = ?", (key,))
-            await self._conn.execute("DELETE FROM collections WHERE id = ?", (key,))
+            for sql in _LITE.delete_collection:
+                await self._conn.execute(sql, (key,))
             utc = c.created_at.astimezone(UTC).isoformat()
-            await self._conn.execute(
-                _INSERT_COLLECTION.format(table="collections"), (key, c.tenant, c.name, utc)
-            )
+            await self._conn.execute(_LITE.insert_collection, collection_row(c, utc))
             await self._conn.executemany(
-                _INSERT_DOCUMENT.format(table="documents"),
+                _LITE.insert_document,
                 [
-                    _document_row(d, d.created_at.astimezone(UTC).isoformat())
+                    document_row(d, d.created_at.astimezone(UTC).isoformat())
                     for d in content.documents
                 ],
             )
             await self._conn.executemany(
-                _INSERT_PASSAGE.format(table="passages"),
-                [(p[0], key, *p[1:]) for p in content.passages],
+                _LITE.insert_passage, [(p[0], key, *p[1:]) for p in content.passages]
             )
             await self._conn.execute("COMMIT")
         except BaseException:
@@ -199,17 +174,12 @@ class PostgresCollectionTables(_Reads):
         c = content.collection
         key = c.id
         async with self._conn.transaction():
-            for table in ("lats_passages", "lats_documents"):
-                await self._conn.execute(f"DELETE FROM {table} WHERE collection_id = %s", (key,))
-            await self._conn.execute("DELETE FROM lats_collections WHERE id = %s", (key,))
-            await self._conn.execute(
-                _INSERT_COLLECTION.format(table="lats_collections").replace("?", "%s"),
-                (key, c.tenant, c.name, c.created_at),
-            )
+            for sql in _PG.delete_collection:
+                await self._conn.execute(sql, (key,))
+            await self._conn.execute(_PG.insert_collection, collection_row(c, c.created_at))
             async with self._conn.cursor() as cur:
                 await cur.executemany(
-                    _INSERT_DOCUMENT.format(table="lats_documents").replace("?", "%s"),
-                    [_document_row(d, d.created_at) for d in content.documents],
+                    _PG.insert_document, [document_row(d, d.created_at) for d in content.documents]
                 )
             async with self._conn.cursor() as cur, cur.copy(COPY_PASSAGES) as copy:
                 for p in content.passages:

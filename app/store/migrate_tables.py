@@ -5,7 +5,8 @@ and the ledger that says which units of the target a migration wrote and from wh
 source.
 
 Reading a run's content goes through the stores themselves (`store.runs.get`,
-`store.events.after`); only what the `RunStore` interface has no call for lives here.
+`store.events.after`); only what the `RunStore` interface has no call for lives here. Both
+classes are `RunTables` (app/store/migrate_units.py).
 """
 
 from __future__ import annotations
@@ -13,18 +14,14 @@ from __future__ import annotations
 import json
 from datetime import UTC
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import aiosqlite
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
 from app.store.base import RunRecord, StoredEvent, ThreadRecord
-from app.store.migrate_collections import (
-    CollectionTables,
-    PostgresCollectionTables,
-    SqliteCollectionTables,
-)
+from app.store.migrate_collections import PostgresCollectionTables, SqliteCollectionTables
 from app.store.postgres.db import PostgresDb
 from app.store.reads import Dialect
 from app.store.sqlite.db import BUSY_TIMEOUT_MS, SqliteDb
@@ -35,39 +32,6 @@ _RUN_COLUMNS = (
     " cancel_requested, tenant, takeovers, thread_id, awaiting, answer,"
     " webhook, delivery"
 )
-
-
-class RunTables(Protocol):
-    """The bulk side of one store's run tables, and of its collection tables on the same
-    connection (`collections`)."""
-
-    @property
-    def collections(self) -> CollectionTables: ...
-
-    async def run_ids(self, after: str, limit: int) -> list[str]:
-        """Up to `limit` run ids greater than `after`, in order."""
-
-    async def write_run(self, record: RunRecord, events: list[StoredEvent]) -> None:
-        """Replace the run `record.id` (row and events) by these, in one transaction; the
-        lease is left free (no owner)."""
-
-    async def thread_ids(self, after: str, limit: int) -> list[str]:
-        """Up to `limit` thread ids greater than `after`, in order."""
-
-    async def write_thread(self, thread: ThreadRecord) -> None:
-        """Replace the thread `thread.id` by this one."""
-
-    async def counts(self) -> dict[str, int]:
-        """Rows per table: `runs`, `events`, `threads`, `collections`, `documents`,
-        `passages`."""
-
-    async def ledger(self, kind: str, keys: list[str]) -> dict[str, str]:
-        """Of `keys`, those a migration wrote here, with the source it named."""
-
-    async def mark(self, kind: str, key: str, source: str) -> None:
-        """Record that a migration from `source` writes `key` here (before it does)."""
-
-    async def close(self) -> None: ...
 
 
 def _utc_iso(record: RunRecord, field: str) -> str:
@@ -117,7 +81,7 @@ class SqliteTables:
         row = (
             record.id,
             record.task,
-            json.dumps(record.params),
+            record.params.model_dump_json(),
             record.status,
             _utc_iso(record, "created_at"),
             _utc_iso(record, "updated_at"),
@@ -238,7 +202,7 @@ class PostgresTables:
                 (
                     record.id,
                     record.task,
-                    Jsonb(record.params),
+                    Jsonb(record.params.model_dump(mode="json")),
                     record.status,
                     record.created_at,
                     record.updated_at,

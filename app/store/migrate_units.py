@@ -5,7 +5,8 @@ A run's unit is its record, its events in order and its LangGraph checkpoints (t
 id) with their pending writes. Checkpoints go through the savers' own API (`alist`, `aput`,
 `aput_writes`), so each store keeps them in its own format. A thread's unit is its record; a
 document collection's, its record with its documents and their passages. A run's steering
-commands are not copied: those it took are in its events.
+commands are not copied: those it took are in its events. A side's tables are read and written
+in bulk through its `RunTables` (app/store/migrate_tables.py has both dialects').
 """
 
 from __future__ import annotations
@@ -21,10 +22,43 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
-from app.store.base import RunRecord, StoredEvent
-from app.store.migrate_tables import RunTables
+from app.store.base import RunRecord, StoredEvent, ThreadRecord
+from app.store.migrate_collections import CollectionTables
 from app.store.protocols import RunStore
 from app.store.saver_guard import GuardedWrites
+
+
+class RunTables(Protocol):
+    """The bulk side of one store's run tables, and of its collection tables on the same
+    connection (`collections`)."""
+
+    @property
+    def collections(self) -> CollectionTables: ...
+
+    async def run_ids(self, after: str, limit: int) -> list[str]:
+        """Up to `limit` run ids greater than `after`, in order."""
+
+    async def write_run(self, record: RunRecord, events: list[StoredEvent]) -> None:
+        """Replace the run `record.id` (row and events) by these, in one transaction; the
+        lease is left free (no owner)."""
+
+    async def thread_ids(self, after: str, limit: int) -> list[str]:
+        """Up to `limit` thread ids greater than `after`, in order."""
+
+    async def write_thread(self, thread: ThreadRecord) -> None:
+        """Replace the thread `thread.id` by this one."""
+
+    async def counts(self) -> dict[str, int]:
+        """Rows per table: `runs`, `events`, `threads`, `collections`, `documents`,
+        `passages`."""
+
+    async def ledger(self, kind: str, keys: list[str]) -> dict[str, str]:
+        """Of `keys`, those a migration wrote here, with the source it named."""
+
+    async def mark(self, kind: str, key: str, source: str) -> None:
+        """Record that a migration from `source` writes `key` here (before it does)."""
+
+    async def close(self) -> None: ...
 
 
 @dataclass

@@ -39,6 +39,21 @@ class Dialect:
     same: str  # null-safe equality ("IS" or "IS NOT DISTINCT FROM")
     no_limit: int | None  # a LIMIT that limits nothing
 
+    @classmethod
+    def named(cls, prefix: str, *, same: str, no_limit: int | None) -> Dialect:
+        """The dialect whose tables are named for their concern after `prefix`."""
+        return cls(
+            runs=f"{prefix}runs",
+            events=f"{prefix}events",
+            threads=f"{prefix}threads",
+            commands=f"{prefix}commands",
+            collections=f"{prefix}collections",
+            documents=f"{prefix}documents",
+            passages=f"{prefix}passages",
+            same=same,
+            no_limit=no_limit,
+        )
+
 
 class Reader(Protocol):
     """How a dialect reads: its spellings, a statement's rows, a runs row as a record."""

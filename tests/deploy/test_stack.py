@@ -7,6 +7,7 @@ import json
 
 import httpx
 
+from app.http.sse import frames
 from tests.support.deploy import Stack, follow, new_task, start_executing
 
 
@@ -17,7 +18,7 @@ def test_a_solve_through_the_published_port_streams_to_done(stack: Stack) -> Non
         client.stream("POST", "/solve", json=new_task()) as reply,
     ):
         status = reply.status_code
-        kinds = [line[7:] for line in reply.iter_lines() if line.startswith("event: ")]
+        kinds = [frame.event for frame in frames(reply.iter_lines())]
 
     assert status == 200
     assert kinds[-1] == "done"

@@ -30,11 +30,11 @@ print(reply.json()["run_id"])
 """
 FOLLOW = """
 import sys, httpx
+from app.http.sse import frames
 url = f"http://127.0.0.1:8000/runs/{sys.argv[1]}/events"
 with httpx.stream("GET", url, headers={"Last-Event-ID": "0"}, timeout=120) as reply:
-    for line in reply.iter_lines():
-        if line.startswith("event: "):
-            print(line[7:], flush=True)
+    for frame in frames(reply.iter_lines()):
+        print(frame.event, flush=True)
 """
 
 

@@ -14,26 +14,15 @@ from testkit.event_log import EventLog
 from testkit.fakes import FakeCall, FakeModels, Reply
 from tests.integration.test_grounded_answers import Citing, _answer
 from tests.support.makers import EngineMaker
-from tests.support.page_search import PageSearch
-from tools.results import Hit
+from tests.support.page_search import PageSearch, wiki_page
 
 TASK = "Which river flows through the capital of France?"
 PAGES = {
-    "capital": Hit(
-        title="France",
-        url="https://en.wikipedia.org/wiki/France",
-        text="Paris is the capital and largest city of France.",
+    "capital": wiki_page("France", "Paris is the capital and largest city of France."),
+    "seine": wiki_page(
+        "Seine", "The Seine is a 777-kilometre-long river that flows through Paris."
     ),
-    "seine": Hit(
-        title="Seine",
-        url="https://en.wikipedia.org/wiki/Seine",
-        text="The Seine is a 777-kilometre-long river that flows through Paris.",
-    ),
-    "rhone": Hit(
-        title="Rhone",
-        url="https://en.wikipedia.org/wiki/Rhone",
-        text="The Rhone is a major river that flows through Lyon.",
-    ),
+    "rhone": wiki_page("Rhone", "The Rhone is a major river that flows through Lyon."),
 }
 PLAN = ["Find the capital", "Find its river"]
 ALTERNATIVES = ["Search the Seine", "Search the rivers of Paris"]

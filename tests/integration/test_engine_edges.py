@@ -7,7 +7,7 @@ from typing import Any
 from agents.params import RunParams
 from testkit.event_log import EventLog
 from testkit.fakes import FakeCall, Reply, step_to_execute
-from testkit.scenario import Scenario
+from testkit.scenario import Scenario, replan_reply
 from tests.support.makers import EngineMaker
 
 
@@ -73,7 +73,7 @@ async def test_a_replanner_that_never_completes_is_stopped_by_the_depth_limit(
 ) -> None:
     def script(call: FakeCall) -> Reply:
         if call.role == "replanner":
-            return {"complete": False, "next_steps": [f"deeper {len(call.prompt)}"]}
+            return replan_reply([f"deeper {len(call.prompt)}"])
         return Scenario(plan=["A"]).reply(call)
 
     engine, models = make_engine(script)

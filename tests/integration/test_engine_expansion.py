@@ -4,9 +4,11 @@ proposals); evaluate=false drops both the judgements and the evaluator."""
 
 from __future__ import annotations
 
+import pytest
+
 from agents.params import RunParams
 from testkit.event_log import EventLog
-from testkit.fakes import FakeCall, Reply, step_to_execute
+from testkit.fakes import FakeCall, Reply, last_done_step, step_to_execute
 from testkit.scenario import Scenario
 from tests.support.makers import EngineMaker
 
@@ -43,49 +45,44 @@ async def test_an_expansion_with_scored_candidates_costs_one_replanner_call_and_
     assert result.metrics["candidates_scored"] == 3
 
 
+@pytest.mark.parametrize(
+    ("reserve", "revived", "ends"),
+    [
+        pytest.param(False, [], ["n1.1"], id="one_path"),
+        # "good" ends its path; the reserve then revives "off topic" and "weak" (pruned), whose
+        # ends are judged too: three ends, three judgements, nothing else.
+        pytest.param(True, ["n1.3", "n1.2"], ["n1.1", "n1.2", "n1.3"], id="revived_paths_too"),
+    ],
+)
 async def test_with_early_stop_on_the_path_ends_are_judged_and_nothing_else(
-    make_engine: EngineMaker, events: EventLog
+    make_engine: EngineMaker, events: EventLog, reserve: bool, revived: list[str], ends: list[str]
 ) -> None:
     engine, models = make_engine(TREE)
+    params = RunParams(strategy="mcts", min_score=0.2, satisfaction=0.99, reserve=reserve)
 
-    result = await engine.run(
-        "t", RunParams(strategy="mcts", min_score=0.2, satisfaction=0.99), sink=events
-    )
-
-    judged = sorted(e.node_id for e in events.of("evaluated"))
-    ends = sorted(n["id"] for n in result.nodes if n["complete"])
-    assert judged == ends == ["n1.1"]
-    assert len(models.recorder.by_role("evaluator")) == 1
-
-
-async def test_with_the_reserve_revived_path_ends_are_judged_too(
-    make_engine: EngineMaker, events: EventLog
-) -> None:
-    engine, _ = make_engine(TREE)
-
-    result = await engine.run(
-        "t", RunParams(strategy="mcts", min_score=0.2, satisfaction=0.99, reserve=True), sink=events
-    )
+    result = await engine.run("t", params, sink=events)
 
     judged = sorted(e.node_id for e in events.of("evaluated"))
-    ends = sorted(n["id"] for n in result.nodes if n["complete"])
-    # "good" ends its path; the reserve then revives "off topic" and "weak" (pruned), whose
-    # ends are judged too: three ends, three judgements, nothing else.
-    assert [e.node_id for e in events.of("revived")] == ["n1.3", "n1.2"]
-    assert judged == ends == ["n1.1", "n1.2", "n1.3"]
+    assert [e.node_id for e in events.of("revived")] == revived
+    assert judged == sorted(n["id"] for n in result.nodes if n["complete"]) == ends
+    assert len(models.recorder.by_role("evaluator")) == len(ends)
 
 
-def _unjudged(call: FakeCall) -> Reply:
-    """`TREE`, but the first replan proposes two steps in the older shape, without scores."""
-    if call.role == "replanner" and "Step 2:" not in call.prompt:
-        return {"complete": False, "next_steps": ["x", "y"]}
-    return TREE.reply(call)
+PLANNED = Scenario(plan=["A", "B"])
+
+
+def _first_replan_fails(call: FakeCall) -> Reply:
+    """`PLANNED`, but the replan after "A" fails: the path follows its plan, and "B" is
+    proposed unscored."""
+    if call.role == "replanner" and last_done_step(call) == "A":
+        return RuntimeError("scripted replanner failure")
+    return PLANNED.reply(call)
 
 
 async def test_unscored_proposals_are_observed_through_the_evaluator(
     make_engine: EngineMaker, events: EventLog
 ) -> None:
-    engine, models = make_engine(_unjudged)
+    engine, models = make_engine(_first_replan_fails)
 
     await engine.run("t", RunParams(strategy="mcts", max_paths=10), sink=events)
 
@@ -115,17 +112,6 @@ async def test_without_evaluation_there_are_no_priors_no_pruning_and_no_evaluato
         "weak",
     ]
     assert result.metrics["candidates_scored"] == 0
-
-
-async def test_a_reply_in_the_older_next_steps_shape_still_expands_unjudged(
-    make_engine: EngineMaker,
-) -> None:
-    engine, _ = make_engine(_unjudged)
-
-    result = await engine.run("t", RunParams(strategy="mcts", max_paths=10))
-
-    children = [n for n in result.nodes if n["parent_id"] == "n1"]
-    assert [(n["step"], n["prior"]) for n in children] == [("x", None), ("y", None)]
 
 
 # Two judged candidates: B better than C by its prior and its value.

@@ -35,7 +35,7 @@ async def _waiting(settings: Settings, saver: AsyncSqliteSaver, events: EventLog
     engine = Engine(settings=settings, models=models, tools=[], checkpointer=saver)
     with pytest.raises(AwaitingApproval) as stopped:
         await engine.run("task?", PARAMS, run_id="r1", sink=events)
-    assert stopped.value.steps == ["A", "B"]
+    assert stopped.value.event.steps == ["A", "B"]
     return models
 
 

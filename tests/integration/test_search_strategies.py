@@ -11,7 +11,7 @@ from agents.params import RunParams
 from app.settings import Settings
 from testkit.event_log import EventLog
 from testkit.fakes import FakeModels, executed_steps
-from testkit.scenario import Scenario
+from testkit.scenario import Scenario, replan_reply
 from testkit.trace import tree_from_events
 from tests.support.makers import EngineMaker
 
@@ -215,7 +215,7 @@ async def test_every_strategy_terminates_under_every_budget(
     def script(call):  # type: ignore[no-untyped-def]
         if call.role == "replanner":
             depth = call.prompt.count("\nStep ")
-            return {"complete": False, "next_steps": [f"s{depth}a", f"s{depth}b"]}
+            return replan_reply([f"s{depth}a", f"s{depth}b"])
         return endless.reply(call)
 
     engine, models = make_engine(script)

@@ -1,4 +1,5 @@
-"""A stand-in `search` tool that answers each query with its page from a fixed table."""
+"""A stand-in `search` tool that answers each query with its page from a fixed table, and such
+pages."""
 
 from __future__ import annotations
 
@@ -7,6 +8,11 @@ from collections.abc import Mapping
 from langchain_core.tools import BaseTool, StructuredTool
 
 from tools.results import Hit, ToolResult, render_hits
+
+
+def wiki_page(title: str, text: str) -> Hit:
+    """The English Wikipedia article `title` (a name without spaces) as a search hit."""
+    return Hit(title=title, url=f"https://en.wikipedia.org/wiki/{title}", text=text)
 
 
 class PageSearch:

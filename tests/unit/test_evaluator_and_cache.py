@@ -32,12 +32,6 @@ def test_a_replan_carries_each_candidates_judgement_in_order() -> None:
     ]
 
 
-def test_a_replan_with_only_the_older_next_steps_gives_unjudged_proposals() -> None:
-    complete, proposals = read_replan({"complete": False, "next_steps": ["a", "b"]})
-
-    assert (complete, proposals) == (False, [("a", None), ("b", None)])
-
-
 def test_a_candidate_scored_out_of_bounds_is_an_error_to_retry() -> None:
     with pytest.raises(ValidationError, match="less than or equal to 1"):
         read_replan({"complete": False, "candidates": [{"step": "a", "score": 7}]})

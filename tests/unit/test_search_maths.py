@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from agents.params import RunParams
+from agents.params import InFlightRule, RunParams
 from agents.state import NodeRecord, new_node
 from agents.strategies import Beam, Mcts, prior_shares, puct, strategy_for, wu_puct
 from agents.tree import (
@@ -20,13 +20,15 @@ from agents.tree import (
 )
 
 
-def _tree(*edges: tuple[str, str, str]) -> dict[str, NodeRecord]:
-    """(id, parent id or '', step) triples, parents first."""
+def _tree(*ids: str) -> dict[str, NodeRecord]:
+    """Fresh nodes by id (`n1.2`: the second child of `n1`), parents first, each its id as its
+    step. The comments call the root's children B, C and D, and theirs B1, B2, C1."""
     nodes: dict[str, NodeRecord] = {}
-    for node_id, parent_id, step in edges:
+    for node_id in ids:
+        parent_id, _, number = node_id.rpartition(".")
         parent = nodes[parent_id] if parent_id else None
-        index = int(node_id.rsplit(".", 1)[-1]) if parent else 1
-        nodes[node_id] = new_node(parent=parent, index=index, step=step, planned=[])
+        index = int(number) if parent else 1
+        nodes[node_id] = new_node(parent=parent, index=index, step=node_id, planned=[])
     return nodes
 
 
@@ -50,7 +52,7 @@ def test_the_exploration_bonus_shrinks_as_a_child_is_visited() -> None:
 
 
 def test_prior_shares_sum_to_one_and_count_unscored_children_as_neutral() -> None:
-    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.2", "n1", "C"), ("n1.3", "n1", "D"))
+    nodes = _tree("n1", "n1.1", "n1.2", "n1.3")
     nodes["n1.1"]["prior"], nodes["n1.2"]["prior"] = 0.9, 0.1
 
     shares = prior_shares([nodes["n1.1"], nodes["n1.2"], nodes["n1.3"]])
@@ -60,7 +62,7 @@ def test_prior_shares_sum_to_one_and_count_unscored_children_as_neutral() -> Non
 
 
 def test_all_zero_priors_share_equally() -> None:
-    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.2", "n1", "C"))
+    nodes = _tree("n1", "n1.1", "n1.2")
     nodes["n1.1"]["prior"] = nodes["n1.2"]["prior"] = 0.0
 
     assert prior_shares([nodes["n1.1"], nodes["n1.2"]]) == {"n1.1": 0.5, "n1.2": 0.5}
@@ -76,7 +78,7 @@ def test_the_node_value_blends_the_prior_as_pseudo_visits_with_the_backed_up_mea
 
 
 def test_a_nodes_own_value_blends_its_prior_with_its_progress_score() -> None:
-    nodes = _tree(("n1", "", "A"))
+    nodes = _tree("n1")
     assert own_value(nodes["n1"]) == NEUTRAL_VALUE
     nodes["n1"]["prior"] = 0.8
     assert own_value(nodes["n1"]) == 0.8
@@ -86,15 +88,9 @@ def test_a_nodes_own_value_blends_its_prior_with_its_progress_score() -> None:
 
 
 def test_a_node_with_live_children_is_worth_its_best_child() -> None:
-    nodes = _tree(
-        ("n1", "", "A"),
-        ("n1.1", "n1", "B"),
-        ("n1.2", "n1", "C"),
-        ("n1.1.1", "n1.1", "D"),
-        ("n1.1.2", "n1.1", "E"),
-    )
+    nodes = _tree("n1", "n1.1", "n1.2", "n1.1.1", "n1.1.2")
     nodes["n1"] |= {"score": 0.9}
-    nodes["n1.1"] |= {"prior": 0.3, "score": 0.3}  # looked poor, but leads to D
+    nodes["n1.1"] |= {"prior": 0.3, "score": 0.3}  # looked poor, but leads to B1
     nodes["n1.1.1"]["prior"] = 0.95
     nodes["n1.1.2"] |= {"prior": 0.99, "status": "pruned"}  # dead: never counts
     nodes["n1.2"] |= {"prior": 0.7, "status": "failed"}
@@ -105,7 +101,7 @@ def test_a_node_with_live_children_is_worth_its_best_child() -> None:
 
 
 def test_a_node_whose_children_all_died_is_worth_its_own_judgements() -> None:
-    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"))
+    nodes = _tree("n1", "n1.1")
     nodes["n1"]["score"] = 0.4
     nodes["n1.1"] |= {"prior": 0.9, "status": "pruned"}
 
@@ -113,7 +109,7 @@ def test_a_node_whose_children_all_died_is_worth_its_own_judgements() -> None:
 
 
 def test_backpropagation_keeps_sum_and_visits_apart() -> None:
-    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.1.1", "n1.1", "C"))
+    nodes = _tree("n1", "n1.1", "n1.1.1")
     for record in backpropagate(nodes, "n1.1.1", 1.0):
         nodes[record["id"]] = record
     for record in backpropagate(nodes, "n1.1", 0.0):
@@ -129,7 +125,7 @@ def _done(nodes: dict[str, NodeRecord], node_id: str, value_sum: float, visits: 
 
 
 def test_mcts_expands_the_unvisited_child_with_the_best_prior_first() -> None:
-    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.2", "n1", "C"))
+    nodes = _tree("n1", "n1.1", "n1.2")
     _done(nodes, "n1", 0.5, 1)
     nodes["n1.1"]["prior"], nodes["n1.2"]["prior"] = 0.3, 0.8
 
@@ -142,9 +138,7 @@ def test_mcts_expands_the_unvisited_child_with_the_best_prior_first() -> None:
 def test_mcts_leaves_a_favourite_whose_subtree_disappoints_for_an_untried_sibling(
     below: float, expected: str
 ) -> None:
-    nodes = _tree(
-        ("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.2", "n1", "C"), ("n1.1.1", "n1.1", "D")
-    )
+    nodes = _tree("n1", "n1.1", "n1.2", "n1.1.1")
     _done(nodes, "n1", 1.0, 2)
     _done(nodes, "n1.1", 0.5, 1)
     nodes["n1.1"] |= {"prior": 0.9, "score": 0.5}
@@ -157,13 +151,7 @@ def test_mcts_leaves_a_favourite_whose_subtree_disappoints_for_an_untried_siblin
 
 
 def test_mcts_descends_by_value_to_the_open_node() -> None:
-    nodes = _tree(
-        ("n1", "", "A"),
-        ("n1.1", "n1", "B"),
-        ("n1.2", "n1", "C"),
-        ("n1.1.1", "n1.1", "B1"),
-        ("n1.2.1", "n1.2", "C1"),
-    )
+    nodes = _tree("n1", "n1.1", "n1.2", "n1.1.1", "n1.2.1")
     _done(nodes, "n1", 1.1, 3)
     _done(nodes, "n1.1", 0.2, 1)
     _done(nodes, "n1.2", 0.9, 1)
@@ -175,7 +163,7 @@ def test_mcts_descends_by_value_to_the_open_node() -> None:
 
 
 def test_pruned_siblings_take_no_share_of_the_priors() -> None:
-    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.2", "n1", "C"), ("n1.3", "n1", "D"))
+    nodes = _tree("n1", "n1.1", "n1.2", "n1.3")
     _done(nodes, "n1", 0.5, 1)
     nodes["n1.1"] |= {"prior": 0.05, "status": "pruned"}
     nodes["n1.2"]["prior"], nodes["n1.3"]["prior"] = 0.5, 0.5
@@ -195,7 +183,7 @@ def test_pruned_siblings_take_no_share_of_the_priors() -> None:
 def test_with_nothing_in_flight_the_rule_is_puct_exactly(
     q: float, share: float, parent: int, visits: int, c: float
 ) -> None:
-    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"))
+    nodes = _tree("n1", "n1.1")
     nodes["n1.1"]["visits"] = visits
 
     assert wu_puct(q, share, parent, visits, 0, 0, c) == puct(q, share, parent, visits, c)
@@ -216,7 +204,7 @@ def test_unobserved_visits_count_in_the_exploration_term_by_hand() -> None:
 
 
 def test_in_flight_work_lowers_a_branchs_bonus_but_not_its_value() -> None:
-    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"))
+    nodes = _tree("n1", "n1.1")
     nodes["n1.1"] |= {"prior": 0.8, "visits": 1}
     exploring, greedy = Mcts(1.0, in_flight="unobserved"), Mcts(0.0, in_flight="unobserved")
 
@@ -231,7 +219,7 @@ def test_in_flight_work_lowers_a_branchs_bonus_but_not_its_value() -> None:
 
 
 def test_under_virtual_loss_an_in_flight_visit_counts_as_a_loss_against_the_value() -> None:
-    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"))
+    nodes = _tree("n1", "n1.1")
     nodes["n1.1"] |= {"prior": 0.8, "visits": 1}
     mcts = Mcts(0.0, in_flight="virtual_loss")  # no exploration: the value alone
 
@@ -242,14 +230,7 @@ def test_under_virtual_loss_an_in_flight_visit_counts_as_a_loss_against_the_valu
 def _two_branches(b_value: float, c_value: float) -> dict[str, NodeRecord]:
     """A root run twice, its children B (two open children) and C (one), both run once and
     unscored (shares 1/2); B's best open child promises `b_value`, C's `c_value`."""
-    nodes = _tree(
-        ("n1", "", "A"),
-        ("n1.1", "n1", "B"),
-        ("n1.2", "n1", "C"),
-        ("n1.1.1", "n1.1", "B1"),
-        ("n1.1.2", "n1.1", "B2"),
-        ("n1.2.1", "n1.2", "C1"),
-    )
+    nodes = _tree("n1", "n1.1", "n1.2", "n1.1.1", "n1.1.2", "n1.2.1")
     _done(nodes, "n1", 1.2, 2)
     _done(nodes, "n1.1", 0.7, 1)
     _done(nodes, "n1.2", 0.5, 1)
@@ -263,25 +244,25 @@ def _picks(nodes: dict[str, NodeRecord], mcts: Mcts, slots: int, busy: set[str])
     return [p["id"] for p in mcts.select(nodes, runnable, busy, slots)]
 
 
-def test_unobserved_visits_spread_parallel_picks_over_close_siblings() -> None:
-    nodes = _two_branches(0.6, 0.55)
-    mcts = Mcts(1.0, in_flight="unobserved")
+@pytest.mark.parametrize(
+    ("b_value", "c_value", "rule"),
+    [
+        # First pick: B 0.6 + 0.5·√2/2 = 0.954 against C 0.55 + 0.354 = 0.904. Second: B1 in
+        # flight, B 0.6 + 0.5·√3/3 = 0.889 against C 0.55 + 0.5·√3/2 = 0.983.
+        pytest.param(0.6, 0.55, "unobserved", id="unobserved_visits_over_close_siblings"),
+        # Virtual loss spreads them the same way here.
+        pytest.param(0.6, 0.55, "virtual_loss", id="virtual_loss_over_close_siblings"),
+        # Without virtual loss both picks would go under B (its value is higher).
+        pytest.param(0.7, 0.5, "virtual_loss", id="virtual_loss_across_branches"),
+    ],
+)
+def test_parallel_picks_spread_over_the_branches(
+    b_value: float, c_value: float, rule: InFlightRule
+) -> None:
+    nodes = _two_branches(b_value, c_value)
+    mcts = Mcts(1.0, in_flight=rule)
 
-    # First pick: B 0.6 + 0.5·√2/2 = 0.954 against C 0.55 + 0.354 = 0.904.
     assert _picks(nodes, mcts, 1, set()) == ["n1.1.1"]
-    # Second: B1 in flight, B 0.6 + 0.5·√3/3 = 0.889 against C 0.55 + 0.5·√3/2 = 0.983.
-    assert _picks(nodes, mcts, 2, set()) == ["n1.1.1", "n1.2.1"]
-    assert _picks(nodes, mcts, 1, {"n1.1.1"}) == ["n1.2.1"]
-    # Virtual loss spreads them the same way here.
-    assert _picks(nodes, Mcts(1.0, in_flight="virtual_loss"), 2, set()) == ["n1.1.1", "n1.2.1"]
-
-
-def test_virtual_loss_spreads_parallel_picks_across_branches() -> None:
-    nodes = _two_branches(0.7, 0.5)
-    mcts = Mcts(1.0, in_flight="virtual_loss")
-
-    assert _picks(nodes, mcts, 1, set()) == ["n1.1.1"]
-    # Without virtual loss both picks would go under B (its value is higher).
     assert _picks(nodes, mcts, 2, set()) == ["n1.1.1", "n1.2.1"]
     assert _picks(nodes, mcts, 1, {"n1.1.1"}) == ["n1.2.1"]
 
@@ -308,13 +289,13 @@ def test_picking_in_parallel_leaves_the_value_sums_and_visits_alone() -> None:
 
 
 def test_mcts_never_picks_more_than_there_is_to_run() -> None:
-    nodes = _tree(("n1", "", "A"))
+    nodes = _tree("n1")
 
     assert [p["id"] for p in Mcts(1.0).select(nodes, [nodes["n1"]], set(), 4)] == ["n1"]
 
 
 def test_beam_keeps_the_best_per_layer_and_backtracks_only_when_idle() -> None:
-    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.2", "n1", "C"), ("n1.3", "n1", "D"))
+    nodes = _tree("n1", "n1.1", "n1.2", "n1.3")
     _done(nodes, "n1", 0.5, 1)
     for node_id, prior in (("n1.1", 0.4), ("n1.2", 0.9), ("n1.3", 0.7)):
         nodes[node_id]["prior"] = prior
@@ -330,7 +311,7 @@ def test_beam_keeps_the_best_per_layer_and_backtracks_only_when_idle() -> None:
 
 
 def test_pruned_nodes_never_take_a_beam_place() -> None:
-    nodes = _tree(("n1", "", "A"), ("n1.1", "n1", "B"), ("n1.2", "n1", "C"))
+    nodes = _tree("n1", "n1.1", "n1.2")
     nodes["n1.1"] |= {"prior": 0.9, "status": "pruned"}
     nodes["n1.2"]["prior"] = 0.1
 

@@ -39,6 +39,8 @@ RefusalCode = Literal[
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
 _TEXT_SUFFIXES = (".txt", ".text", ".rst", ".csv", ".log")
 _HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+READ_SUFFIXES = frozenset((".pdf", *_HTML_SUFFIXES, *_MARKDOWN_SUFFIXES, *_TEXT_SUFFIXES))
+"""The file name endings of the kinds that are read (a folder's files are picked by them)."""
 MAX_NAME_CHARS = 255
 
 

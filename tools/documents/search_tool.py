@@ -92,22 +92,24 @@ def cited_title(title: str, page: int | None) -> str:
     return f"{title}, p. {page}" if page else title
 
 
+def found_hit(passage: FoundPassage, url: str) -> Hit:
+    """A passage found as a hit: under its document's title and page, at `url`."""
+    return Hit(title=cited_title(passage.title, passage.page), url=url, text=passage.text)
+
+
 def render_found(query: str, found: Sequence[FoundPassage], max_chars: int) -> ToolResult:
     """The passages as the model reads them, each under its title and page, and as evidence."""
     hits = [
-        Hit(
-            title=cited_title(passage.title, passage.page),
-            url=document_url(
-                DocumentPlace(passage.collection_id, passage.document_id, passage.page)
-            ),
-            text=passage.text,
+        found_hit(
+            passage,
+            document_url(DocumentPlace(passage.collection_id, passage.document_id, passage.page)),
         )
         for passage in found
     ]
     return render_hits(NAME, query, hits, max_chars)
 
 
-def _classify(error: Exception) -> ToolCallError:
+def classify_store_error(error: Exception) -> ToolCallError:
     """A store that cannot answer (connection lost, pool exhausted) may answer the next try."""
     if isinstance(error, ConnectionError | OSError):
         return ToolCallError("network", retryable=True, detail=type(error).__name__)
@@ -125,4 +127,6 @@ def build_documents(
     async def fetch(query: str) -> ToolResult:
         return render_found(query, await search(query, k), runtime.max_chars)
 
-    return runtime.async_query_tool(DESCRIPTION.format(k=k), DocumentsInput, fetch, _classify)
+    return runtime.async_query_tool(
+        DESCRIPTION.format(k=k), DocumentsInput, fetch, classify_store_error
+    )

@@ -8,8 +8,7 @@ import logging
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from app.http.deps import AppSettings, Manager
-from calls.models import ModelNamer
+from app.http.deps import Manager
 from calls.settings import ROLES
 
 logger = logging.getLogger(__name__)
@@ -24,7 +23,7 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz", summary="The store answers; the model each role uses")
-async def readyz(manager: Manager, settings: AppSettings) -> JSONResponse:
+async def readyz(manager: Manager) -> JSONResponse:
     checks: dict[str, str] = {}
     waiting: int | None = None
     try:
@@ -37,11 +36,7 @@ async def readyz(manager: Manager, settings: AppSettings) -> JSONResponse:
         checks["database"] = "unreachable"
     # The model each role actually uses: with no model configured and no Gemini key, that is
     # the bundled local model, not the Gemini default the settings name.
-    factory = manager.engine.models
-    models = {
-        role: factory.model_string(role) if isinstance(factory, ModelNamer) else settings.model
-        for role in ROLES
-    }
+    models = {role: manager.engine.models.model_string(role) for role in ROLES}
     ready = checks["database"] == "ok"
     return JSONResponse(
         {

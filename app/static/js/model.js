@@ -75,6 +75,17 @@ function backUp(run, node, observed) {
   }
 }
 
+/** An answer's event (`answer_ready`, `done`) as the run keeps it: the answer, its path, its grounding. */
+function answered(event) {
+  return {
+    answer: event.answer,
+    path: event.path,
+    citations: event.citations ?? [],
+    groundedness: event.groundedness ?? null,
+    unsupported: event.unsupported ?? [],
+  };
+}
+
 /** Fold one event into the run. Unknown types and unknown node ids are ignored. */
 export function apply(run, event) {
   const node = event.node_id ? run.nodes.get(event.node_id) : undefined;
@@ -155,14 +166,7 @@ export function apply(run, event) {
       break;
     case "answer_ready":
       // The first verified answer (the chain's), readable at once; `done` replaces it.
-      Object.assign(run, {
-        answer: event.answer,
-        provisional: true,
-        path: event.path,
-        citations: event.citations ?? [],
-        groundedness: event.groundedness ?? null,
-        unsupported: event.unsupported ?? [],
-      });
+      Object.assign(run, answered(event), { provisional: true });
       break;
     case "branched":
       for (const brief of event.nodes) addNode(run, brief);
@@ -171,18 +175,13 @@ export function apply(run, event) {
       run.vote = event;
       break;
     case "done":
-      Object.assign(run, {
+      Object.assign(run, answered(event), {
         status: "done",
-        answer: event.answer,
         provisional: false,
         chosenBy: event.chosen_by ?? null,
         partial: event.partial,
         chosenId: event.chosen_id,
-        path: event.path,
         sources: event.sources,
-        citations: event.citations ?? [],
-        groundedness: event.groundedness ?? null,
-        unsupported: event.unsupported ?? [],
       });
       break;
     case "error":

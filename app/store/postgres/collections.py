@@ -32,27 +32,16 @@ from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 
 from app.store.collection_base import (
-    MAX_SEARCH_K,
     RUN_COLLECTIONS,
-    AddedDocument,
     CollectionInUse,
-    CollectionLimits,
-    CollectionNameTaken,
     CollectionNotFound,
     CollectionRecord,
-    NewDocument,
-    PassageHit,
-    check_document,
-    over_quota,
+    DocumentRecord,
 )
-from app.store.collection_reads import (
-    DOCUMENT_COLUMNS,
-    CollectionReads,
-    document_record,
-    passage_hit,
-)
+from app.store.collection_writes import CollectionStore, WriteSql, document_row, filled
 from app.store.postgres.db import CALL_TIMEOUT_S, OPEN, PostgresDb
-from app.store.query_words import CANDIDATES, query_terms, split_terms
+from app.store.query_words import CANDIDATES, split_terms
+from app.store.reads import Row
 
 # A document's write is bounded as any call, plus this long a passage: Postgres parses each
 # passage's words (its generated `tsv`) and indexes them inside the transaction.
@@ -62,16 +51,11 @@ COPY_PASSAGES = (
     "COPY lats_passages (document_id, collection_id, page, number, heading, text) FROM STDIN"
 )
 _LOCK = "SELECT pg_advisory_xact_lock(hashtext('lats_collections'), hashtext(%s))"
-_MINE = "SELECT 1 FROM lats_collections WHERE id = %s AND tenant IS NOT DISTINCT FROM %s"
+_SQL = WriteSql.of(PostgresDb.dialect, "%s")
 # An unfinished run that lists the collection among its parameters' collection ids.
 _IN_USE = (
     "SELECT 1 FROM lats_runs WHERE status = ANY(%s)"
     f" AND params -> '{RUN_COLLECTIONS}' @> jsonb_build_array(%s::text) LIMIT 1"
-)
-_USED_BYTES = (
-    "SELECT COALESCE(SUM(d.bytes), 0)::bigint FROM lats_documents d"
-    " JOIN lats_collections c ON c.id = d.collection_id"
-    " WHERE c.tenant IS NOT DISTINCT FROM %s"
 )
 _DELETE_DOCUMENT = (
     "WITH gone AS (DELETE FROM lats_documents d USING lats_collections c"
@@ -151,7 +135,7 @@ weighed AS MATERIALIZED (
     ORDER BY weight DESC, held.document_id, held.page, held.number
     LIMIT %(reranked)s
 )
-SELECT p.collection_id, p.document_id, p.page, p.number, p.text, d.title,
+SELECT p.collection_id, p.document_id, p.page, p.number, p.text, d.title, d.name,
     (SELECT SUM(terms.idf * ts_rank(p.tsv, terms.q, 1)) FROM terms) AS score
 FROM weighed w
 JOIN lats_passages p
@@ -166,86 +150,49 @@ RERANKED = 100
 """How many of the passages weighed by their rarer words are ranked by every word."""
 
 
-class PostgresCollections(CollectionReads[PostgresDb]):
+class PostgresCollections(CollectionStore[PostgresDb]):
     """`Collections` on Postgres."""
 
-    def __init__(self, db: PostgresDb, limits: CollectionLimits | None = None) -> None:
-        super().__init__(db)
-        self._limits = limits or CollectionLimits()
-
-    async def create(self, collection: CollectionRecord) -> None:
+    async def _insert(self, collection: CollectionRecord) -> bool:
         async with self._db.connection() as conn:
             cur = await conn.execute(
-                "INSERT INTO lats_collections (id, tenant, name, created_at)"
-                " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
+                f"{_SQL.insert_collection} ON CONFLICT DO NOTHING RETURNING id",
                 (collection.id, collection.tenant, collection.name, collection.created_at),
             )
-            stored = await cur.fetchone()
-        if stored is None:
-            raise CollectionNameTaken(collection.name)
+            return await cur.fetchone() is not None
 
     async def delete(self, tenant: str | None, collection_id: str) -> bool:
         async with self._db.connection() as conn, conn.transaction():
             await _lock(conn, tenant)
-            if not await _found(conn, _MINE, (collection_id, tenant)):
+            if not await _found(conn, _SQL.mine, (collection_id, tenant)):
                 return False
             if await _found(conn, _IN_USE, (OPEN, collection_id)):
                 raise CollectionInUse()
-            for sql in (
-                "DELETE FROM lats_passages WHERE collection_id = %s",
-                "DELETE FROM lats_documents WHERE collection_id = %s",
-                "DELETE FROM lats_collections WHERE id = %s",
-            ):
+            for sql in _SQL.delete_collection:
                 await conn.execute(sql, (collection_id,))
         return True
 
-    async def add_document(self, tenant: str | None, document: NewDocument) -> AddedDocument:
-        check_document(document, self._limits)
-        record = document.record()
-        passages = [
-            (record.id, record.collection_id, p.page or 0, p.number, p.heading, p.text)
-            for p in document.passages
-        ]
+    async def _add(
+        self, tenant: str | None, record: DocumentRecord, passages: list[tuple[Any, ...]]
+    ) -> Row | None:
         bound = CALL_TIMEOUT_S + len(passages) / MIN_PASSAGES_PER_S
         async with self._db.connection(bound) as conn, conn.transaction():
             await _lock(conn, tenant)
-            if not await _found(conn, _MINE, (record.collection_id, tenant)):
+            if not await _found(conn, _SQL.mine, (record.collection_id, tenant)):
                 raise CollectionNotFound()
             async with conn.cursor(row_factory=dict_row) as cur:
-                await cur.execute(
-                    f"SELECT {DOCUMENT_COLUMNS} FROM lats_documents d"
-                    " WHERE d.collection_id = %s AND d.sha256 = %s",
-                    (record.collection_id, record.sha256),
-                )
+                await cur.execute(_SQL.same_content, (record.collection_id, record.sha256))
                 same = await cur.fetchone()
             if same is not None:
-                return AddedDocument(document_record(same), created=False)
-            used = await conn.execute(_USED_BYTES, (tenant,))
+                return same
+            used = await conn.execute(_SQL.used_bytes, (tenant,))
             (used_bytes,) = await used.fetchone() or (0,)
-            refusal = over_quota(int(used_bytes), document, self._limits)
-            if refusal is not None:
-                raise refusal
-            await conn.execute(
-                "INSERT INTO lats_documents (id, collection_id, title, name, kind, sha256,"
-                " bytes, pages, passages, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    record.id,
-                    record.collection_id,
-                    record.title,
-                    record.name,
-                    record.kind,
-                    record.sha256,
-                    record.bytes,
-                    record.pages,
-                    record.passages,
-                    record.created_at,
-                ),
-            )
+            self._check_room(int(used_bytes), record)
+            await conn.execute(_SQL.insert_document, document_row(record, record.created_at))
             async with conn.cursor() as cur, cur.copy(COPY_PASSAGES) as copy:
                 for passage in passages:
                     await copy.write_row(passage)
-        return AddedDocument(record, created=True)
+        return None
 
     async def delete_document(
         self, tenant: str | None, collection_id: str, document_id: str
@@ -256,13 +203,9 @@ class PostgresCollections(CollectionReads[PostgresDb]):
             gone = await cur.fetchone()
         return bool(gone and gone[0])
 
-    async def search(
-        self, tenant: str | None, collection_ids: Sequence[str], query: str, k: int
-    ) -> list[PassageHit]:
-        words = query_terms(query)
-        ids = list(dict.fromkeys(collection_ids))
-        if not words or not ids or k <= 0:
-            return []
+    async def _ranked(
+        self, tenant: str | None, ids: list[str], words: list[str], limit: int
+    ) -> Sequence[Row]:
         args = {
             "ids": ids,
             "tenant": tenant,
@@ -281,7 +224,6 @@ class PostgresCollections(CollectionReads[PostgresDb]):
             if not any(held):
                 return []
             rare, common = split_terms(kept, held)
-            limit = min(k, MAX_SEARCH_K)
             search = {
                 "words": kept,
                 "idfs": [_idf(n, df) for df in held],
@@ -296,12 +238,8 @@ class PostgresCollections(CollectionReads[PostgresDb]):
                 # Fewer passages hold a rarer word than were asked for: those holding a common
                 # one fill the rest (the passages found twice kept once; the scores compare).
                 await cur.execute(_SEARCH, {**search, "rare": [w in common for w in kept]})
-                found = {(r["document_id"], r["page"], r["number"]): r for r in rows}
-                for r in await cur.fetchall():
-                    found.setdefault((r["document_id"], r["page"], r["number"]), r)
-                ranked = sorted(found.values(), key=lambda r: -float(r["score"]))
-                rows = ranked[:limit]
-        return [passage_hit(r) for r in rows]
+                return filled(rows, await cur.fetchall(), limit)
+        return rows
 
 
 def _held(counted: int | None, share: float | None, n: float) -> int:

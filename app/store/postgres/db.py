@@ -41,17 +41,7 @@ OPEN = list(UNFINISHED)
 class PostgresDb:
     """The pool of one store's database, and whether its writes send NOTIFYs."""
 
-    dialect = Dialect(
-        runs="lats_runs",
-        events="lats_events",
-        threads="lats_threads",
-        commands="lats_commands",
-        collections="lats_collections",
-        documents="lats_documents",
-        passages="lats_passages",
-        same="IS NOT DISTINCT FROM",
-        no_limit=None,
-    )
+    dialect = Dialect.named("lats_", same="IS NOT DISTINCT FROM", no_limit=None)
 
     def __init__(self, pool: AsyncConnectionPool, *, notify: bool = True) -> None:
         self._pool = pool

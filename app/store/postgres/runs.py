@@ -55,7 +55,7 @@ class PostgresRuns(RunReads[PostgresDb]):
         args = {
             "run": record.id,
             "task": record.task,
-            "params": Jsonb(record.params),
+            "params": Jsonb(record.params.model_dump(mode="json")),
             "status": record.status,
             "created": record.created_at,
             "updated": record.updated_at,

@@ -72,8 +72,9 @@ CREATE UNIQUE INDEX IF NOT EXISTS lats_documents_content ON lats_documents (coll
 CREATE INDEX IF NOT EXISTS lats_documents_listed
     ON lats_documents (collection_id, created_at DESC);
 -- A document's passages (page 0: a document without pages), each with its words as the
--- `english` configuration reads them (stemmed, stop words left out, as the bm25s index of
--- `local_docs` reads them), kept by Postgres itself (a generated column), indexed for `@@`.
+-- `english` configuration reads them (stemmed, stop words left out, as the in-memory bm25s
+-- index of tools/corpus_index.py reads them), kept by Postgres itself (a generated column),
+-- indexed for `@@`.
 CREATE TABLE IF NOT EXISTS lats_passages (
     document_id TEXT NOT NULL,
     collection_id TEXT NOT NULL,

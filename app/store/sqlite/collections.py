@@ -22,43 +22,33 @@ are then read whole."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from typing import Any
 
 import aiosqlite
 
 from app.store.collection_base import (
-    MAX_SEARCH_K,
     RUN_COLLECTIONS,
-    AddedDocument,
     CollectionInUse,
-    CollectionLimits,
-    CollectionNameTaken,
     CollectionNotFound,
     CollectionRecord,
-    NewDocument,
-    PassageHit,
-    check_document,
-    over_quota,
+    DocumentRecord,
 )
-from app.store.collection_reads import (
-    DOCUMENT_COLUMNS,
-    CollectionReads,
-    document_record,
-    passage_hit,
+from app.store.collection_writes import (
+    CollectionStore,
+    WriteSql,
+    collection_row,
+    document_row,
+    filled,
 )
-from app.store.query_words import CANDIDATES, fts5_match, query_terms, split_terms
+from app.store.query_words import CANDIDATES, fts5_match, split_terms
 from app.store.reads import Row
 from app.store.sqlite.db import OPEN, SqliteDb, marks, row
 
-_MINE = "SELECT 1 FROM collections WHERE id = ? AND tenant IS ?"
+_SQL = WriteSql.of(SqliteDb.dialect)
 # An unfinished run that lists the collection among its parameters' collection ids.
 _IN_USE = (
     f"SELECT 1 FROM runs, json_each(runs.params, '$.{RUN_COLLECTIONS}') AS used"
     f" WHERE runs.{OPEN} AND used.value = ? LIMIT 1"
-)
-_USED_BYTES = (
-    "SELECT COALESCE(SUM(d.bytes), 0) AS n FROM documents d"
-    " JOIN collections c ON c.id = d.collection_id WHERE c.tenant IS ?"
 )
 # How many passages hold a word, counted up to a bound (one row per word, `i` its position).
 _COUNT = (
@@ -75,7 +65,8 @@ WHERE passages_fts MATCH ?
 # The best `k` of the ranked ids (ties by id), and only then their rows: the text of a passage
 # that is not among them is never read.
 _SEARCH = """
-SELECT p.collection_id, p.document_id, p.page, p.number, p.text, d.title, -top.ranking AS score
+SELECT p.collection_id, p.document_id, p.page, p.number, p.text, d.title, d.name,
+    -top.ranking AS score
 FROM ({ranked} ORDER BY ranking, id LIMIT ?) AS top
 JOIN passages p ON p.id = top.id
 JOIN documents d ON d.id = p.document_id
@@ -83,91 +74,49 @@ ORDER BY top.ranking, p.id
 """
 
 
-class SqliteCollections(CollectionReads[SqliteDb]):
+class SqliteCollections(CollectionStore[SqliteDb]):
     """`Collections` on SQLite."""
 
-    def __init__(self, db: SqliteDb, limits: CollectionLimits | None = None) -> None:
-        super().__init__(db)
-        self._limits = limits or CollectionLimits()
+    async def _insert(self, collection: CollectionRecord) -> bool:
+        values = collection_row(collection, collection.created_at.isoformat())
 
-    async def create(self, collection: CollectionRecord) -> None:
-        values = (
-            collection.id,
-            collection.tenant,
-            collection.name,
-            collection.created_at.isoformat(),
-        )
-
-        def write(conn: sqlite3.Connection) -> None:
+        def write(conn: sqlite3.Connection) -> bool:
             try:
-                conn.execute(
-                    "INSERT INTO collections (id, tenant, name, created_at) VALUES (?, ?, ?, ?)",
-                    values,
-                )
-            except sqlite3.IntegrityError as e:
-                raise CollectionNameTaken(collection.name) from e
+                conn.execute(_SQL.insert_collection, values)
+            except sqlite3.IntegrityError:
+                return False  # the unique name
+            return True
 
-        await self._db.write(write, "new")
+        return await self._db.write(write, "new")
 
     async def delete(self, tenant: str | None, collection_id: str) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
-            if row(conn, _MINE, (collection_id, tenant)) is None:
+            if row(conn, _SQL.mine, (collection_id, tenant)) is None:
                 return False
             if row(conn, _IN_USE, (collection_id,)) is not None:
                 raise CollectionInUse()
-            conn.execute("DELETE FROM passages WHERE collection_id = ?", (collection_id,))
-            conn.execute("DELETE FROM documents WHERE collection_id = ?", (collection_id,))
-            conn.execute("DELETE FROM collections WHERE id = ?", (collection_id,))
+            for sql in _SQL.delete_collection:
+                conn.execute(sql, (collection_id,))
             return True
 
         return await self._db.write(write)
 
-    async def add_document(self, tenant: str | None, document: NewDocument) -> AddedDocument:
-        check_document(document, self._limits)
-        record = document.record()
-        values = (
-            record.id,
-            record.collection_id,
-            record.title,
-            record.name,
-            record.kind,
-            record.sha256,
-            record.bytes,
-            record.pages,
-            record.passages,
-            record.created_at.isoformat(),
-        )
-        passages = [
-            (record.id, record.collection_id, p.page or 0, p.number, p.heading, p.text)
-            for p in document.passages
-        ]
+    async def _add(
+        self, tenant: str | None, record: DocumentRecord, passages: list[tuple[Any, ...]]
+    ) -> Row | None:
+        values = document_row(record, record.created_at.isoformat())
 
-        def write(conn: sqlite3.Connection) -> AddedDocument:
-            if row(conn, _MINE, (record.collection_id, tenant)) is None:
+        def write(conn: sqlite3.Connection) -> Row | None:
+            if row(conn, _SQL.mine, (record.collection_id, tenant)) is None:
                 raise CollectionNotFound()
-            same = row(
-                conn,
-                f"SELECT {DOCUMENT_COLUMNS} FROM documents d"
-                " WHERE d.collection_id = ? AND d.sha256 = ?",
-                (record.collection_id, record.sha256),
-            )
+            same = row(conn, _SQL.same_content, (record.collection_id, record.sha256))
             if same is not None:
-                return AddedDocument(document_record(same), created=False)
-            used = row(conn, _USED_BYTES, (tenant,))
-            refusal = over_quota(int(used["n"]) if used else 0, document, self._limits)
-            if refusal is not None:
-                raise refusal
-            conn.execute(
-                "INSERT INTO documents (id, collection_id, title, name, kind, sha256, bytes,"
-                " pages, passages, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                values,
-            )
-            conn.executemany(
-                "INSERT INTO passages (document_id, collection_id, page, number, heading, text)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                passages,
-            )
-            return AddedDocument(record, created=True)
+                return same
+            used = row(conn, _SQL.used_bytes, (tenant,))
+            self._check_room(int(used["n"]) if used else 0, record)
+            conn.execute(_SQL.insert_document, values)
+            conn.executemany(_SQL.insert_passage, passages)
+            return None
 
         return await self._db.write(write, "new")
 
@@ -175,7 +124,7 @@ class SqliteCollections(CollectionReads[SqliteDb]):
         self, tenant: str | None, collection_id: str, document_id: str
     ) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
-            if row(conn, _MINE, (collection_id, tenant)) is None:
+            if row(conn, _SQL.mine, (collection_id, tenant)) is None:
                 return False
             gone = conn.execute(
                 "DELETE FROM documents WHERE id = ? AND collection_id = ?",
@@ -187,13 +136,9 @@ class SqliteCollections(CollectionReads[SqliteDb]):
 
         return await self._db.write(write)
 
-    async def search(
-        self, tenant: str | None, collection_ids: Sequence[str], query: str, k: int
-    ) -> list[PassageHit]:
-        terms = query_terms(query)
-        ids = list(dict.fromkeys(collection_ids))
-        if not terms or not ids or k <= 0:
-            return []
+    async def _ranked(
+        self, tenant: str | None, ids: list[str], terms: list[str], limit: int
+    ) -> list[Row]:
         async with self._db.searching() as searcher:
             counts = await _counts(searcher, terms)
             if not any(counts):
@@ -213,7 +158,6 @@ class SqliteCollections(CollectionReads[SqliteDb]):
             else:
                 sql = _SEARCH.format(ranked=ranked)
                 args = (fts5_match(rare), *scope)
-            limit = min(k, MAX_SEARCH_K)
             rows = await _rows(searcher, sql, (*args, limit))
             if common and len(rows) < limit:
                 # Fewer passages hold a rarer word than were asked for: those holding only common
@@ -224,8 +168,8 @@ class SqliteCollections(CollectionReads[SqliteDb]):
                     _SEARCH.format(ranked=ranked),
                     (others_only, *scope, limit - len(rows)),
                 )
-                rows = sorted([*rows, *rest], key=lambda r: -float(r["score"]))
-        return [passage_hit(r) for r in rows]
+                rows = filled(rows, rest, limit)
+        return rows
 
 
 async def _rows(searcher: aiosqlite.Connection, sql: str, args: tuple[object, ...]) -> list[Row]:

@@ -36,17 +36,7 @@ ENDED = "status IN ('done', 'failed', 'cancelled')"  # base.FINISHED
 class SqliteDb:
     """The writing and the reading connection of one store file, and its disk's reserve."""
 
-    dialect = Dialect(
-        runs="runs",
-        events="events",
-        threads="threads",
-        commands="commands",
-        collections="collections",
-        documents="documents",
-        passages="passages",
-        same="IS",
-        no_limit=-1,
-    )
+    dialect = Dialect.named("", same="IS", no_limit=-1)
 
     def __init__(
         self,

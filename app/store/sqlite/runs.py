@@ -3,7 +3,6 @@ the same write), and finished runs deleted with their events and commands."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from datetime import datetime
@@ -29,7 +28,7 @@ class SqliteRuns(RunReads[SqliteDb]):
         run = (
             record.id,
             record.task,
-            json.dumps(record.params),
+            record.params.model_dump_json(),
             record.status,
             record.created_at.isoformat(),
             record.updated_at.isoformat(),

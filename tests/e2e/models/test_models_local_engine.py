@@ -101,6 +101,11 @@ async def test_a_full_run_plans_uses_tools_replans_and_answers_offline(
         assert vote.method == "single"
         assert "voter" not in calls
     assert any(e.name == "encyclopedia" and e.ok for e in events.of("tool_call"))
+    # Each answer records the model's mean token log-probability (docs/models.md).
+    answered = [n for n in result.nodes if n["answer"] is not None]
+    confidences = [n.get("confidence") for n in answered]
+    assert confidences
+    assert all(c is not None and -50 < c <= 0 for c in confidences), confidences
 
 
 async def test_a_run_with_the_evaluator_completes_offline(

@@ -6,7 +6,6 @@ plan approved through `__interrupt__` / `command.resume`, join, re-join, cancel,
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,9 +15,8 @@ from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEnti
 from langgraph_sdk.schema import RunCreateMetadata, StreamPart
 
 from testkit.gemini_roles import research_scenario
-from testkit.gemini_sim import GeminiSimulator
 from testkit.process import ServerProcess
-from tests.support.sim_env import sim_service_env
+from tests.support.sim_env import sim_server
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.asyncio]
 ASK = {"messages": [{"type": "human", "content": "What do the sources say?"}]}
@@ -28,20 +26,16 @@ ONE_PATH = {"configurable": {"max_paths": 1}}
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    tmp_path: Path = tmp_path_factory.mktemp("agent_server")
-    with GeminiSimulator(research_scenario()) as sim:
-        env = {
-            **sim_service_env(sim.base_url, tmp_path),
-            "LATS_API_KEYS": "one:k1,two:k2",
-            "LATS_SSE_HEARTBEAT_S": "1",
-        }
-        process = ServerProcess(env).start(timeout_s=180)
-        try:
-            yield process
-        finally:
-            process.kill()
-            log = process.log()
-            assert "Traceback" not in log, log[log.find("Traceback") - 500 :][:4000]
+    with sim_server(
+        research_scenario(),
+        tmp_path_factory.mktemp("agent_server"),
+        start_timeout_s=180,
+        LATS_API_KEYS="one:k1,two:k2",
+        LATS_SSE_HEARTBEAT_S="1",
+    ) as process:
+        yield process
+    log = process.log()  # killed
+    assert "Traceback" not in log, log[log.find("Traceback") - 500 :][:4000]
 
 
 @pytest.fixture

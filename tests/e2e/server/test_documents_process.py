@@ -13,12 +13,12 @@ import pytest
 
 from testkit.events import read_events
 from testkit.gemini_roles import fake_call, to_sim_reply
-from testkit.gemini_sim import Call, GeminiSimulator, SimRequest
+from testkit.gemini_sim import Call, SimRequest
 from testkit.gemini_sim import Reply as SimReply
 from testkit.pdfs import text_pdf
 from testkit.process import ServerProcess
 from testkit.scenario import Scenario
-from tests.support.sim_env import sim_service_env
+from tests.support.sim_env import sim_server
 
 PAGES = [
     ["Annual report of the Example Company.", "Chapter one covers the people."],
@@ -44,13 +44,8 @@ def reading(request: SimRequest) -> SimReply:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("documents")
-    with GeminiSimulator(reading) as sim:
-        process = ServerProcess(sim_service_env(sim.base_url, folder)).start()
-        try:
-            yield process
-        finally:
-            process.kill()
+    with sim_server(reading, tmp_path_factory.mktemp("documents")) as process:
+        yield process
 
 
 def test_a_run_over_an_uploaded_pdf_cites_its_title_and_page(server: ServerProcess) -> None:

@@ -16,12 +16,12 @@ import pytest
 
 from testkit.events import read_events
 from testkit.gemini_roles import fake_call, to_sim_reply
-from testkit.gemini_sim import Call, GeminiSimulator, SimRequest
+from testkit.gemini_sim import Call, SimRequest
 from testkit.gemini_sim import Reply as SimReply
 from testkit.process import ServerProcess
 from testkit.scenario import Scenario
 from tests.support.mcp import mcp_session
-from tests.support.sim_env import sim_service_env
+from tests.support.sim_env import sim_server
 
 QUOTE = "The sources agree on the main result"
 TREE = Scenario(plan=["Find sources"], replans={"Find sources": ["Check them", "Doubt them"]})
@@ -55,13 +55,8 @@ def citing(request: SimRequest) -> SimReply:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One server for the module: each test starts runs of its own."""
-    folder = tmp_path_factory.mktemp("grounded")
-    with GeminiSimulator(citing) as sim:
-        process = ServerProcess(sim_service_env(sim.base_url, folder)).start()
-        try:
-            yield process
-        finally:
-            process.kill()
+    with sim_server(citing, tmp_path_factory.mktemp("grounded")) as process:
+        yield process
 
 
 def _grounded(run: dict[str, Any]) -> None:

@@ -10,25 +10,16 @@ import openai
 import pytest
 
 from testkit.gemini_roles import research_scenario
-from testkit.gemini_sim import GeminiSimulator
 from testkit.process import ServerProcess
-from tests.support.sim_env import sim_service_env
+from tests.support.sim_env import sim_server
 
 ASK = [{"role": "user", "content": "What do the sources say?"}]
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    with GeminiSimulator(research_scenario()) as sim:
-        env = {
-            **sim_service_env(sim.base_url, tmp_path),
-            "LATS_API_KEYS": "k1",
-        }
-        process = ServerProcess(env).start()
-        try:
-            yield process
-        finally:
-            process.kill()
+    with sim_server(research_scenario(), tmp_path, LATS_API_KEYS="k1") as process:
+        yield process
 
 
 def test_completions_and_streams_through_the_real_model_client(server: ServerProcess) -> None:

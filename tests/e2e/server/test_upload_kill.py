@@ -10,11 +10,13 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
 import pytest
 
+from app.collections.local_folder import FOLDER_TENANT
 from testkit.process import ServerProcess, shared_runs_env
 from testkit.waiting import wait_for
 
@@ -46,21 +48,28 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
 
 
 def stored_rows(env: dict[str, str]) -> tuple[int, int]:
-    """(documents, passages) in the server's store, counted in its database directly."""
+    """(documents, passages) of the callers' collections in the server's store, counted in its
+    database directly (the deployment's `local_docs` folder, loaded at start-up, aside)."""
     url = env.get("LATS_DATABASE_URL")
     if url:
         with psycopg.connect(url) as conn:
-            documents = conn.execute("SELECT COUNT(*) FROM lats_documents").fetchone()
-            passages = conn.execute("SELECT COUNT(*) FROM lats_passages").fetchone()
-        return (documents[0] if documents else -1, passages[0] if passages else -1)
+            return _counted(conn.execute, "lats_", "IS DISTINCT FROM")
     db = sqlite3.connect(Path(env["LATS_DATA_DIR"]) / "runs.sqlite")
     try:
-        return (
-            db.execute("SELECT COUNT(*) FROM documents").fetchone()[0],
-            db.execute("SELECT COUNT(*) FROM passages").fetchone()[0],
-        )
+        return _counted(db.execute, "", "IS NOT")
     finally:
         db.close()
+
+
+def _counted(execute: Any, prefix: str, not_same: str) -> tuple[int, int]:
+    callers = f"SELECT id FROM {prefix}collections WHERE tenant {not_same} '{FOLDER_TENANT}'"
+    documents = execute(
+        f"SELECT COUNT(*) FROM {prefix}documents WHERE collection_id IN ({callers})"
+    ).fetchone()
+    passages = execute(
+        f"SELECT COUNT(*) FROM {prefix}passages WHERE collection_id IN ({callers})"
+    ).fetchone()
+    return (documents[0] if documents else -1, passages[0] if passages else -1)
 
 
 class SlowUpload:

@@ -4,11 +4,9 @@ what the first answer was (real HTTP, scripted models, the real engine and store
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from httpx_sse import aconnect_sse
-
+from app.http.sse import aframes
 from tests.integration.test_anytime_search import (
     ALTERNATIVES,
     PAGES,
@@ -29,9 +27,9 @@ async def test_the_first_answer_streams_before_done_and_the_run_says_how_it_chos
     body = {"task": TASK, "max_paths": 3, "seed": 5}
     async with service_for(scenario, tools=[PageSearch(PAGES).tool()]) as svc:
         events: list[tuple[str, dict[str, Any]]] = []
-        async with aconnect_sse(svc.client, "POST", "/solve", json=body) as source:
-            async for sse in source.aiter_sse():
-                events.append((sse.event, json.loads(sse.data)))
+        async with svc.client.stream("POST", "/solve", json=body) as response:
+            async for frame in aframes(response.aiter_lines()):
+                events.append((frame.event, frame.json()))
         run_id = events[0][1]["run_id"]
         run = (await svc.client.get(f"/runs/{run_id}")).json()
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 from pydantic import SecretStr
 
 from app.main import create_app
 from app.settings import Settings
-from calls.settings import ROLES
+from calls.models import SettingsModelFactory
+from calls.settings import DEFAULT_MODEL, ROLES
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
+from tests.support.server import serve
 
 TREE = Scenario(plan=["A"])
 
@@ -99,6 +103,33 @@ async def test_readyz_reports_the_store_and_model(service_for: ServiceMaker) -> 
     assert body["status"] == "ready"
     assert body["checks"]["database"] == "ok"
     # What each role's model factory says it uses, not the settings' default model string.
+    assert body["models"] == dict.fromkeys(ROLES, "scripted")
+
+
+async def test_readyz_reports_the_local_model_the_factory_falls_back_to(
+    no_model_environment: None, tmp_path: Path
+) -> None:
+    # No model configured and no Gemini key: the settings still name the Gemini default.
+    settings = Settings(
+        _env_file=None,
+        data_dir=tmp_path / "data",
+        model_voter="openai:gpt-x",
+    )
+    app = create_app(settings, models=SettingsModelFactory(settings), tools=[], worker=False)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as c,
+    ):
+        body = (await c.get("/readyz")).json()
+
+    assert settings.model == DEFAULT_MODEL
+    assert body["models"] == {**dict.fromkeys(ROLES, "local"), "voter": "openai:gpt-x"}
+
+
+async def test_readyz_reports_the_models_behind_the_call_policy(settings: Settings) -> None:
+    async with serve(settings, TREE, policy=True) as svc:
+        body = (await svc.client.get("/readyz")).json()
+
     assert body["models"] == dict.fromkeys(ROLES, "scripted")
 
 

@@ -15,6 +15,7 @@ from app.cli.errors import CliError
 from app.cli.main import main
 from app.cli.remote import approve_async, solve_remote, thread_async
 from app.cli.render import TreePrinter
+from app.http.sse import frames
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
 
@@ -67,7 +68,7 @@ async def test_approve_with_an_edited_plan_from_a_file_then_the_run_follows_it(
     assert f"the plan waits for approval: lats approve {run_id}" in out.getvalue()
     assert code == 0
     assert f"run {run_id} · plan edited · queued" in capsys.readouterr().out
-    assert "event: done" in done
+    assert [f.event for f in frames(done.splitlines())][-1] == "done"
     assert [n["step"] for n in run["nodes"]] == ["C"]  # D is still planned after C
     assert again.value.code == 1
     assert "409" in str(again.value)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from httpx_sse import aconnect_sse
 from pydantic import SecretStr
 
+from app.http.sse import aframes
 from testkit.pdfs import text_pdf
 from tests.integration.test_grounded_answers import Citing, _answer
 from tests.support.makers import ServiceMaker
@@ -50,9 +50,9 @@ async def _report(svc: Any, key: str) -> tuple[str, str]:
 
 async def _solve(svc: Any, key: str, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     events: list[tuple[str, dict[str, Any]]] = []
-    async with aconnect_sse(svc.client, "POST", "/solve", json=body, headers=_auth(key)) as source:
-        async for sse in source.aiter_sse():
-            events.append((sse.event, json.loads(sse.data)))
+    async with svc.client.stream("POST", "/solve", json=body, headers=_auth(key)) as response:
+        async for frame in aframes(response.aiter_lines()):
+            events.append((frame.event, frame.json()))
     return events
 
 

@@ -1,6 +1,6 @@
 """The events of one moment of a run are stored in one write: a store appends them with
-consecutive ids, all or none, fenced like one event; the run's writer holds back an end or a
-pause among them; a batch that landed before its reply was lost is not written twice; and the
+consecutive ids, all or none, fenced like one event; the run's writer writes nothing once its
+run is lost; a batch that landed before its reply was lost is not written twice; and the
 engine hands a round's events over together, each job's start before anything the job says."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from langchain_core.tools import tool
 
-from agents.events import Event, NodeStarted, RunCancelled
+from agents.events import Event, NodeStarted
 from agents.params import RunParams
 from app.runs.execution import RunWriter
 from app.runs.live import LiveRuns
@@ -76,23 +76,19 @@ async def _held_run(store: RunStore) -> RunRecord:
     return record
 
 
-async def test_the_writer_stores_a_moment_at_once_and_holds_back_its_end(
+async def test_the_writer_stores_a_moment_at_once_and_nothing_once_the_run_is_lost(
     settings: Settings,
 ) -> None:
     async with open_backend(settings) as (store, _):
         await _held_run(store)
         live = LiveRuns().detached("r1", await store.events.after("r1", 0))
         writer = RunWriter(store, "me", live, wake=lambda _: None)
-        end = RunCancelled(run_id="r1")
 
         await writer.emit_all(
-            [
-                NodeStarted(run_id="r1", node_id="n1"),
-                NodeStarted(run_id="r1", node_id="n2"),
-                end,
-                NodeStarted(run_id="r1", node_id="n3"),  # after the end: never written
-            ]
+            [NodeStarted(run_id="r1", node_id="n1"), NodeStarted(run_id="r1", node_id="n2")]
         )
+        live.lose()  # the lease is gone: this writer writes nothing more
+        await writer.emit_all([NodeStarted(run_id="r1", node_id="n3")])
         stored = await store.events.after("r1", 0)
 
     assert [(e.seq, e.type) for e in stored] == [
@@ -101,7 +97,6 @@ async def test_the_writer_stores_a_moment_at_once_and_holds_back_its_end(
         (3, "node_started"),
     ]
     assert ['"n1"' in e.data for e in stored[1:]] == [True, False]
-    assert live.held_terminal is end
     assert [e.seq for e in live.events] == [1, 2, 3]  # the buffer agrees with the store
 
 
@@ -173,11 +168,11 @@ async def test_a_round_s_starts_go_together_before_anything_their_jobs_say(
 
     engine, _ = make_engine(TREE, tools=[lookup])
     params = RunParams(strategy="mcts", max_paths=3, max_concurrency=3)
-    result = await engine.run(
-        "task?", params, sink=one, sink_all=together if batched else None, announce=False
+    outcome = await engine.search(
+        "task?", params, run_id="r1", sink=one, sink_all=together if batched else None
     )
 
-    assert result.status == "done"
+    assert outcome.result.status == "done"
     started = {_node_of(e): write for write, e in log if e.type == "node_started"}
     # The plan's step is n1; the three steps proposed after it, n1.1 to n1.3.
     siblings = [write for node, write in started.items() if node and node.startswith("n1.")]

@@ -14,6 +14,7 @@ from starlette.responses import PlainTextResponse
 from app.http import security_headers
 from app.http.openapi import REDOC_STYLE_HASHES
 from app.http.security_headers import API_CSP, COMMON_HEADERS, PAGE_CSP
+from app.http.sse import aframes
 from app.main import create_app
 from app.settings import Settings
 from testkit.fakes import FakeModels
@@ -127,11 +128,11 @@ async def test_an_event_stream_has_the_headers_and_still_streams(
         service_for(TREE) as svc,
         svc.client.stream("POST", "/solve", json={"task": "go"}) as stream,
     ):
-        frames = [line async for line in stream.aiter_lines() if line.startswith("event:")]
+        types = [frame.event async for frame in aframes(stream.aiter_lines())]
 
     assert stream.headers["content-type"].startswith("text/event-stream")
     assert_protected(stream, API_CSP)
-    assert frames[-1] == "event: done"
+    assert types[-1] == "done"
 
 
 async def test_an_unexpected_500_still_carries_the_headers() -> None:

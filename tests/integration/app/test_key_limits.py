@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from httpx_sse import aconnect_sse
 from pydantic import SecretStr
 
+from app.http.sse import aframes, frames
 from testkit.gate import TREE_TO_B as TREE
 from testkit.gate import Gate
 from tests.support.makers import ServiceMaker
@@ -73,18 +73,16 @@ async def test_a_key_beyond_its_open_streams_gets_429_and_the_slot_frees_at_the_
     async with service_for(gate, key_max_streams=1, **KEYS) as svc:
         run_a = (await svc.client.post("/runs", json=BODY, headers=as_(A))).json()["run_id"]
         run_b = (await svc.client.post("/runs", json=BODY, headers=as_(B))).json()["run_id"]
-        async with aconnect_sse(svc.client, "GET", f"/runs/{run_a}/events", headers=as_(A)) as held:
-            assert held.response.status_code == 200
+        async with svc.client.stream("GET", f"/runs/{run_a}/events", headers=as_(A)) as held:
+            assert held.status_code == 200
             second = await svc.client.get(f"/runs/{run_a}/events", headers=as_(A))
             solve = await svc.client.post("/solve", json=BODY, headers=as_(A))
             runs_of_a = (await svc.client.get("/runs", headers=as_(A))).json()["runs"]
-            async with aconnect_sse(
-                svc.client, "GET", f"/runs/{run_b}/events", headers=as_(B)
-            ) as other:
-                other_status = other.response.status_code
+            async with svc.client.stream("GET", f"/runs/{run_b}/events", headers=as_(B)) as other:
+                other_status = other.status_code
                 gate.release.set()
-                other_types = [sse.event async for sse in other.aiter_sse()]
-            held_types = [sse.event async for sse in held.aiter_sse()]
+                other_types = [f.event async for f in aframes(other.aiter_lines())]
+            held_types = [f.event async for f in aframes(held.aiter_lines())]
         again = await svc.client.get(f"/runs/{run_a}/events", headers=as_(A))
 
     assert_limited(second, "too_many_streams")
@@ -101,7 +99,8 @@ async def test_a_resume_point_beyond_the_last_event_is_422_before_any_stream(
     async with service_for(TREE) as svc:
         run_id = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
         whole = await svc.client.get(f"/runs/{run_id}/events")
-        last = int([line for line in whole.text.splitlines() if line.startswith("id:")][-1][4:])
+        last = [f.id for f in frames(whole.text.splitlines())][-1]
+        assert last is not None
         at_end = await svc.client.get(f"/runs/{run_id}/events?after={last}")
         beyond = await svc.client.get(f"/runs/{run_id}/events?after={last + 1}")
         header = await svc.client.get(
@@ -113,7 +112,7 @@ async def test_a_resume_point_beyond_the_last_event_is_422_before_any_stream(
         )
 
     assert at_end.status_code == 200
-    assert "id:" not in at_end.text
+    assert list(frames(at_end.text.splitlines())) == []  # the reader has the end already
     for refused in (beyond, header, huge, huge_header):
         assert refused.status_code == 422
         assert refused.headers["content-type"] == "application/json"
@@ -126,7 +125,7 @@ async def test_the_trace_streams_every_event_in_order(service_for: ServiceMaker)
     async with service_for(TREE) as svc:
         run_id = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
         events = await svc.client.get(f"/runs/{run_id}/events")
-        ids = [int(line[4:]) for line in events.text.splitlines() if line.startswith("id:")]
+        ids = [f.id for f in frames(events.text.splitlines())]
         async with svc.client.stream("GET", f"/runs/{run_id}/trace") as trace:
             lines = [line async for line in trace.aiter_lines() if line]
 

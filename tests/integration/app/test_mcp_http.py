@@ -11,6 +11,7 @@ import pytest
 from mcp.types import TextResourceContents
 from pydantic import AnyUrl, SecretStr
 
+from app.http.sse import frames
 from testkit.fakes import FakeCall, Reply, Script
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
@@ -141,7 +142,7 @@ async def test_a_client_that_leaves_does_not_stop_the_run(service_for: ServiceMa
         ).text
         run = (await svc.client.get(f"/runs/{run_id}")).json()
 
-    assert "event: done" in finished
+    assert [f.event for f in frames(finished.splitlines())][-1] == "done"
     assert run["status"] == "done"
 
 

@@ -11,6 +11,7 @@ from langchain_core.exceptions import ModelRateLimitError
 from langchain_core.tools import tool
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.http.sse import aframes
 from app.settings import Settings
 from testkit.clock import FakeClock
 from testkit.fakes import FakeCall, Reply
@@ -177,8 +178,9 @@ async def test_events_the_service_writes_itself_are_counted(settings: Settings) 
             asyncio.timeout(10),
             svc.client.stream("GET", f"/runs/{run_id}/events") as stream,
         ):
-            async for line in stream.aiter_lines():  # the stream closes after the terminal event
-                if line == "event: cancelled":
+            # The stream closes after the terminal event.
+            async for frame in aframes(stream.aiter_lines()):
+                if frame.event == "cancelled":
                     break
         after = await _scrape(svc.client)
 

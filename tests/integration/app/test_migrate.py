@@ -11,11 +11,11 @@ from pathlib import Path
 
 import aiosqlite
 import pytest
-from httpx_sse import aconnect_sse
 
 from agents.params import RunParams
 from agents.result import RunResult
 from app.cli.main import main
+from app.http.sse import aframes
 from app.settings import Settings
 from app.store.backend import open_backend
 from app.store.base import (
@@ -112,7 +112,7 @@ async def _build(data_dir: Path, settings: Settings, make_engine: EngineMaker) -
     async with open_backend(settings.model_copy(update={"data_dir": data_dir})) as (store, saver):
         engine, _ = make_engine(TREE, checkpointer=saver)
         results = [
-            await engine.run(f"t {run_id}", RunParams(max_paths=1), run_id=run_id, announce=False)
+            await engine.run(f"t {run_id}", RunParams(max_paths=1), run_id=run_id)
             for run_id in ENGINE_RUNS
         ]
         for t in range(THREADS):
@@ -256,8 +256,8 @@ async def test_a_migrated_finished_run_reads_the_same_through_the_app(
     service_for: ServiceMaker, settings: Settings, tmp_path: Path, postgres_url: str
 ) -> None:
     async with service_for(TREE, data_dir=tmp_path / "app") as svc:
-        async with aconnect_sse(svc.client, "POST", "/solve", json={"task": "t"}) as stream:
-            ids = [json.loads(sse.data)["run_id"] async for sse in stream.aiter_sse()]
+        async with svc.client.stream("POST", "/solve", json={"task": "t"}) as stream:
+            ids = [frame.json()["run_id"] async for frame in aframes(stream.aiter_lines())]
         run_id = ids[0]
         before = (await svc.client.get(f"/runs/{run_id}")).json()
     code = await asyncio.to_thread(

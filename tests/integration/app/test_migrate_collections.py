@@ -13,12 +13,11 @@ import aiosqlite
 
 from app.settings import Settings
 from app.store.backend import open_backend
-from app.store.collection_base import CollectionRecord, NewDocument
+from app.store.collection_base import CollectionRecord
 from app.store.migrate import Location, migrate, open_side
 from app.store.migrate_units import DocumentCollections, Side
 from testkit.pdfs import text_pdf
-from tools.documents.passages import passages
-from tools.documents.reading import read_document
+from tests.support.new_documents import read_file
 
 FILES = {
     "otters.pdf": text_pdf([["# Otters", "Otters use stones."], ["They crack shells."]], "Otters"),
@@ -43,22 +42,8 @@ async def _build(data_dir: Path, settings: Settings) -> None:
             CollectionRecord(id="c-empty", tenant=None, name="birds", created_at=now)
         )
         for name, data in FILES.items():
-            read = read_document(name, data)
-            await store.collections.add_document(
-                "alice",
-                NewDocument(
-                    id=f"d-{name}",
-                    collection_id=full.id,
-                    title=read.title,
-                    name=name,
-                    kind=read.kind,
-                    sha256=read.sha256,
-                    bytes=len(data),
-                    pages=len(read.pages),
-                    created_at=now,
-                    passages=passages(read),
-                ),
-            )
+            document = read_file(full.id, name, data, document_id=f"d-{name}", created_at=now)
+            await store.collections.add_document("alice", document)
 
 
 async def _digests(side: Side) -> dict[str, str]:

@@ -7,12 +7,12 @@ also after the service was restarted."""
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
+from app.http.sse import aframes
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
 from tests.support.mcp import mcp_session
@@ -26,11 +26,10 @@ async def events_until(client: httpx.AsyncClient, run_id: str, last: str) -> lis
     """The run's events from the first, read until one of type `last`."""
     seen: list[dict[str, Any]] = []
     async with client.stream("GET", f"/runs/{run_id}/events", timeout=20) as response:
-        async for line in response.aiter_lines():
-            if line.startswith("data: "):
-                seen.append(json.loads(line[6:]))
-                if seen[-1]["type"] == last:
-                    break
+        async for frame in aframes(response.aiter_lines()):
+            seen.append(frame.json())
+            if frame.event == last:
+                break
     return seen
 
 

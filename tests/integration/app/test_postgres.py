@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
-from httpx_sse import aconnect_sse
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from agents.engine import Engine
 from agents.params import RunParams
+from app.http.sse import aframes
 from app.settings import Settings
 from testkit.fakes import FakeModels
 from testkit.scenario import Scenario
@@ -23,15 +21,15 @@ async def test_solve_rejoin_and_list_on_postgres(
     service_for: ServiceMaker, postgres_url: str
 ) -> None:
     async with service_for(TREE, database_url=postgres_url) as svc:
-        seqs: list[int] = []
-        async with aconnect_sse(svc.client, "POST", "/solve", json=BODY) as source:
-            async for sse in source.aiter_sse():
-                seqs.append(int(sse.id))
-                run_id = json.loads(sse.data)["run_id"]
-        async with aconnect_sse(
-            svc.client, "GET", f"/runs/{run_id}/events", headers={"Last-Event-ID": "2"}
-        ) as source:
-            replay = [int(sse.id) async for sse in source.aiter_sse()]
+        seqs: list[int | None] = []
+        async with svc.client.stream("POST", "/solve", json=BODY) as response:
+            async for frame in aframes(response.aiter_lines()):
+                seqs.append(frame.id)
+                run_id = frame.json()["run_id"]
+        async with svc.client.stream(
+            "GET", f"/runs/{run_id}/events", headers={"Last-Event-ID": "2"}
+        ) as response:
+            replay = [frame.id async for frame in aframes(response.aiter_lines())]
         run = (await svc.client.get(f"/runs/{run_id}")).json()
         listed = (await svc.client.get("/runs?status=done")).json()
         ready = (await svc.client.get("/readyz")).json()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from app.http.sse import frames
 from app.settings import Settings
 from app.store.base import Lease
 from app.store.sqlite.store import SqliteRunStore
@@ -80,5 +81,5 @@ async def test_a_run_whose_workers_keep_dying_is_failed_not_run_again(
     assert [e["id"] for e in trace] == [1, 2]
     assert [e["event"]["type"] for e in trace] == ["run_started", "error"]
     assert resumed["status"] == "done"  # taken over the third time: it ran
-    assert "event: done" in stream
+    assert [f.event for f in frames(stream.splitlines())][-1] == "done"
     assert 'plantree_run_errors_total{code="worker_lost"}' in metrics  # for an alert

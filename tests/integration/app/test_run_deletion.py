@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from app.http.sse import frames
 from app.runs import retention
 from app.runs.retention import Retention
 from app.settings import Settings
@@ -68,7 +69,7 @@ async def test_delete_answers_409_while_a_run_is_open_then_204_then_404(
 
     assert refused.status_code == 409
     assert refused.json()["code"] == "run_not_finished"
-    assert "event: done" in stream
+    assert [f.event for f in frames(stream.splitlines())][-1] == "done"
     assert deleted.status_code == 204
     assert (after.status_code, again.status_code, missing.status_code) == (404, 404, 404)
 

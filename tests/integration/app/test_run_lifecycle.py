@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
+import httpx
 
-from httpx_sse import aconnect_sse
-
+from app.http.sse import FrameReader, aframes
 from testkit.gate import TREE_TO_B as TREE
 from testkit.gate import Gate
 from tests.support.held_runs import service_with_held_run
@@ -14,12 +13,9 @@ from tests.support.makers import ServiceMaker
 BODY = {"task": "t", "max_paths": 1}
 
 
-async def _terminal(svc_client: object, run_id: str) -> list[str]:
-    types = []
-    async with aconnect_sse(svc_client, "GET", f"/runs/{run_id}/events") as source:  # type: ignore[arg-type]
-        async for sse in source.aiter_sse():
-            types.append(sse.event)
-    return types
+async def _terminal(client: httpx.AsyncClient, run_id: str) -> list[str]:
+    async with client.stream("GET", f"/runs/{run_id}/events") as response:
+        return [frame.event async for frame in aframes(response.aiter_lines())]
 
 
 async def test_cancel_during_a_run_stops_its_calls_and_ends_with_cancelled(
@@ -82,17 +78,21 @@ async def test_an_idle_stream_sends_heartbeat_comments(service_for: ServiceMaker
     gate = Gate()
     async with service_for(gate, sse_heartbeat_s=0.05) as svc:
         run_id = (await svc.client.post("/runs", json=BODY)).json()["run_id"]
-        lines: list[str] = []
+        lines: list[str] = []  # the raw lines: the reader skips comments, heartbeats too
+        reader = FrameReader()
+        types: list[str] = []
         async with svc.client.stream("GET", f"/runs/{run_id}/events") as response:
             async for line in response.aiter_lines():
                 lines.append(line)
                 if lines.count(": heartbeat") >= 2:
                     gate.release.set()
-                if line.startswith("event: done"):
-                    break
+                if (frame := reader.feed(line)) is not None:
+                    types.append(frame.event)
+                    if frame.event == "done":
+                        break
 
     assert lines.count(": heartbeat") >= 2
-    assert any(line.startswith("event: done") for line in lines)
+    assert types[-1] == "done"
 
 
 async def test_a_client_that_disconnects_does_not_stop_the_run(
@@ -100,9 +100,9 @@ async def test_a_client_that_disconnects_does_not_stop_the_run(
 ) -> None:
     gate = Gate()
     async with service_for(gate) as svc:
-        async with aconnect_sse(svc.client, "POST", "/solve", json=BODY) as source:
-            async for sse in source.aiter_sse():
-                run_id = json.loads(sse.data)["run_id"]
+        async with svc.client.stream("POST", "/solve", json=BODY) as response:
+            async for frame in aframes(response.aiter_lines()):
+                run_id = frame.json()["run_id"]
                 break
         await gate.reached()
         gate.release.set()

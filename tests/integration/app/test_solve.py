@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import httpx
-from httpx_sse import aconnect_sse
 
+from app.http.sse import aframes
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
 
@@ -19,10 +19,11 @@ async def _read_sse(
     client: httpx.AsyncClient, method: str, url: str, **kw: Any
 ) -> tuple[httpx.Response, list[tuple[int, str, dict[str, Any]]]]:
     out = []
-    async with aconnect_sse(client, method, url, **kw) as source:
-        async for sse in source.aiter_sse():
-            out.append((int(sse.id), sse.event, json.loads(sse.data)))
-        return source.response, out
+    async with client.stream(method, url, **kw) as response:
+        async for frame in aframes(response.aiter_lines()):
+            assert frame.id is not None  # every event of a run's stream is numbered
+            out.append((frame.id, frame.event, frame.json()))
+        return response, out
 
 
 async def test_solve_streams_numbered_events_from_run_started_to_done(
@@ -82,11 +83,11 @@ async def test_rejoining_with_last_event_id_continues_without_gaps_or_duplicates
     service_for: ServiceMaker,
 ) -> None:
     async with service_for(TREE) as svc:
-        first: list[int] = []
-        async with aconnect_sse(svc.client, "POST", "/solve", json=BODY) as source:
-            async for sse in source.aiter_sse():
-                first.append(int(sse.id))
-                run_id = json.loads(sse.data)["run_id"]
+        first: list[int | None] = []
+        async with svc.client.stream("POST", "/solve", json=BODY) as response:
+            async for frame in aframes(response.aiter_lines()):
+                first.append(frame.id)
+                run_id = frame.json()["run_id"]
                 if len(first) == 3:
                     break  # the client goes away mid-run
         _, rest = await _read_sse(

@@ -5,13 +5,13 @@ that has ended is a 409."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 import pytest
 from pydantic import SecretStr
 
+from app.http.sse import frames
 from app.runs import manager
 from testkit.fakes import executed_steps
 from testkit.gate import Gate
@@ -32,9 +32,7 @@ TREE = Scenario(plan=["A"], replans={"A": ["B", "C", "E"]})
 
 async def events_to_end(client: httpx.AsyncClient, run_id: str) -> list[dict[str, Any]]:
     response = await client.get(f"/runs/{run_id}/events", headers=AS_ALICE, timeout=30)
-    return [
-        json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")
-    ]
+    return [frame.json() for frame in frames(response.text.splitlines())]
 
 
 async def test_a_pruned_subtree_never_runs_and_an_added_step_runs(
@@ -100,11 +98,7 @@ async def test_a_command_for_an_unknown_node_is_refused_in_its_event(
         gate.release.set()
         response = await svc.client.get(f"/runs/{run_id}/events", timeout=30)
 
-    steered = [
-        json.loads(line[6:])
-        for line in response.text.splitlines()
-        if line.startswith("data: ") and '"steered"' in line
-    ]
+    steered = [f.json() for f in frames(response.text.splitlines()) if f.event == "steered"]
     assert sent.status_code == 202
     assert [(e["applied"], e["reason"], e["by"]) for e in steered] == [
         (False, "no node n9.9", None)

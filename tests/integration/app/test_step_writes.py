@@ -50,7 +50,7 @@ async def test_a_run_on_the_store_leaves_no_writes_beside_its_checkpoints(
         where = {"database_url": request.getfixturevalue("postgres_url")}
     async with open_backend(settings.model_copy(update=where)) as (_, saver):
         engine, _ = make_engine(TREE, checkpointer=saver)
-        result = await engine.run("task?", PARAMS, run_id="r1", announce=False)
+        result = await engine.run("task?", PARAMS, run_id="r1")
         checkpoints = [t async for t in saver.alist({"configurable": {"thread_id": "r1"}})]
 
     assert result.status == "done"
@@ -77,7 +77,7 @@ async def test_only_the_round_whose_checkpoint_failed_runs_again_on_resume(
             return await put(*args, **kwargs)
 
         monkeypatch.setattr(saver, "aput", put_until_the_database_goes)
-        failed = await first.run("task?", PARAMS, run_id="r2", announce=False)
+        failed = await first.run("task?", PARAMS, run_id="r2")
     first_steps = [step_to_execute(c) for c in first_models.recorder.by_role("executor")]
     checkpointed = first_steps[: executed_at_checkpoint[-1]]
     lost = first_steps[executed_at_checkpoint[-1] :]
@@ -122,7 +122,7 @@ async def test_a_new_runs_input_is_saved_with_its_plans_checkpoint_not_on_its_ow
             return await put(*args, **kwargs)
 
         monkeypatch.setattr(saver, "aput", put_only_the_plan)
-        failed = await first.run("task?", PARAMS, run_id=run_id, announce=False)
+        failed = await first.run("task?", PARAMS, run_id=run_id)
         stored = [t async for t in saver.alist(config)]
         values = (await first.graph.aget_state(config)).values
         monkeypatch.undo()
@@ -157,7 +157,7 @@ async def test_a_run_stopped_before_its_plan_landed_has_no_checkpoint_to_resume(
             return await put(*args, **kwargs)
 
         monkeypatch.setattr(saver, "aput", put_inputs_only)
-        failed = await engine.run("task?", PARAMS, run_id="r3", announce=False)
+        failed = await engine.run("task?", PARAMS, run_id="r3")
         stored = [t async for t in saver.alist({"configurable": {"thread_id": "r3"}})]
         monkeypatch.undo()
         with pytest.raises(RunNotFound):  # the service starts it from its record instead

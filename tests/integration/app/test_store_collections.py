@@ -37,8 +37,8 @@ from app.store.sqlite.db import SEARCHERS
 from app.store.sqlite.store import SqliteRunStore
 from testkit.pdfs import text_pdf
 from tests.support.makers import Opener
-from tools.documents.passages import Passage, passages
-from tools.documents.reading import read_document
+from tests.support.new_documents import read_file
+from tools.documents.passages import Passage
 
 LimitedOpener = Callable[[CollectionLimits], Awaitable[RunStore]]
 
@@ -83,20 +83,7 @@ async def _collection(
 
 def _text(collection_id: str, text: str, name: str = "notes.md") -> NewDocument:
     """A Markdown file as the service reads it and cuts it into passages."""
-    data = text.encode()
-    read = read_document(name, data)
-    return NewDocument(
-        id=uuid.uuid4().hex,
-        collection_id=collection_id,
-        title=read.title,
-        name=name,
-        kind=read.kind,
-        sha256=read.sha256,
-        bytes=len(data),
-        pages=len(read.pages),
-        created_at=datetime.now(UTC),
-        passages=passages(read),
-    )
+    return read_file(collection_id, name, text.encode())
 
 
 def _made(collection_id: str, cut: list[Passage], size: int = 100) -> NewDocument:
@@ -182,20 +169,8 @@ async def test_a_document_is_read_back_with_its_pages_passages_and_status(
     store = await open_store()
     collection = await _collection(store)
     data = text_pdf([["# Intro", "Otters use stones."], ["They crack shells open."]], "Otters")
-    read = read_document("otters.pdf", data)
-    cut = passages(read)
-    document = NewDocument(
-        id=uuid.uuid4().hex,
-        collection_id=collection.id,
-        title=read.title,
-        name="otters.pdf",
-        kind=read.kind,
-        sha256=read.sha256,
-        bytes=len(data),
-        pages=len(read.pages),
-        created_at=datetime.now(UTC),
-        passages=cut,
-    )
+    document = read_file(collection.id, "otters.pdf", data)
+    cut = document.passages
 
     added = await store.collections.add_document("alice", document)
     got = await store.collections.document("alice", collection.id, document.id)

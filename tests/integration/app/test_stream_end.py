@@ -4,7 +4,6 @@ follower and the route's framing)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 
 from app.http.routes.runs import _framed
+from app.http.sse import Frame, frames
 from app.runs.following import Follower
 from app.runs.live import LiveRuns
 from app.runs.signals import LocalSignals
@@ -49,19 +49,10 @@ def _follower(store: RunStore) -> Follower:
     return Follower(store, LocalSignals(), LiveRuns(), heartbeat_s=0.01)
 
 
-def _frames(chunks: list[bytes]) -> list[dict[str, str]]:
-    frames = []
-    for chunk in chunks:
-        fields = dict(
-            line.split(": ", 1) for line in chunk.decode().strip().splitlines() if ": " in line
-        )
-        if "event" in fields:
-            frames.append(fields)
-    return frames
-
-
-async def _collect(frames: AsyncIterator[bytes]) -> list[bytes]:
-    return [chunk async for chunk in frames]
+async def _read(stream: AsyncIterator[bytes]) -> list[Frame]:
+    """The stream's events, read with the one SSE reader."""
+    body = b"".join([chunk async for chunk in stream]).decode()
+    return list(frames(body.splitlines()))
 
 
 async def test_a_store_failing_mid_follow_ends_the_stream_with_one_error_frame(
@@ -70,13 +61,13 @@ async def test_a_store_failing_mid_follow_ends_the_stream_with_one_error_frame(
     run_id = await held_run(store, "elsewhere")
     failing = replaced(store, events=FailingReads(store.events))
 
-    frames = _frames(await _collect(_framed(run_id, _follower(failing).follow(run_id, 0))))
+    read = await _read(_framed(run_id, _follower(failing).follow(run_id, 0)))
 
-    assert [f["event"] for f in frames] == ["run_started", "plan", "error"]
-    end = json.loads(frames[-1]["data"])
+    assert [f.event for f in read] == ["run_started", "plan", "error"]
+    end = read[-1].json()
     assert (end["type"], end["code"], end["run_id"]) == ("error", "stream_failed", run_id)
-    assert "id" not in frames[-1]  # not a stored event: a re-join does not skip past it
-    assert "disk" not in frames[-1]["data"]  # no internal detail reaches the client
+    assert read[-1].id is None  # not a stored event: a re-join does not skip past it
+    assert "disk" not in read[-1].data  # no internal detail reaches the client
 
 
 async def test_a_run_deleted_while_followed_ends_the_stream_with_one_error_frame(
@@ -86,10 +77,10 @@ async def test_a_run_deleted_while_followed_ends_the_stream_with_one_error_frame
     stream = _framed(run_id, _follower(store).follow(run_id, 3))
     assert await store.runs.delete(run_id)
 
-    frames = _frames(await _collect(stream))
+    read = await _read(stream)
 
-    assert [f["event"] for f in frames] == ["error"]
-    assert json.loads(frames[0]["data"])["code"] == "run_deleted"
+    assert [f.event for f in read] == ["error"]
+    assert read[0].json()["code"] == "run_deleted"
 
 
 async def test_a_followed_run_that_ends_sends_its_own_terminal_event_only(
@@ -97,6 +88,6 @@ async def test_a_followed_run_that_ends_sends_its_own_terminal_event_only(
 ) -> None:
     run_id = await held_run(store, "elsewhere", ended=True)
 
-    frames = _frames(await _collect(_framed(run_id, _follower(store).follow(run_id, 0))))
+    read = await _read(_framed(run_id, _follower(store).follow(run_id, 0)))
 
-    assert [f["event"] for f in frames] == ["run_started", "plan", "done"]
+    assert [f.event for f in read] == ["run_started", "plan", "done"]

@@ -13,6 +13,7 @@ import psycopg
 from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl, SecretStr
 
+from app.http.sse import frames
 from app.settings import Settings
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
@@ -33,7 +34,7 @@ async def finished_run(client: httpx.AsyncClient, key: str) -> str:
     """A run started by `key`, followed to its end."""
     run_id: str = (await client.post("/runs", json=BODY, headers=as_(key))).json()["run_id"]
     events = await client.get(f"/runs/{run_id}/events", headers=as_(key))
-    assert "event: done" in events.text
+    assert [f.event for f in frames(events.text.splitlines())][-1] == "done"
     return run_id
 
 

@@ -15,22 +15,18 @@ from pydantic import SecretStr
 from testkit.fakes import FakeCall, Reply, last_done_step, step_to_execute, tool_call
 from testkit.scenario import Scenario
 from tests.support.makers import ServiceMaker
-from tests.support.page_search import PageSearch
-from tools.results import Hit
+from tests.support.page_search import PageSearch, wiki_page
 
-CAPITAL_URL = "https://en.wikipedia.org/wiki/France"
 PAGES = {
-    "capital": Hit(
-        title="France",
-        url=CAPITAL_URL,
-        text="Paris is the capital and largest city of France. It lies on the Seine.",
+    "capital": wiki_page(
+        "France", "Paris is the capital and largest city of France. It lies on the Seine."
     ),
-    "river": Hit(
-        title="Seine",
-        url="https://en.wikipedia.org/wiki/Seine",
-        text="The Seine is a 777-kilometre-long river in northern France that flows through Paris.",
+    "river": wiki_page(
+        "Seine",
+        "The Seine is a 777-kilometre-long river in northern France that flows through Paris.",
     ),
 }
+CAPITAL_URL = PAGES["capital"].url
 QUOTES = {"capital": "Paris is the capital and largest city", "river": "flows through Paris"}
 STEP_NEEDS = {"Find the capital": "capital", "Find the river": "river"}
 FIRST = "What is the capital of France?"

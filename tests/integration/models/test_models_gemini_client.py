@@ -117,15 +117,25 @@ async def test_streaming_uses_server_sent_events(gemini_sim: SimulatorMaker) -> 
     assert [r.stream for r in sim.requests] == [True]
 
 
-async def test_a_rate_limit_is_retried_by_our_layer_alone(gemini_sim: SimulatorMaker) -> None:
-    replies = [Fault(429), Text("after the 429")]
+@pytest.mark.parametrize(
+    ("failure", "status", "retries"),
+    [
+        # Retried by our layer alone: the client's own retries would send a third request.
+        pytest.param(Fault(429), 429, 3, id="rate_limit"),
+        pytest.param(Disconnect(), 0, 1, id="dropped_connection"),
+    ],
+)
+async def test_a_transient_failure_is_retried_once(
+    gemini_sim: SimulatorMaker, failure: Any, status: int, retries: int
+) -> None:
+    replies: list[Any] = [failure, Text("after the failure")]
     sim = gemini_sim(lambda _request: replies.pop(0))
-    model = _factory(model_max_retries=3).for_role("responder")
+    model = _factory(model_max_retries=retries).for_role("responder")
 
     reply = await model.ainvoke("answer")
 
-    assert reply.text == "after the 429"
-    assert [r.status for r in sim.requests] == [429, 200]
+    assert reply.text == "after the failure"
+    assert [r.status for r in sim.requests] == [status, 200]
 
 
 async def test_a_400_is_sent_once_and_surfaces_as_a_clear_error(
@@ -224,17 +234,6 @@ async def test_the_process_rate_limit_spaces_requests(gemini_sim: SimulatorMaker
 
     assert len(sim.requests) == 5
     assert elapsed >= 4 / 20.0 * 0.9
-
-
-async def test_a_dropped_connection_is_retried(gemini_sim: SimulatorMaker) -> None:
-    replies: list[Any] = [Disconnect(), Text("reconnected")]
-    sim = gemini_sim(lambda _request: replies.pop(0))
-    model = _factory(model_max_retries=1).for_role("responder")
-
-    reply = await model.ainvoke("answer")
-
-    assert reply.text == "reconnected"
-    assert [r.status for r in sim.requests] == [0, 200]
 
 
 async def test_a_call_s_decoding_reaches_gemini_as_its_temperature_and_seed(

@@ -24,6 +24,7 @@ from bench.multihop_data import (
     load,
     parse_question,
 )
+from tests.support.multihop_lines import book_line
 
 README_SHA256 = "ad99ca54eb53f1ace984c7dffe4b1074074b61f0aa4d0e3e11fe67622ab53dfb"
 VENDORED = {
@@ -31,23 +32,6 @@ VENDORED = {
     TWOWIKI_DEV_250: (250, "9b9a36fe0ef6762d76f231da3d4dc66f7a36bec1f12fe179cdaa2f0376b92ac6"),
     MUSIQUE_DEV_100: (100, "978ca5c16c3ed366e047a92fd31c230c3ebf668a28a90dc06ad254b886d082ad"),
 }
-
-
-def _record(**changes: Any) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "id": "q1",
-        "question": "Who wrote it?",
-        "answer": "Ann",
-        "type": "bridge",
-        "level": "hard",
-        "supporting_facts": [["Book", 1], ["Ann", 0]],
-        "context": [
-            ["Book", ["Book is a novel.", " It was written by Ann."]],
-            ["Ann", ["Ann is a writer."]],
-        ],
-    }
-    record.update(changes)
-    return record
 
 
 def _write(tmp_path: Path, *lines: str) -> Path:
@@ -63,7 +47,7 @@ def _error(tmp_path: Path, *lines: str) -> FormatError:
 
 
 def test_a_line_becomes_a_typed_question() -> None:
-    question = parse_question(json.dumps(_record(extra={"official_dev_index": 7})))
+    question = parse_question(json.dumps(book_line(extra={"official_dev_index": 7})))
 
     assert question == Question(
         id="q1",
@@ -81,7 +65,7 @@ def test_a_line_becomes_a_typed_question() -> None:
 
 
 def test_extra_is_optional() -> None:
-    assert parse_question(json.dumps(_record())).extra == {}
+    assert parse_question(json.dumps(book_line())).extra == {}
 
 
 def test_the_vendored_slice_is_the_first_100_questions_in_official_order() -> None:
@@ -119,7 +103,7 @@ def test_every_sentence_span_slices_the_text_back_to_its_sentence() -> None:
 
 
 def test_sentences_keep_their_leading_spaces() -> None:
-    [book, _] = documents(parse_question(json.dumps(_record())))
+    [book, _] = documents(parse_question(json.dumps(book_line())))
 
     assert book.text == "Book is a novel. It was written by Ann."
     start, end = book.sentences[1].start, book.sentences[1].end
@@ -143,13 +127,13 @@ def test_every_supporting_fact_names_a_document_and_one_of_its_sentences() -> No
 
 
 def test_blank_lines_are_skipped_and_do_not_shift_line_numbers(tmp_path: Path) -> None:
-    error = _error(tmp_path, json.dumps(_record()), "", "{")
+    error = _error(tmp_path, json.dumps(book_line()), "", "{")
 
     assert error.line == 3
 
 
 def test_invalid_json_names_its_line(tmp_path: Path) -> None:
-    error = _error(tmp_path, json.dumps(_record()), '{"id": ')
+    error = _error(tmp_path, json.dumps(book_line()), '{"id": ')
 
     assert error.line == 2
     assert "line 2" in str(error)
@@ -164,7 +148,7 @@ def test_a_line_that_is_not_an_object_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_missing_field_is_named(tmp_path: Path) -> None:
-    record = _record()
+    record = book_line()
     del record["answer"]
 
     error = _error(tmp_path, json.dumps(record))
@@ -173,7 +157,7 @@ def test_a_missing_field_is_named(tmp_path: Path) -> None:
 
 
 def test_a_field_of_the_wrong_type_is_named(tmp_path: Path) -> None:
-    error = _error(tmp_path, json.dumps(_record(answer=42)))
+    error = _error(tmp_path, json.dumps(book_line(answer=42)))
 
     assert error.field == "answer"
     assert "expected a string, got a number" in str(error)
@@ -191,7 +175,7 @@ def test_a_field_of_the_wrong_type_is_named(tmp_path: Path) -> None:
     ],
 )
 def test_a_malformed_supporting_fact_is_named(tmp_path: Path, facts: object, field: str) -> None:
-    error = _error(tmp_path, json.dumps(_record(supporting_facts=facts)))
+    error = _error(tmp_path, json.dumps(book_line(supporting_facts=facts)))
 
     assert error.field == field
 
@@ -206,7 +190,7 @@ def test_a_malformed_supporting_fact_is_named(tmp_path: Path, facts: object, fie
     ],
 )
 def test_a_malformed_paragraph_is_named(tmp_path: Path, context: object, field: str) -> None:
-    error = _error(tmp_path, json.dumps(_record(context=context)))
+    error = _error(tmp_path, json.dumps(book_line(context=context)))
 
     assert error.field == field
 
@@ -309,7 +293,7 @@ def test_answer_aliases_are_right_answers_too() -> None:
     question = parse_question(json.dumps(MUSIQUE_LINE))
 
     assert question.answers == ("Robert Menzies", "Sir Robert Menzies", "Menzies")
-    assert parse_question(json.dumps(_record())).answers == ("Ann",)
+    assert parse_question(json.dumps(book_line())).answers == ("Ann",)
 
 
 def test_an_alias_that_is_not_a_string_is_refused(tmp_path: Path) -> None:
@@ -353,7 +337,7 @@ def test_data_names_select_the_vendored_sets() -> None:
 
 
 def test_a_repeated_question_id_is_refused(tmp_path: Path) -> None:
-    error = _error(tmp_path, json.dumps(_record()), json.dumps(_record()))
+    error = _error(tmp_path, json.dumps(book_line()), json.dumps(book_line()))
 
     assert (error.line, error.field) == (2, "id")
     assert "of line 1" in str(error)

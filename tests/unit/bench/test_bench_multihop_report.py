@@ -17,6 +17,7 @@ from bench.multihop_versus import (
     wide_lines,
 )
 from bench.stats import paired_interval
+from tests.support.text import assert_says
 
 
 def test_head_to_head_counts_only_questions_both_configurations_answered() -> None:
@@ -118,12 +119,15 @@ def test_the_reserve_is_compared_with_the_default_on_their_questions() -> None:
     [blank, line] = reserve_lines(multihop)
 
     assert blank == ""
-    assert "on the same 3 questions — answer F1: better on 0, worse on 0, tied on 3" in line
-    assert "supporting-fact F1: better on 1, worse on 0, tied on 2" in line
-    assert "answer F1 +0.000 (+0.000 to +0.000)" in line
-    assert "A revived path ran to an answer on 2 of them" in line
-    assert "lent it its quotes on 1; the two gave the same answer text on 2" in line
-    assert "It cost 10.0 model calls a question against 7.3, and 100 s against 73 s" in line
+    assert_says(
+        line,
+        "on the same 3 questions — answer F1: better on 0, worse on 0, tied on 3",
+        "supporting-fact F1: better on 1, worse on 0, tied on 2",
+        "answer F1 +0.000 (+0.000 to +0.000)",
+        "A revived path ran to an answer on 2 of them",
+        "lent it its quotes on 1; the two gave the same answer text on 2",
+        "It cost 10.0 model calls a question against 7.3, and 100 s against 73 s",
+    )
 
 
 def test_the_default_against_the_chain_counts_paths_and_ends() -> None:
@@ -138,11 +142,14 @@ def test_the_default_against_the_chain_counts_paths_and_ends() -> None:
     [blank, line] = head_to_head_lines(multihop)
 
     assert blank == ""
-    assert "answer F1: better on 1, worse on 0, tied on 1" in line
-    assert "answer F1 +0.500 (+0.000 to +1.000)" in line
-    assert "two paths or more on 1 of 2 questions, 1 of them with a path from the reserve" in line
-    assert "agreed with the chosen answer (lending it its quotes) on 1; 1 ended" in line
-    assert "and 1 on the call budget" in line
+    assert_says(
+        line,
+        "answer F1: better on 1, worse on 0, tied on 1",
+        "answer F1 +0.500 (+0.000 to +1.000)",
+        "two paths or more on 1 of 2 questions, 1 of them with a path from the reserve",
+        "agreed with the chosen answer (lending it its quotes) on 1; 1 ended",
+        "and 1 on the call budget",
+    )
 
 
 def test_the_default_s_ends_are_explained_from_the_rows_that_record_its_tree() -> None:
@@ -160,11 +167,14 @@ def test_the_default_s_ends_are_explained_from_the_rows_that_record_its_tree() -
 
     [_, line] = head_to_head_lines(multihop)
 
-    assert "Why, from the 3 of its runs whose rows record the tree" in line
-    assert "(the tree never branched) on 1; candidates were pruned on 1" in line
-    assert "before any path was complete on 0" in line
-    # Over q1 and q2, the two that ran out of nodes: (16 - 6 + 16 - 10) / 2.
-    assert "the 2 that ran out of nodes left 8.0 of the 16 calls unspent on average." in line
+    assert_says(
+        line,
+        "Why, from the 3 of its runs whose rows record the tree",
+        "(the tree never branched) on 1; candidates were pruned on 1",
+        "before any path was complete on 0",
+        # Over q1 and q2, the two that ran out of nodes: (16 - 6 + 16 - 10) / 2.
+        "the 2 that ran out of nodes left 8.0 of the 16 calls unspent on average.",
+    )
     assert "A tree that does not branch is a chain" not in line  # 1 of 3 is not most
     assert "never finished" not in line
 
@@ -204,9 +214,12 @@ def test_a_second_run_of_the_chain_measures_the_run_to_run_variation() -> None:
     [blank, line] = repeat_lines(multihop)
 
     assert blank == ""
-    assert "on 2 questions gave a different answer on 1" in line
-    assert "answer F1: better on 0, worse on 1, tied on 1" in line
-    assert "answer F1 -0.500 (-1.000 to +0.000)" in line
+    assert_says(
+        line,
+        "on 2 questions gave a different answer on 1",
+        "answer F1: better on 0, worse on 1, tied on 1",
+        "answer F1 -0.500 (-1.000 to +0.000)",
+    )
 
 
 def test_the_command_names_the_local_model_the_rows_came_from() -> None:
@@ -464,13 +477,16 @@ def test_one_anytime_run_says_when_its_first_and_final_answers_were_ready() -> N
 
     assert blank == ""
     # Medians over the three questions: first 55 s and 5 calls, final 100 s and 12.
-    assert "the first answer was ready after 55 s and 5.0 model calls (medians)" in line
-    assert "the final one after 100 s and 12.0" in line
-    assert "the final answer was the first one, kept, on 2." in line
-    # Exactly the same text on q1 and q2 ("Metz [1]" is not "metz"); calls 16/16, wall
-    # 155/160 of the chain's.
-    assert "the same answer text on 2 of 3 questions" in line
-    assert "model calls 1.00 times and its wall 0.97 times the chain's" in line
+    assert_says(
+        line,
+        "the first answer was ready after 55 s and 5.0 model calls (medians)",
+        "the final one after 100 s and 12.0",
+        "the final answer was the first one, kept, on 2.",
+        # Exactly the same text on q1 and q2 ("Metz [1]" is not "metz"); calls 16/16, wall
+        # 155/160 of the chain's.
+        "the same answer text on 2 of 3 questions",
+        "model calls 1.00 times and its wall 0.97 times the chain's",
+    )
     assert anytime_lines({**_anytime_results(), "totals": {"chain": {}, "mcts": {}}}) == []
 
 
@@ -511,10 +527,13 @@ def test_the_report_renders_both_settings_each_under_its_own_heading() -> None:
     page = "\n".join(section(distractor, more=[(pooled, "bench/results/pooled")]))
 
     assert page.startswith("## 11. Multi-hop questions (HotpotQA, distractor setting)")
-    assert "### HotpotQA, open-corpus setting, with scripted" in page
-    assert "--corpus pooled --limit 3 --model scripted --configs chain,anytime" in page
-    assert "open corpus: every question searches one pool of 988 paragraphs" in page
-    assert "distractor setting: each question searches its own paragraphs" in page
+    assert_says(
+        page,
+        "### HotpotQA, open-corpus setting, with scripted",
+        "--corpus pooled --limit 3 --model scripted --configs chain,anytime",
+        "open corpus: every question searches one pool of 988 paragraphs",
+        "distractor setting: each question searches its own paragraphs",
+    )
     # Each table's rows and comparisons are its own setting's: one table, one comparison each.
     assert page.count("| chain@first | 3 |") == 2
     assert page.count("Question by question, the default search against") == 2

@@ -21,20 +21,11 @@ from bench.multihop_rows import (
     row_key,
     tokens,
 )
+from tests.support.multihop_lines import book_line
 
-LINE: dict[str, Any] = {
-    "id": "q1",
-    "question": "Who wrote Book?",
-    "answer": "Ann",
-    "type": "bridge",
-    "level": "hard",
-    "supporting_facts": [["Book", 1], ["Ann", 0]],
-    "context": [
-        ["Book", ["Book is a novel.", " It was written by Ann."]],
-        ["Ann", ["Ann is a writer."]],
-        ["Leeds", ["Leeds is a city."]],
-    ],
-}
+# Book and Ann, the question's paragraphs, and one that is not.
+LINE = book_line(question="Who wrote Book?")
+LINE["context"].append(["Leeds", ["Leeds is a city."]])
 
 
 @dataclass

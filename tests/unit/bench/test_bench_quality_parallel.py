@@ -7,6 +7,7 @@ from typing import Any
 
 from bench.quality import most_slots_keeping_quality
 from bench.quality_report import parallel_section
+from tests.support.text import assert_says
 
 
 def _cells(rule: str, success: dict[int, float]) -> list[dict[str, Any]]:
@@ -67,11 +68,14 @@ def test_the_report_puts_the_rules_side_by_side_at_both_settings() -> None:
 
     text = "\n".join(parallel_section(q))
 
-    assert "| 8 | 0.90 (0.010) | 30 / 10.0 | 0.10 s | - | - | - |" in text
-    assert "| 8 | 0.50 (0.010) |" in text
-    assert "(WU-UCT): 8 at the suite's budgets, 1 at the defaults" in text
-    assert "virtual loss: 1 at the suite's budgets, 1 at the defaults" in text
-    assert "`max_concurrency` 4 with virtual loss" in text
+    assert_says(
+        text,
+        "| 8 | 0.90 (0.010) | 30 / 10.0 | 0.10 s | - | - | - |",
+        "| 8 | 0.50 (0.010) |",
+        "(WU-UCT): 8 at the suite's budgets, 1 at the defaults",
+        "virtual loss: 1 at the suite's budgets, 1 at the defaults",
+        "`max_concurrency` 4 with virtual loss",
+    )
 
 
 def test_results_without_the_grid_add_nothing() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.speed_report import tool_spacing_section
+from tests.support.text import assert_says
 
 
 def _cell(**values: float) -> dict[str, Any]:
@@ -35,12 +36,15 @@ def test_the_page_says_how_many_spaced_calls_4x_would_allow() -> None:
     text = "\n".join(tool_spacing_section(_data(5, 13.34, 7.3)))
 
     # 5 calls 3 s apart: 12 s; the rest 1.34 s; 4x needs 6 x 7.3 / 4 = 10.95 s: 4 calls.
-    assert "**3.28x**" in text
-    assert "cannot start in less than 12 s (of a 13.3 s wall)" in text
-    assert "the plain agent's 3 in less than 6 s (of 7.3 s)" in text
-    assert "at most 4 spaced calls for its 6 paths" in text
-    # 0.5 in flight over 13.34 s: 6.67 s of model calls; 2 in flight: a 3.3 s wall.
-    assert "take 6.7 s in all, so 2 in flight would need a wall of 3.3 s" in text
+    assert_says(
+        text,
+        "**3.28x**",
+        "cannot start in less than 12 s (of a 13.3 s wall)",
+        "the plain agent's 3 in less than 6 s (of 7.3 s)",
+        "at most 4 spaced calls for its 6 paths",
+        # 0.5 in flight over 13.34 s: 6.67 s of model calls; 2 in flight: a 3.3 s wall.
+        "take 6.7 s in all, so 2 in flight would need a wall of 3.3 s",
+    )
 
 
 def test_a_slower_plain_agent_leaves_room_for_more_calls() -> None:

@@ -3,6 +3,8 @@ under new markers on the sentence they backed, verified again; disagreeing answe
 
 from __future__ import annotations
 
+import pytest
+
 from agents.grounding.corroborate import (
     MAX_MARKERS_PER_SENTENCE,
     PathAnswer,
@@ -89,23 +91,20 @@ def test_an_agreeing_path_adds_its_verified_quotes_under_new_markers() -> None:
     assert verified["rejected"] == []
 
 
-def test_a_quote_already_cited_is_not_added_again() -> None:
-    ledger = _ledger("n1.1", ("Robert Erskine Childers", CHILDERS))
-    chosen = _path("Robert Erskine Childers[1]", [(1, "E1", CHILDERS[0])], ledger)
-    same = _path("robert erskine childers [4]", [(4, "E1", CHILDERS[0].upper())], ledger)
-
-    verified, _ = corroborated(chosen, [same])
-
-    assert verified["answer"] == "Robert Erskine Childers[1]"
-    assert len(verified["citations"]) == 1
-
-
-def test_disagreeing_answers_add_nothing() -> None:
+@pytest.mark.parametrize(
+    ("answer", "claims"),
+    [
+        pytest.param(
+            "robert erskine childers [4]", [(4, "E1", CHILDERS[0].upper())], id="the_quote_cited"
+        ),
+        pytest.param("Henry Roth[1]", [(1, "E2", ROTH[0])], id="a_disagreeing_answer"),
+    ],
+)
+def test_another_path_adds_nothing_with(answer: str, claims: list[tuple[int, str, str]]) -> None:
     ledger = _ledger("n1.1", ("Robert Erskine Childers", CHILDERS), ("Henry Roth", ROTH))
     chosen = _path("Robert Erskine Childers[1]", [(1, "E1", CHILDERS[0])], ledger)
-    other = _path("Henry Roth[1]", [(1, "E2", ROTH[0])], ledger)
 
-    verified, _ = corroborated(chosen, [other])
+    verified, _ = corroborated(chosen, [_path(answer, claims, ledger)])
 
     assert verified["answer"] == "Robert Erskine Childers[1]"
     assert [c["quote"] for c in verified["citations"]] == [CHILDERS[0]]

@@ -3,6 +3,8 @@ first answer; adversarial candidates never do."""
 
 from __future__ import annotations
 
+import pytest
+
 from agents.choice import Option, may_replace, options_of, rule_rank
 from agents.grounding.verify import Grounding
 from agents.state import NodeRecord, new_node
@@ -69,29 +71,26 @@ def test_an_alternative_with_a_rejected_citation_never_replaces_the_first_answer
     assert not may_replace(option, first, 0.5)
 
 
-def test_an_alternative_reached_by_two_grounded_paths_may_replace_a_lone_first_answer() -> None:
+@pytest.mark.parametrize(
+    ("first_paths", "replaced"),
+    [
+        pytest.param(["n1"], True, id="may_replace_a_lone_first_answer"),
+        # A tie goes to the first answer.
+        pytest.param(["n1", "n1.1.1"], False, id="does_not_outrank_two_agreeing_first_paths"),
+    ],
+)
+def test_an_alternative_reached_by_two_grounded_paths(
+    first_paths: list[str], replaced: bool
+) -> None:
     lyon = grounding(1.0, [cited("n1.2", "Lyon is the capital of Gaul")])
     first, [option] = _options(
-        _leaf("n1", "Paris.[1]", GROUNDED),
+        *(_leaf(node_id, "Paris.[1]", GROUNDED) for node_id in first_paths),
         _leaf("n1.2", "Lyon.[1]", lyon),
         _leaf("n1.3", "Lyon.[1]", lyon),
     )
 
-    assert may_replace(option, first, 0.5)
-    assert rule_rank([first, option]) is option
-
-
-def test_two_agreeing_paths_do_not_outrank_two_agreeing_first_paths() -> None:
-    lyon = grounding(1.0, [cited("n1.2", "Lyon is the capital of Gaul")])
-    first, [option] = _options(
-        _leaf("n1", "Paris.[1]", GROUNDED),
-        _leaf("n1.1.1", "Paris.[1]", GROUNDED),
-        _leaf("n1.2", "Lyon.[1]", lyon),
-        _leaf("n1.3", "Lyon.[1]", lyon),
-    )
-
-    assert not may_replace(option, first, 0.5)
-    assert rule_rank([first, option]) is first  # a tie goes to the first answer
+    assert may_replace(option, first, 0.5) is replaced
+    assert rule_rank([first, option]) is (option if replaced else first)
 
 
 def test_a_lone_grounded_alternative_may_replace_an_ungrounded_first_answer() -> None:
@@ -101,3 +100,20 @@ def test_a_lone_grounded_alternative_may_replace_an_ungrounded_first_answer() ->
     )
 
     assert may_replace(option, first, 0.5)
+
+
+def test_an_options_figures_show_its_representatives_token_confidence_when_known() -> None:
+    known = _leaf("n1", "Paris.[1]", GROUNDED)
+    known["confidence"] = -0.2149
+    kept_before = _leaf("n2", "Lyon.[1]", GROUNDED)
+    del kept_before["confidence"]  # a node stored before the field existed
+
+    first, [other] = _options(known, kept_before)
+
+    assert first.confidence == -0.2149
+    assert first.figures() == (
+        "Reached by 1 path(s); groundedness 1.00; mean token log-probability -0.21; "
+        "citations all verified."
+    )
+    assert other.confidence is None
+    assert "log-probability" not in other.figures()

@@ -12,8 +12,8 @@ from langchain_core.messages import ToolMessage
 
 from bench.multihop_data import HOTPOTQA_DEV_100, Question, documents, load
 from tests.support.tool_fixtures import CallTool, FakeClock, clocked_runtime
+from tools.corpus_index import CorpusDocument, CorpusIndex, SentenceSpan
 from tools.local_corpus import build_corpus_tool, corpus_tool, document_url, index_corpus
-from tools.local_docs import CorpusDocument, LocalDocsIndex, SentenceSpan
 from tools.runtime import ToolRuntime
 
 QUESTIONS = {q.id: q for q in load(HOTPOTQA_DEV_100)}
@@ -196,14 +196,14 @@ def test_the_tool_takes_the_name_it_is_given(runtime: ToolRuntime) -> None:
 def test_a_long_document_is_one_passage_cut_after_a_whole_sentence() -> None:
     document = _document("Long", LONG_SENTENCES)
 
-    [passage] = LocalDocsIndex.from_documents([document], max_chars=450).passages
+    [passage] = CorpusIndex.from_documents([document], max_chars=450).passages
 
     assert passage.text == "".join(LONG_SENTENCES[:4])
     assert passage.sentences == document.sentences[:4]
 
 
 def test_a_document_whose_first_sentence_is_too_long_is_cut_at_the_limit() -> None:
-    [passage] = LocalDocsIndex.from_documents([_document("B", FIRST_TOO_LONG)], 100).passages
+    [passage] = CorpusIndex.from_documents([_document("B", FIRST_TOO_LONG)], 100).passages
 
     assert passage.text == FIRST_TOO_LONG[0][:100]
     assert passage.sentences == ()
@@ -212,7 +212,7 @@ def test_a_document_whose_first_sentence_is_too_long_is_cut_at_the_limit() -> No
 def test_a_short_document_is_never_split() -> None:
     docs = documents(CHILDERS)
 
-    index = LocalDocsIndex.from_documents(docs)
+    index = CorpusIndex.from_documents(docs)
 
     assert [p.text for p in index.passages] == [d.text for d in docs]
     assert [p.sentences for p in index.passages] == [d.sentences for d in docs]
@@ -222,7 +222,7 @@ def test_documents_sharing_an_id_are_refused() -> None:
     same = CorpusDocument(doc_id="A", title="A", text="x")
 
     with pytest.raises(ValueError, match="share an id: 'A'"):
-        LocalDocsIndex.from_documents([same, same])
+        CorpusIndex.from_documents([same, same])
 
 
 def test_a_sentence_span_outside_the_text_is_refused() -> None:

@@ -20,6 +20,10 @@ def _no_search(query: str, **_: Any) -> list[dict[str, Any]]:
     raise AssertionError("the network edge must not be reached")
 
 
+async def _no_folder_search(query: str, k: int) -> list[Any]:
+    raise AssertionError("the store must not be reached")
+
+
 def test_default_settings_give_web_search_arxiv_wikipedia_in_order(make_settings) -> None:
     tools = build_tools(make_settings())
 
@@ -48,8 +52,12 @@ def test_an_unknown_tool_is_refused_with_the_known_names(make_settings, monkeypa
         make_settings()
 
 
-def test_every_known_tool_has_a_builder() -> None:
-    assert set(TOOL_BUILDERS) == set(KNOWN_TOOLS)
+def test_each_known_tool_name_builds_the_tool_of_that_name(make_settings, tmp_path) -> None:
+    settings = make_settings(tools=list(KNOWN_TOOLS), local_docs_dir=str(tmp_path))
+    tools = build_tools(settings, folder_search=_no_folder_search)
+
+    assert list(TOOL_BUILDERS) == list(KNOWN_TOOLS)
+    assert [tool.name for tool in tools] == list(KNOWN_TOOLS)
 
 
 @pytest.mark.parametrize("backend", ["html", "lite", "duckduckgo,nope", ""])
@@ -68,6 +76,31 @@ def test_several_known_backends_are_accepted(make_settings) -> None:
 def test_enabled_local_docs_without_a_folder_fails_start_up(make_settings) -> None:
     with pytest.raises(ConfigError, match="LATS_LOCAL_DOCS_DIR is not set"):
         build_tools(make_settings(tools=["local_docs"]))
+
+
+def test_enabled_local_docs_with_a_missing_folder_fails_start_up(make_settings, tmp_path) -> None:
+    settings = make_settings(tools=["local_docs"], local_docs_dir=tmp_path / "nope")
+
+    with pytest.raises(ConfigError, match="is not an existing folder"):
+        build_tools(settings, folder_search=_no_folder_search)
+
+
+def test_enabled_local_docs_without_the_stores_search_fails_start_up(
+    make_settings, tmp_path
+) -> None:
+    # Its folder is searched in the store the service loads it into, never in memory.
+    settings = make_settings(tools=["local_docs"], local_docs_dir=tmp_path)
+
+    with pytest.raises(ConfigError, match="loads LATS_LOCAL_DOCS_DIR into"):
+        build_tools(settings)
+
+
+def test_local_docs_takes_its_place_among_the_enabled_tools(make_settings, tmp_path) -> None:
+    settings = make_settings(tools=["local_docs", "wikipedia"], local_docs_dir=tmp_path)
+
+    tools = build_tools(settings, folder_search=_no_folder_search)
+
+    assert [tool.name for tool in tools] == ["local_docs", "wikipedia"]
 
 
 async def test_arguments_not_matching_the_schema_become_an_error_message(
