@@ -12,6 +12,7 @@ from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 
 from app import startup
 from app.access.limits import KeyLimits
+from app.agent_server import assistants as agent_server_assistants
 from app.agent_server import routes as agent_server
 from app.agent_server import run_routes as agent_server_runs
 from app.backends.key_limits_redis import RedisKeyLimits
@@ -73,6 +74,7 @@ def create_app(
     app.include_router(collections.uploads, max_body_size=app.state.documents.upload_bytes)
     app.include_router(openai_api.router)  # OpenAI-compatible: /v1/chat/completions, /v1/models
     app.include_router(agent_server.router)  # the LangGraph Agent Server's API, under /lg
+    app.include_router(agent_server_assistants.router)
     app.include_router(agent_server_runs.router)
     app.state.mcp_sessions = mcp_server.mount(app)  # MCP at /mcp
     _add_middleware(app, settings, allowed_hosts(settings.allowed_hosts, keys.enabled, host))

@@ -1,6 +1,7 @@
-"""The LangGraph Agent Server's request bodies, read as plantree runs: which preset an
-`assistant_id` names, the run parameters in `config.configurable` and `context`, the question
-in `input.messages`, and a plan's answer in `command.resume`.
+"""The LangGraph Agent Server's request bodies, read as plantree runs: the run parameters an
+`assistant_id` presets, then those in `config.configurable` and `context`, the question in
+`input.messages`, and a plan's answer in `command.resume` (an assistant's own bodies are in
+assistant_bodies.py; its parameters are read as a run's are, `given_params`).
 
 Fields the Agent Server has and plantree does not (time travel, run metadata, other multitask
 strategies, webhooks and schedules through this API) are refused as unknown fields (422), so a
@@ -10,14 +11,13 @@ client never believes a setting took effect when it did not.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from agents.nodes.approval import PlanDecision
 from agents.params import RunParams
-from app.errors import ServiceError
+from app.access.assistants import AssistantNotFound
 from app.http.presets import PRESETS
 from app.http.schemas import MAX_TASK_CHARS
 
@@ -31,11 +31,7 @@ started with)."""
 _RUNTIME_KEYS = frozenset(
     {"thread_id", "run_id", "checkpoint_id", "checkpoint_ns", "assistant_id", "graph_id"}
 )
-_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # when the presets are said to have been made
-
-
-class UnknownAssistant(ServiceError, code="not_found"):
-    """An `assistant_id` that names no preset."""
+UnknownAssistant = AssistantNotFound
 
 
 class BadInput(ValueError):
@@ -151,16 +147,23 @@ def preset(assistant_id: str) -> dict[str, Any]:
     return dict(PRESETS[assistant_id])
 
 
-def run_params(body: RunCreate) -> RunParams:
-    """The preset, then `config.configurable`, then `context` (later ones win); raises
-    `UnknownAssistant`, or pydantic's `ValidationError` for a parameter out of bounds."""
-    configurable = body.config.configurable if body.config else {}
-    values = {
-        **preset(body.assistant_id),
+def given_params(config: RunConfig | None, context: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The parameters of `config.configurable`, then `context` (later ones win), without
+    LangGraph's own keys; unchecked."""
+    configurable = config.configurable if config else {}
+    return {
         **{k: v for k, v in configurable.items() if k not in _RUNTIME_KEYS},
-        **(body.context or {}),
+        **(context or {}),
     }
-    return RunParams(**values)
+
+
+def run_params(body: RunCreate, preset_values: Mapping[str, Any] | None = None) -> RunParams:
+    """The assistant's parameters (`preset_values`: a user assistant's; without them, the
+    preset the body names), then `config.configurable`, then `context` (later ones win);
+    raises `UnknownAssistant`, or pydantic's `ValidationError` for a parameter out of
+    bounds."""
+    base = preset(body.assistant_id) if preset_values is None else preset_values
+    return RunParams(**{**base, **given_params(body.config, body.context)})
 
 
 def _text(content: Any) -> str:
@@ -210,20 +213,3 @@ def plan_decision(resume: Any) -> PlanDecision:
     if isinstance(resume, dict):
         return PlanDecision(**resume)
     raise BadInput("command", 'resume is {"action": "approve" | "edit" | "reject", "steps": [...]}')
-
-
-def assistant(assistant_id: str) -> dict[str, Any]:
-    """An Assistant object for a preset; raises `UnknownAssistant`."""
-    values = preset(assistant_id)
-    return {
-        "assistant_id": assistant_id,
-        "graph_id": GRAPH_ID,
-        "name": assistant_id,
-        "description": "plantree's search with the preset's run parameters",
-        "config": {"configurable": values},
-        "context": values,
-        "metadata": {},
-        "version": 1,
-        "created_at": _EPOCH.isoformat(),
-        "updated_at": _EPOCH.isoformat(),
-    }

@@ -1,6 +1,6 @@
-"""The LangGraph Agent Server's API under `/lg` (info, assistants, threads; its runs are in
-run_routes.py), so its SDKs drive plantree: point `get_client(url="http://host:8000/lg")`
-(Python) or `new Client({apiUrl: ".../lg"})` (JS) at it.
+"""The LangGraph Agent Server's API under `/lg` (info, threads; its assistants are in
+assistants.py, its runs in run_routes.py), so its SDKs drive plantree: point
+`get_client(url="http://host:8000/lg")` (Python) or `new Client({apiUrl: ".../lg"})` (JS) at it.
 
 The same runs, threads, keys, tenancy and limits as plantree's own API (through
 `app/access/run_access.py`): a thread made here is a plantree thread, a run a plantree run.
@@ -31,12 +31,10 @@ from app.agent_server.bodies import (
     HistoryRequest,
     ThreadCreate,
     ThreadSearch,
-    assistant,
 )
 from app.http.auth import Authorized
 from app.http.deps import CallerRuns
 from app.http.errors import invalid_fields
-from app.http.presets import PRESETS
 from app.http.responses import ERRORS
 from app.http.schemas import ID_PATTERN
 from app.store.base import RunRecord, ThreadRecord
@@ -88,7 +86,7 @@ async def run_of(thread_id: Id, run_id: Id, runs: CallerRuns) -> RunRecord:
 ThreadRun = Annotated[RunRecord, Depends(run_of)]
 
 
-# -- info and assistants -----------------------------------------------------------------------
+# -- info ------------------------------------------------------------------------------------
 @router.get("/info", summary="What this server is")
 async def info(_: Authorized) -> dict[str, Any]:
     return {
@@ -97,16 +95,6 @@ async def info(_: Authorized) -> dict[str, Any]:
         "flags": {"assistants": True, "crons": False, "langsmith": False},
         "metadata": {"graphs": [GRAPH_ID]},
     }
-
-
-@router.post("/assistants/search", summary="The assistants (search presets)")
-async def search_assistants(_: Authorized) -> list[dict[str, Any]]:
-    return [assistant(name) for name in PRESETS]
-
-
-@router.get("/assistants/{assistant_id}", summary="One assistant", responses=ERRORS)
-async def get_assistant(assistant_id: str, _: Authorized) -> dict[str, Any]:
-    return assistant(assistant_id)
 
 
 # -- threads ---------------------------------------------------------------------------------

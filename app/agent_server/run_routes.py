@@ -13,8 +13,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
+from app.access.assistants import CallerAssistants
 from app.access.run_access import Runs
 from app.agent_server import shapes, stream
+from app.agent_server.assistants import Assistants
 from app.agent_server.bodies import (
     JOIN_MODES,
     BadInput,
@@ -39,9 +41,12 @@ def _location(thread_id: str, run_id: str) -> str:
     return f"/threads/{thread_id}/runs/{run_id}"
 
 
-async def _start(runs: Runs, thread_id: str, body: RunCreate) -> tuple[RunRecord, int]:
-    """Start a run on the thread, or answer the plan its last run waits for (`command`);
-    the run and the id of its last event before this request."""
+async def _start(
+    runs: Runs, assistants: CallerAssistants, thread_id: str, body: RunCreate
+) -> tuple[RunRecord, int]:
+    """Start a run on the thread with the parameters of the assistant the body names (a preset
+    or the caller's own), or answer the plan its last run waits for (`command`); the run and
+    the id of its last event before this request."""
     if body.command is not None:
         if body.input is not None:
             raise invalid(
@@ -54,8 +59,9 @@ async def _start(runs: Runs, thread_id: str, body: RunCreate) -> tuple[RunRecord
         except ValidationError as e:
             raise fields_error(e, "command") from e
         return await runs.answer_thread(thread_id, decision)
+    preset = await assistants.params(body.assistant_id)
     try:
-        params = run_params(body)
+        params = run_params(body, preset)
         task = question(body.input)
     except BadInput as e:
         raise invalid(e.field, str(e)) from e
@@ -78,13 +84,15 @@ def _streaming(parts: AsyncIterator[bytes], record: RunRecord) -> StreamingRespo
     responses=ERRORS,
     response_model=None,
 )
-async def stream_run(thread_id: Id, body: RunCreate, runs: CallerRuns) -> StreamingResponse:
+async def stream_run(
+    thread_id: Id, body: RunCreate, runs: CallerRuns, assistants: Assistants
+) -> StreamingResponse:
     """A new run on the thread, or with `command.resume` the answer to the plan its last run
     waits for; the run's parts in the modes asked for until it ends or waits."""
     await runs.thread(thread_id)
     slot = await runs.stream_slot()
     try:
-        record, after = await _start(runs, thread_id, body)
+        record, after = await _start(runs, assistants, thread_id, body)
     except BaseException:
         slot.release()
         raise
@@ -99,10 +107,10 @@ async def stream_run(thread_id: Id, body: RunCreate, runs: CallerRuns) -> Stream
     responses=ERRORS,
 )
 async def create_run(
-    thread_id: Id, body: RunCreate, runs: CallerRuns, response: Response
+    thread_id: Id, body: RunCreate, runs: CallerRuns, assistants: Assistants, response: Response
 ) -> dict[str, Any]:
     await runs.thread(thread_id)
-    record, _ = await _start(runs, thread_id, body)
+    record, _ = await _start(runs, assistants, thread_id, body)
     response.headers["Content-Location"] = _location(thread_id, record.id)
     return shapes.run(record)
 
@@ -111,12 +119,12 @@ async def create_run(
     "/threads/{thread_id}/runs/wait", summary="Start a run and wait for it", responses=ERRORS
 )
 async def wait_run(
-    thread_id: Id, body: RunCreate, runs: CallerRuns, response: Response
+    thread_id: Id, body: RunCreate, runs: CallerRuns, assistants: Assistants, response: Response
 ) -> dict[str, Any]:
     """Like POST …/runs, answered once the run ends or waits for its plan's answer: the
     thread's values then."""
     await runs.thread(thread_id)
-    record, _ = await _start(runs, thread_id, body)
+    record, _ = await _start(runs, assistants, thread_id, body)
     response.headers["Content-Location"] = _location(thread_id, record.id)
     return await _joined(runs, thread_id, record.id)
 

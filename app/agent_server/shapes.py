@@ -1,5 +1,6 @@
-"""plantree's threads and runs in the LangGraph Agent Server's shapes (`langgraph_sdk.schema`):
-Thread, Run, ThreadState and the thread's `values`. Pure: built from stored records.
+"""plantree's threads, runs and assistants in the LangGraph Agent Server's shapes
+(`langgraph_sdk.schema`): Thread, Run, ThreadState, the thread's `values` and Assistant. Pure:
+built from stored records.
 
 A thread's `values` are its conversation as LangChain messages (each run's question, and its
 answer with its sources as an AI message carrying the citations) plus the latest run's state
@@ -15,6 +16,7 @@ from typing import Any, Literal
 
 from app.agent_server.bodies import GRAPH_ID
 from app.observability.progress import with_sources
+from app.store.assistant_base import AssistantRecord
 from app.store.base import RunRecord, RunStatus, ThreadRecord
 
 AgentRunStatus = Literal["pending", "running", "error", "success", "timeout", "interrupted"]
@@ -160,6 +162,23 @@ def run(record: RunRecord) -> dict[str, Any]:
             "input": {"task": record.task},
             "context": record.params.model_dump(mode="json"),
         },
+    }
+
+
+def assistant(record: AssistantRecord) -> dict[str, Any]:
+    """An Assistant object: its parameters are one set, shown both as `config.configurable`
+    and as `context`."""
+    return {
+        "assistant_id": record.id,
+        "graph_id": GRAPH_ID,
+        "name": record.name,
+        "description": record.description,
+        "config": {"configurable": dict(record.params)},
+        "context": dict(record.params),
+        "metadata": dict(record.metadata),
+        "version": record.version,
+        "created_at": _iso(record.created_at),
+        "updated_at": _iso(record.updated_at),
     }
 
 

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Message, Receive, Scope, Send
 
 from agents.errors import RunNotFound, StorageFull
+from app.access.assistants import AssistantConflict
 from app.access.limits import RateLimited
 from app.access.run_access import RunNotFinished, ThreadNotFinished
 from app.collections.errors import (
@@ -216,7 +217,7 @@ def service_response(exc: ServiceError) -> JSONResponse:
         return JSONResponse(_body(exc.code, str(exc)), 429)
     if isinstance(exc, RunEnded | RunNotWaiting):
         return JSONResponse(_body(exc.code, str(exc)), 409)
-    if isinstance(exc, ThreadNotFinished | RunNotFinished):
+    if isinstance(exc, ThreadNotFinished | RunNotFinished | AssistantConflict):
         return JSONResponse(_body(exc.code, str(exc)), 409)
     if isinstance(exc, Unauthorized):
         return JSONResponse(_body(exc.code, str(exc)), 401, headers={"WWW-Authenticate": "Bearer"})

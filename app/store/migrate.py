@@ -1,5 +1,6 @@
-"""`lats migrate`: copy every run, event and checkpoint, and every document collection, from
-one store to another (SQLite to Postgres and back), resumably, and verify the copy.
+"""`lats migrate`: copy every run, event and checkpoint, every document collection and every
+assistant, from one store to another (SQLite to Postgres and back), resumably, and verify the
+copy.
 
 Three passes over each collection (`app/store/migrate_units.py: COLLECTIONS`):
 

@@ -1,8 +1,8 @@
 """The run tables as `lats migrate` reads and writes them: run and thread ids in key order, a
 thread, a run and its events written whole (one transaction, lease cleared), whole-table
-counts (the collection tables' too: app/store/migrate_collections.py reads and writes those),
-and the ledger that says which units of the target a migration wrote and from which
-source.
+counts (the collection and assistant tables' too: app/store/migrate_collections.py and
+migrate_assistants.py read and write those), and the ledger that says which units of the target
+a migration wrote and from which source.
 
 Reading a run's content goes through the stores themselves (`store.runs.get`,
 `store.events.after`); only what the `RunStore` interface has no call for lives here. Both
@@ -21,6 +21,7 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
 from app.store.base import RunRecord, StoredEvent, ThreadRecord
+from app.store.migrate_assistants import PostgresAssistantTables, SqliteAssistantTables
 from app.store.migrate_collections import PostgresCollectionTables, SqliteCollectionTables
 from app.store.postgres.db import PostgresDb
 from app.store.reads import Dialect
@@ -46,7 +47,7 @@ _PG = PostgresDb.dialect
 
 def _tables(dialect: Dialect) -> list[tuple[str, str]]:
     """(name, table) of each table `counts` counts."""
-    names = ("runs", "events", "threads", "collections", "documents", "passages")
+    names = ("runs", "events", "threads", "collections", "documents", "passages", "assistants")
     return [(name, getattr(dialect, name)) for name in names]
 
 
@@ -56,6 +57,7 @@ class SqliteTables:
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
         self.collections = SqliteCollectionTables(conn)
+        self.assistants = SqliteAssistantTables(conn)
 
     @classmethod
     async def open(cls, path: Path, *, ledger: bool) -> SqliteTables:
@@ -158,6 +160,7 @@ class PostgresTables:
     def __init__(self, conn: AsyncConnection[Any]) -> None:
         self._conn = conn
         self.collections = PostgresCollectionTables(conn)
+        self.assistants = PostgresAssistantTables(conn)
 
     @classmethod
     async def connect(cls, url: str) -> PostgresTables:

@@ -3,8 +3,9 @@ whole from one side, digested, and written whole to the other.
 
 A run's unit is its record, its events in order and its LangGraph checkpoints (thread id = run
 id) with their pending writes. Checkpoints go through the savers' own API (`alist`, `aput`,
-`aput_writes`), so each store keeps them in its own format. A thread's unit is its record; a
-document collection's, its record with its documents and their passages. A run's steering
+`aput_writes`), so each store keeps them in its own format. A thread's unit is its record, and
+so is an assistant's; a document collection's, its record with its documents and their
+passages. A run's steering
 commands are not copied: those it took are in its events. A side's tables are read and written
 in bulk through its `RunTables` (app/store/migrate_tables.py has both dialects').
 """
@@ -23,6 +24,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
 from app.store.base import RunRecord, StoredEvent, ThreadRecord
+from app.store.migrate_assistants import AssistantTables
 from app.store.migrate_collections import CollectionTables
 from app.store.protocols import RunStore
 from app.store.saver_guard import GuardedWrites
@@ -34,6 +36,9 @@ class RunTables(Protocol):
 
     @property
     def collections(self) -> CollectionTables: ...
+
+    @property
+    def assistants(self) -> AssistantTables: ...
 
     async def run_ids(self, after: str, limit: int) -> list[str]:
         """Up to `limit` run ids greater than `after`, in order."""
@@ -50,7 +55,7 @@ class RunTables(Protocol):
 
     async def counts(self) -> dict[str, int]:
         """Rows per table: `runs`, `events`, `threads`, `collections`, `documents`,
-        `passages`."""
+        `passages`, `assistants`."""
 
     async def ledger(self, kind: str, keys: list[str]) -> dict[str, str]:
         """Of `keys`, those a migration wrote here, with the source it named."""
@@ -266,7 +271,27 @@ class DocumentCollections:
         await side.tables.collections.write(unit.content)
 
 
-COLLECTIONS: tuple[Collection, ...] = (Threads(), Runs(), DocumentCollections())
+class Assistants:
+    """A tenant's assistants (their keys name the tenant: app/store/migrate_assistants.py)."""
+
+    kind: str = "assistant"
+    tables: tuple[str, ...] = ("assistants",)
+
+    async def keys(self, side: Side, after: str, limit: int) -> list[str]:
+        return await side.tables.assistants.keys(after, limit)
+
+    async def read(self, side: Side, key: str) -> Unit | None:
+        record = await side.tables.assistants.read(key)
+        if record is None:
+            return None
+        fields = record.model_dump(mode="json")
+        return Unit(key=key, digest=digest(fields), counts={"assistants": 1}, content=record)
+
+    async def write(self, side: Side, unit: Unit) -> None:
+        await side.tables.assistants.write(unit.content)
+
+
+COLLECTIONS: tuple[Collection, ...] = (Threads(), Runs(), DocumentCollections(), Assistants())
 
 
 def sum_counts(into: dict[str, int], unit: Unit | None) -> None:

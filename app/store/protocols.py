@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 from agents.result import RunResult
 from agents.steering import SteerCommand
+from app.store.assistant_base import Assistants
 from app.store.base import (
     Held,
     Lease,
@@ -87,8 +88,7 @@ class RunRecords(Protocol):
         finished run (unfinished runs are never deleted)."""
 
     async def delete_ended_before(self, cutoff: datetime, limit: int) -> int:
-        """Delete up to `limit` runs that finished before `cutoff`, with their events; how
-        many."""
+        """Delete up to `limit` runs that finished before `cutoff`, with their events; how many."""
 
 
 class EventLog(Protocol):
@@ -128,8 +128,7 @@ class Leases(Protocol):
         waiting for an answer is not taken)."""
 
     async def claim_some(self, owner: str, ttl_s: float, limit: int) -> list[RunRecord]:
-        """Take up to `limit` runs as `claim_next` takes one, in one trip to the store;
-        oldest first."""
+        """Take up to `limit` runs as `claim_next` does, in one trip to the store; oldest first."""
 
     async def renew(self, owner: str, ttl_s: float, run_ids: list[str]) -> list[Held]:
         """Extend the leases `owner` holds on `run_ids` (the runs it executes; a lease it
@@ -291,6 +290,9 @@ class RunStore(Protocol):
 
     @property
     def collections(self) -> Collections: ...
+
+    @property
+    def assistants(self) -> Assistants: ...
 
     async def ping(self) -> None:
         """Raises when the store cannot be reached."""

@@ -36,6 +36,7 @@ class Dialect:
     collections: str  # a tenant's document collections
     documents: str  # the documents of collections
     passages: str  # the documents' passages
+    assistants: str  # a tenant's assistants (run parameters under an id)
     same: str  # null-safe equality ("IS" or "IS NOT DISTINCT FROM")
     no_limit: int | None  # a LIMIT that limits nothing
 
@@ -50,6 +51,7 @@ class Dialect:
             collections=f"{prefix}collections",
             documents=f"{prefix}documents",
             passages=f"{prefix}passages",
+            assistants=f"{prefix}assistants",
             same=same,
             no_limit=no_limit,
         )

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from agents.result import RunResult
 from app.agent_server import shapes, stream
+from app.agent_server.assistant_bodies import PRESET_ASSISTANTS, AssistantPatch, AssistantSearch
 from app.agent_server.bodies import (
     BadInput,
     RunCreate,
@@ -23,6 +24,7 @@ from app.agent_server.bodies import (
     question,
     run_params,
 )
+from app.store.assistant_base import AssistantRecord
 from app.store.base import RunRecord, RunStatus, ThreadRecord
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -79,6 +81,45 @@ def test_an_unknown_assistant_or_parameter_is_refused() -> None:
         run_params(RunCreate(context={"max_paths": 10_000}))
     with pytest.raises(ValidationError):
         run_params(RunCreate(context={"no_such_knob": 1}))
+
+
+def test_a_user_assistants_parameters_come_first_and_the_bodys_win() -> None:
+    body = RunCreate(
+        assistant_id="mine",
+        config={"configurable": {"max_paths": 3, "checkpoint_id": "x"}},
+        context={"max_depth": 2},
+    )
+    params = run_params(body, {"max_paths": 1, "max_depth": 5, "collections": ["c1"]})
+    assert (params.max_paths, params.max_depth, params.collections) == (3, 2, ["c1"])
+
+
+def test_an_assistant_shows_its_parameters_as_config_and_context() -> None:
+    record = AssistantRecord(
+        id="mine",
+        tenant="alice",
+        name="Mine",
+        params={"collections": ["c1"]},
+        metadata={"team": "a"},
+        version=2,
+        created_at=T0,
+        updated_at=T0,
+    )
+    shown = shapes.assistant(record)
+    assert shown["config"] == {"configurable": {"collections": ["c1"]}}
+    assert shown["context"] == {"collections": ["c1"]}
+    assert (shown["graph_id"], shown["version"], shown["metadata"]) == (
+        "plantree",
+        2,
+        {"team": "a"},
+    )
+    assert [shapes.assistant(p)["context"]["max_paths"] for p in PRESET_ASSISTANTS[1:]] == [2]
+    assert AssistantSearch(metadata={"team": "a"}, name="MI").keeps(record)
+    assert not AssistantSearch(metadata={"team": "b"}).keeps(record)
+    assert not AssistantSearch(graph_id="agent").keeps(record)
+    assert AssistantPatch(name="x").params() is None
+    assert AssistantPatch(context={"max_paths": 2}).params() == run_params(
+        RunCreate(context={"max_paths": 2}), {}
+    )
 
 
 def test_settings_plantree_does_not_keep_are_refused_not_ignored() -> None:

@@ -87,6 +87,21 @@ CREATE TABLE IF NOT EXISTS lats_passages (
 );
 CREATE INDEX IF NOT EXISTS lats_passages_tsv ON lats_passages USING GIN (tsv);
 CREATE INDEX IF NOT EXISTS lats_passages_collection ON lats_passages (collection_id);
+-- A tenant's assistants (app/store/assistant_base.py): an id is unique within its tenant.
+CREATE TABLE IF NOT EXISTS lats_assistants (
+    id TEXT NOT NULL,
+    tenant TEXT,
+    name TEXT NOT NULL,
+    description TEXT,
+    params JSONB NOT NULL,
+    metadata JSONB NOT NULL,
+    version INTEGER NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS lats_assistants_id
+    ON lats_assistants ((COALESCE(tenant, '')), id);
+CREATE INDEX IF NOT EXISTS lats_assistants_listed ON lats_assistants (tenant, created_at DESC);
 """
 # Databases made before leases (or tenants, take-over counts, threads) existed get the columns
 # added in place: a column each, with the ALTER TABLEs it takes, keyed by the column that tells.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from app.store import pg_check
 from app.store.collection_base import CollectionLimits
+from app.store.postgres.assistants import PostgresAssistants
 from app.store.postgres.collections import PostgresCollections
 from app.store.postgres.commands import PostgresCommands
 from app.store.postgres.db import POOL_TIMEOUT_S, PostgresDb
@@ -30,6 +31,7 @@ class PostgresRunStore:
         self.threads = PostgresThreads(db)
         self.deliveries = PostgresDeliveries(db)
         self.collections = PostgresCollections(db, collection_limits)
+        self.assistants = PostgresAssistants(db)
 
     @classmethod
     async def open(

@@ -103,6 +103,22 @@ END""",
     INSERT INTO passages_fts (passages_fts, rowid, text) VALUES ('delete', old.id, old.text);
 END""",
 )
+# A tenant's assistants (app/store/assistant_base.py): an id is unique within its tenant.
+_ASSISTANTS = (
+    """CREATE TABLE IF NOT EXISTS assistants (
+    id TEXT NOT NULL,
+    tenant TEXT,
+    name TEXT NOT NULL,
+    description TEXT,
+    params TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+)""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS assistants_id ON assistants (IFNULL(tenant, ''), id)",
+    "CREATE INDEX IF NOT EXISTS assistants_listed ON assistants (tenant, created_at DESC)",
+)
 # Files written before leases (or tenants, take-over counts, threads) existed get the columns added
 # in place.
 _ADDED_COLUMNS = {
@@ -128,9 +144,8 @@ WHERE {OPEN} AND events.type IN ({", ".join(f"'{t}'" for t in TERMINAL)})
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """The tables (the collections' with their full-text index), their added columns and
-    indexes, and the ends of runs logged without
-    their status. Idempotent."""
+    """The tables (the collections' with their full-text index, the assistants'), their added
+    columns and indexes, and the ends of runs logged without their status. Idempotent."""
     for statement in _SCHEMA.split(";"):
         if statement.strip():
             conn.execute(statement)
@@ -140,7 +155,7 @@ def migrate(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
     conn.execute(_TENANT_INDEX)
     conn.execute(_THREAD_INDEX)
-    for statement in _COLLECTIONS:
+    for statement in (*_COLLECTIONS, *_ASSISTANTS):
         conn.execute(statement)
     _end_logged_runs(conn)
 

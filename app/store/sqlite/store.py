@@ -13,6 +13,7 @@ import aiosqlite
 
 from app.store.collection_base import CollectionLimits
 from app.store.disk import DiskSpace
+from app.store.sqlite.assistants import SqliteAssistants
 from app.store.sqlite.collections import SqliteCollections
 from app.store.sqlite.commands import SqliteCommands
 from app.store.sqlite.db import BUSY_TIMEOUT_MS, SEARCHERS, SqliteDb
@@ -39,6 +40,7 @@ class SqliteRunStore:
         self.threads = SqliteThreads(db)
         self.deliveries = SqliteDeliveries(db)
         self.collections = SqliteCollections(db, collection_limits)
+        self.assistants = SqliteAssistants(db)
 
     @classmethod
     async def open(

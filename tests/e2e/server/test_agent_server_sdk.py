@@ -1,13 +1,15 @@
 """The official `langgraph-sdk` Python client against the server as a real process (its models
 the real Gemini client against the simulator), pointed at the Agent Server API under `/lg`:
 threads, streamed runs in several modes, state and history, a follow-up on the thread, a
-plan approved through `__interrupt__` / `command.resume`, join, re-join, cancel, and tenancy."""
+plan approved through `__interrupt__` / `command.resume`, join, re-join, cancel, tenancy, and
+a key's own assistant presetting its collection."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
@@ -236,8 +238,48 @@ async def test_info_and_the_presets_as_assistants(client: LangGraphClient) -> No
     fast = await client.assistants.get("plantree-fast")
 
     assert info["flags"]["assistants"] is True
-    assert [a["assistant_id"] for a in found] == ["plantree", "plantree-fast"]
+    assert [a["assistant_id"] for a in found][:2] == ["plantree", "plantree-fast"]
     assert fast["graph_id"] == "plantree"
     assert fast["context"]["max_paths"] == 2
     with pytest.raises(NotFoundError):
         await client.assistants.get("gpt")
+
+
+async def test_an_assistant_presets_a_collection_for_its_runs(
+    client: LangGraphClient, server: ServerProcess
+) -> None:
+    own_api = httpx.AsyncClient(base_url=server.url, headers={"x-api-key": "k1"}, timeout=60)
+    other = get_client(url=f"{server.url}/lg", api_key="k2")
+    try:
+        collection = (await own_api.post("/collections", json={"name": "sdk notes"})).json()
+        upload = await own_api.post(
+            f"/collections/{collection['collection_id']}/documents",
+            files={"file": ("notes.txt", b"Comets have tails of dust and gas.", "text/plain")},
+        )
+        assert upload.status_code == 201, upload.text
+        preset = {"collections": [collection["collection_id"]], "max_paths": 1}
+        made = await client.assistants.create(
+            "plantree", context=preset, name="My notes", metadata={"team": "sdk"}
+        )
+        with pytest.raises(NotFoundError):
+            await other.assistants.get(made["assistant_id"])
+        found = await client.assistants.search(metadata={"team": "sdk"})
+        renamed = await client.assistants.update(made["assistant_id"], name="Notes")
+        thread = await client.threads.create()
+        answered = await client.runs.wait(thread["thread_id"], made["assistant_id"], input=ASK)
+        run = (await own_api.get(f"/runs/{answered['run_id']}")).json()
+        await client.assistants.delete(made["assistant_id"])
+    finally:
+        await own_api.aclose()
+        await other.aclose()
+
+    assert made["context"] == preset == made["config"]["configurable"]
+    assert [a["assistant_id"] for a in found] == [made["assistant_id"]]
+    assert (renamed["name"], renamed["version"], renamed["context"]) == ("Notes", 2, preset)
+    assert answered["status"] == "done"
+    assert run["params"]["collections"] == [collection["collection_id"]]
+    assert run["params"]["max_paths"] == 1
+    with pytest.raises(NotFoundError):
+        await client.assistants.get(made["assistant_id"])
+    with pytest.raises(ConflictError):
+        await client.assistants.delete("plantree")
