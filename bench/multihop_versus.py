@@ -326,10 +326,11 @@ def again_lines(multihop: dict[str, Any]) -> list[str]:
     text = (
         f"Run again: the default and the chain a second time on {len(again)} questions "
         f"(`--ids {ids} --configs {configs}`, {how}). Answers that changed: the default's on "
-        f"{changed(default)}, the chain's on {changed(chain)}. "
+        f"{changed(default)}, the chain's on {changed(chain)}."
     )
     said = "; ".join(groups)
-    text += said[:1].upper() + said[1:] + "."
+    if said:  # none when the first run's answers tied everywhere
+        text += " " + said[:1].upper() + said[1:] + "."
     if differed and 2 * held_all < differed:
         text += (
             f" {held_all} of the {differed} differences held on a second run. A run's answer "
