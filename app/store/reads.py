@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
+from agents.params import RunParams
 from agents.steering import SteerCommand
 from app.store.base import UNFINISHED, Held, RunRecord, RunStatus, StoredEvent, ThreadRecord
 
@@ -181,9 +182,15 @@ class CommandReads(Part[DbT]):
 
 def run_record(row: Row, **decoded: Any) -> RunRecord:
     """The record a runs row holds: each field is its column's value, or, for a column the
-    dialect stores encoded, the decoded value given by name."""
+    dialect stores encoded, the decoded value given by name. The stored parameters are read
+    back into `RunParams` once, without any a later version no longer has (a run stored then
+    stays readable)."""
     values = {name: row[name] for name in RunRecord.model_fields if name not in decoded}
-    return RunRecord.model_validate(values | decoded)
+    values |= decoded
+    params = values.get("params")
+    if isinstance(params, dict):
+        values["params"] = {k: v for k, v in params.items() if k in RunParams.model_fields}
+    return RunRecord.model_validate(values)
 
 
 def held(row: Row) -> Held:
