@@ -16,6 +16,7 @@ change silently.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -65,6 +66,44 @@ def assistant_record(row: Row) -> AssistantRecord:
         version=int(row["version"]),
         created_at=_moment(row["created_at"]),
         updated_at=_moment(row["updated_at"]),
+    )
+
+
+Encode = Callable[[Any], Any]
+"""How a dialect's driver is handed a JSON column, or a time (SQLite: text; psycopg: as is)."""
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def insert_values(a: AssistantRecord, json_of: Encode, time_of: Encode = _same) -> tuple[Any, ...]:
+    """`insert_sql`'s values (`COLUMNS`, in order), encoded for a dialect."""
+    return (
+        a.id,
+        a.tenant,
+        a.name,
+        a.description,
+        json_of(a.params),
+        json_of(a.metadata),
+        a.version,
+        time_of(a.created_at),
+        time_of(a.updated_at),
+    )
+
+
+def update_values(a: AssistantRecord, json_of: Encode, time_of: Encode = _same) -> tuple[Any, ...]:
+    """`update_sql`'s values: the new fields, then the assistant and the version it replaces."""
+    return (
+        a.name,
+        a.description,
+        json_of(a.params),
+        json_of(a.metadata),
+        a.version,
+        time_of(a.updated_at),
+        a.tenant,
+        a.id,
+        a.version - 1,
     )
 
 

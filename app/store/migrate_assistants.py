@@ -10,7 +10,7 @@ on both dialects. Times are read back in UTC, so that a unit's digest is the sam
 from __future__ import annotations
 
 import json
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import aiosqlite
@@ -18,7 +18,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from app.store.assistant_base import COLUMNS, AssistantRecord, assistant_record
+from app.store.assistant_base import COLUMNS, AssistantRecord, assistant_record, insert_values
 from app.store.postgres.db import PostgresDb
 from app.store.sqlite.db import SqliteDb
 
@@ -95,17 +95,7 @@ class SqliteAssistantTables:
         await self._conn.execute(
             f"INSERT INTO {_LITE} ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             + _UPSERT.replace("COALESCE", "IFNULL"),
-            (
-                r.id,
-                r.tenant,
-                r.name,
-                r.description,
-                json.dumps(r.params),
-                json.dumps(r.metadata),
-                r.version,
-                r.created_at.isoformat(),
-                r.updated_at.isoformat(),
-            ),
+            insert_values(r, json.dumps, datetime.isoformat),
         )
 
 
@@ -137,15 +127,5 @@ class PostgresAssistantTables:
         r = record
         await self._conn.execute(
             f"INSERT INTO {_PG} ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)" + _UPSERT,
-            (
-                r.id,
-                r.tenant,
-                r.name,
-                r.description,
-                Jsonb(r.params),
-                Jsonb(r.metadata),
-                r.version,
-                r.created_at,
-                r.updated_at,
-            ),
+            insert_values(r, Jsonb),
         )

@@ -9,7 +9,9 @@ from app.store.assistant_base import (
     AssistantRecord,
     delete_sql,
     insert_sql,
+    insert_values,
     update_sql,
+    update_values,
 )
 from app.store.postgres.db import PostgresDb
 
@@ -22,35 +24,13 @@ class PostgresAssistants(AssistantReads[PostgresDb]):
     """`Assistants` on Postgres."""
 
     async def create(self, assistant: AssistantRecord) -> bool:
-        a = assistant
-        values = (
-            a.id,
-            a.tenant,
-            a.name,
-            a.description,
-            Jsonb(a.params),
-            Jsonb(a.metadata),
-            a.version,
-            a.created_at,
-            a.updated_at,
-        )
+        values = insert_values(assistant, Jsonb)
         async with self._db.connection() as conn:
             cur = await conn.execute(_INSERT, values)
             return cur.rowcount == 1
 
     async def update(self, assistant: AssistantRecord) -> bool:
-        a = assistant
-        values = (
-            a.name,
-            a.description,
-            Jsonb(a.params),
-            Jsonb(a.metadata),
-            a.version,
-            a.updated_at,
-            a.tenant,
-            a.id,
-            a.version - 1,
-        )
+        values = update_values(assistant, Jsonb)
         async with self._db.connection() as conn:
             cur = await conn.execute(_UPDATE, values)
             return cur.rowcount == 1

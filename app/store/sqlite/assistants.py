@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import datetime
 
 from app.store.assistant_base import (
     AssistantReads,
     AssistantRecord,
     delete_sql,
     insert_sql,
+    insert_values,
     update_sql,
+    update_values,
 )
 from app.store.sqlite.db import SqliteDb
 
@@ -23,18 +26,7 @@ class SqliteAssistants(AssistantReads[SqliteDb]):
     """`Assistants` on SQLite."""
 
     async def create(self, assistant: AssistantRecord) -> bool:
-        a = assistant
-        values = (
-            a.id,
-            a.tenant,
-            a.name,
-            a.description,
-            json.dumps(a.params),
-            json.dumps(a.metadata),
-            a.version,
-            a.created_at.isoformat(),
-            a.updated_at.isoformat(),
-        )
+        values = insert_values(assistant, json.dumps, datetime.isoformat)
 
         def write(conn: sqlite3.Connection) -> bool:
             return conn.execute(_INSERT, values).rowcount == 1
@@ -42,18 +34,7 @@ class SqliteAssistants(AssistantReads[SqliteDb]):
         return await self._db.write(write, "new")
 
     async def update(self, assistant: AssistantRecord) -> bool:
-        a = assistant
-        values = (
-            a.name,
-            a.description,
-            json.dumps(a.params),
-            json.dumps(a.metadata),
-            a.version,
-            a.updated_at.isoformat(),
-            a.tenant,
-            a.id,
-            a.version - 1,
-        )
+        values = update_values(assistant, json.dumps, datetime.isoformat)
 
         def write(conn: sqlite3.Connection) -> bool:
             return conn.execute(_UPDATE, values).rowcount == 1
