@@ -19,15 +19,14 @@ from pathlib import Path
 from app.collections.errors import FolderNotLoaded
 from app.collections.local_folder import FOLDER_TENANT, load_folder
 from app.collections.reader import DocumentReader
-from app.store.base import StoreUnavailable
-from app.store.collection_base import PassageHit
+from app.store.collection_base import PassageHit, ToolSearch, tool_search
 from app.store.protocols import Collections
 
 
 @dataclass(frozen=True, slots=True)
 class _Bound:
     collections: Collections
-    collection_id: str
+    search: ToolSearch
 
 
 class LoadedFolder:
@@ -39,7 +38,8 @@ class LoadedFolder:
 
     def bind(self, collections: Collections, collection_id: str) -> None:
         """Search `collection_id` of `collections` from now on."""
-        self._bound = _Bound(collections, collection_id)
+        search = tool_search(collections.search, FOLDER_TENANT, (collection_id,))
+        self._bound = _Bound(collections, search)
 
     def unbind(self, collections: Collections) -> None:
         """Stop searching `collections` (a store closing); a later binding is left alone."""
@@ -51,10 +51,7 @@ class LoadedFolder:
         bound = self._bound
         if bound is None:
             raise FolderNotLoaded()
-        try:
-            return await bound.collections.search(FOLDER_TENANT, (bound.collection_id,), query, k)
-        except StoreUnavailable as e:  # the tool's contract: a store out of reach is a
-            raise ConnectionError(str(e)) from e  # connection error, tried again
+        return await bound.search(query, k)
 
 
 _FOLDERS: dict[Path, LoadedFolder] = {}

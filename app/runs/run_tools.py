@@ -4,13 +4,10 @@ tenant's finds nothing, even if it got past the check on submit)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from langchain_core.tools import BaseTool
 
 from agents.params import RunParams
-from app.store.base import StoreUnavailable
-from app.store.collection_base import CollectionNotFound, PassageHit
+from app.store.collection_base import CollectionNotFound, tool_search
 from app.store.protocols import Collections
 from tools.registry import build_documents_tool
 from tools.settings import ToolSettings
@@ -23,14 +20,7 @@ def run_tools(
     ids = tuple(params.collections or ())
     if not ids:
         return []
-
-    async def search(query: str, k: int) -> Sequence[PassageHit]:
-        try:
-            return await collections.search(tenant, ids, query, k)
-        except StoreUnavailable as e:  # the tool's contract: a store out of reach is a
-            raise ConnectionError(str(e)) from e  # connection error, tried again
-
-    return [build_documents_tool(settings, search)]
+    return [build_documents_tool(settings, tool_search(collections.search, tenant, ids))]
 
 
 async def check_collections(

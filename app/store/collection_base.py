@@ -13,7 +13,7 @@ runs' parameters are read when a collection is deleted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from app.errors import ServiceError
+from app.store.base import StoreUnavailable
 from tools.documents.passages import Passage
 from tools.documents.reading import Kind, ReadLimits
 
@@ -199,3 +200,22 @@ def over_quota(
         f"the document would take this key's documents over {limits.max_tenant_bytes:,} bytes"
         f" ({used:,} stored); delete documents to make room"
     )
+
+
+StoreSearch = Callable[[str | None, Sequence[str], str, int], Awaitable[Sequence[PassageHit]]]
+"""`Collections.search`: a tenant's collections, a query, how many passages."""
+ToolSearch = Callable[[str, int], Awaitable[Sequence[PassageHit]]]
+
+
+def tool_search(search: StoreSearch, tenant: str | None, ids: Sequence[str]) -> ToolSearch:
+    """`search` of `tenant`'s collections `ids` as a tool calls it (a query, how many): a store
+    out of reach is the `ConnectionError` a tool's call is tried again on."""
+    chosen = tuple(ids)
+
+    async def searching(query: str, k: int) -> Sequence[PassageHit]:
+        try:
+            return await search(tenant, chosen, query, k)
+        except StoreUnavailable as e:
+            raise ConnectionError(str(e)) from e
+
+    return searching
