@@ -137,7 +137,7 @@ async def run_documents(config: DocumentsConfig, work: Path) -> dict[str, Any]:
     corpus = index_corpus(pool.documents)
 
     def bm25s(query: str) -> list[str]:
-        return [p.path for p, _ in corpus.index.search(query, config.k)]
+        return [p.doc_id for p, _ in corpus.index.search(query, config.k)]
 
     out: dict[str, Any] = {
         "config": _config(config),

@@ -12,7 +12,7 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import bm25s  # type: ignore[import-untyped]  # bm25s ships no type information
@@ -54,20 +54,11 @@ class CorpusDocument:
                 )
 
 
-@dataclass(frozen=True, slots=True)
-class Passage:
-    """One document as indexed: `path` is its `doc_id`; `sentences` are spans into `text`."""
-
-    path: str
-    title: str
-    text: str
-    sentences: tuple[SentenceSpan, ...] = ()
-
-
 class CorpusIndex:
-    """A BM25 index over passages held in memory; `search` is safe to call from threads."""
+    """A BM25 index over documents held in memory, each one passage (cut to a bound);
+    `search` is safe to call from threads."""
 
-    def __init__(self, passages: list[Passage]) -> None:
+    def __init__(self, passages: list[CorpusDocument]) -> None:
         self.passages = passages
         # PyStemmer objects must not be used by two threads at once.
         self._lock = threading.Lock()
@@ -99,7 +90,7 @@ class CorpusIndex:
             raise ValueError(f"documents share an id: {', '.join(map(repr, repeated))}")
         return cls([document_passage(d, max_chars) for d in documents])
 
-    def search(self, query: str, k: int = MAX_PASSAGES) -> list[tuple[Passage, float]]:
+    def search(self, query: str, k: int = MAX_PASSAGES) -> list[tuple[CorpusDocument, float]]:
         """The best `k` passages with a positive score, best first."""
         if self._retriever is None:
             return []
@@ -116,15 +107,17 @@ class CorpusIndex:
             documents, scores = self._retriever.retrieve(
                 query_tokens, k=min(k, len(self.passages)), show_progress=False
             )
-        found: list[tuple[Passage, float]] = []
+        found: list[tuple[CorpusDocument, float]] = []
         for index, score in zip(documents[0].tolist(), scores[0].tolist(), strict=True):
             if score > 0:
                 found.append((self.passages[index], float(score)))
         return found
 
 
-def document_passage(document: CorpusDocument, max_chars: int = DOCUMENT_MAX_CHARS) -> Passage:
-    """`document` as one passage, cut after its last whole sentence within `max_chars` (or at
+def document_passage(
+    document: CorpusDocument, max_chars: int = DOCUMENT_MAX_CHARS
+) -> CorpusDocument:
+    """`document` as the index holds it, cut after its last whole sentence within `max_chars` (or at
     `max_chars` when even its first sentence is longer) if it is longer."""
     text, sentences = document.text, document.sentences
     if len(text) > max_chars:
@@ -137,7 +130,7 @@ def document_passage(document: CorpusDocument, max_chars: int = DOCUMENT_MAX_CHA
             len(document.text),
             len(text),
         )
-    return Passage(path=document.doc_id, title=document.title, text=text, sentences=sentences)
+    return replace(document, text=text, sentences=sentences)
 
 
 def classify_index_error(exc: Exception) -> ToolCallError:

@@ -24,7 +24,6 @@ from tools.corpus_index import (
     MAX_PASSAGES,
     CorpusDocument,
     CorpusIndex,
-    Passage,
     classify_index_error,
 )
 from tools.results import (
@@ -81,12 +80,12 @@ def corpus_digest(documents: Sequence[CorpusDocument], max_chars: int = DOCUMENT
     return hashlib.sha256(encoded).hexdigest()[:16]
 
 
-def passage_record(passage: Passage, url: str, shown: str) -> PassageRecord:
+def passage_record(passage: CorpusDocument, url: str, shown: str) -> PassageRecord:
     """What the model was shown of `passage` (`shown`, its body in the tool's content), with
     the spans of the sentences shown whole."""
     whole = bool(shown) and passage.text.startswith(shown)
     return {
-        "doc_id": passage.path,
+        "doc_id": passage.doc_id,
         "title": passage.title,
         "url": url,
         "text": shown,
@@ -99,12 +98,12 @@ def passage_record(passage: Passage, url: str, shown: str) -> PassageRecord:
 
 
 def render_passages(
-    tool: str, query: str, passages: Sequence[Passage], urls: dict[str, str], max_chars: int
+    tool: str, query: str, passages: Sequence[CorpusDocument], urls: dict[str, str], max_chars: int
 ) -> ToolResult:
     """`render_hits` for corpus passages, with the `passages` evidence in the artifact."""
     if not passages:
         return no_results(tool, query)
-    hits = [Hit(title=p.title, url=urls[p.path], text=p.text) for p in passages]
+    hits = [Hit(title=p.title, url=urls[p.doc_id], text=p.text) for p in passages]
     bodies = [SentenceBody(p.text, tuple(span.end for span in p.sentences)) for p in passages]
     layout = layout_hits(tool, query, hits, max_chars, bodies=bodies)
     # `layout.shown` is always the first hits, in order.
