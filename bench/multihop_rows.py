@@ -15,13 +15,14 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict
 
 from agents.grounding.corroborate import agrees
 from agents.grounding.verify import Citation, Rejection
 from agents.result import RunResult
 from agents.state import Source
 from agents.tree import from_reserve
+from bench.multihop_candidates import Candidate, candidates_of
 from bench.multihop_corpus import QuestionCorpus
 from bench.multihop_data import Question
 from bench.multihop_metrics import Scores, score_question, supporting_fact_scores
@@ -99,6 +100,7 @@ class Row(TypedDict):
     branched: int  # nodes the replanner gave two or more distinct next steps
     pruned: int  # nodes cut without running (by the evaluator's score or the search)
     code: str  # the commit of the code that made the row (bench/machine.py: code_revision)
+    candidates: NotRequired[list[Candidate]]  # a final row's every answered path, scored
 
 
 class _Search(TypedDict):
@@ -179,9 +181,13 @@ def final_row(
     }
     seen = [source for node in result.nodes for source in node["sources"]]
     sources = (seen, result.sources)
-    return _row(
+    row = _row(
         question, corpus, name, result.answer, result, result.metrics, wall_s, code, search, sources
     )
+    row["candidates"] = candidates_of(
+        result.nodes, question.answers, result.chosen_id, predicted_answer
+    )
+    return row
 
 
 def first_row(

@@ -1,0 +1,113 @@
+"""Every answer a run's tree reached, scored: what a better choice could have gained (the
+headroom of the selection rule), and how the model's own token confidence sorts right answers
+from wrong ones (the data a confidence threshold is to be calibrated on).
+
+A final row carries `candidates`: one entry per answered leaf, with its answer F1 and EM against
+the gold answers, its grounding, its mean token log-probability where the model reports one
+(calls/local_confidence.py), whether it is on the greedy first path, and whether it is the chosen
+one. Rows written before the field existed have none and are left out of these figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from statistics import fmean
+from typing import Any, TypedDict
+
+from agents.anytime import on_first_path
+from agents.state import NodeRecord
+from bench.multihop_metrics import best_answer_scores
+
+RIGHT_F1 = 0.5
+"""A candidate whose answer F1 reaches this counts as right in the confidence figures."""
+
+
+class Candidate(TypedDict):
+    node: str
+    predicted: str
+    f1: float
+    em: float
+    groundedness: float | None
+    verified: bool  # it cites, and the verifier rejected none of its citations
+    confidence: float | None  # mean token log-probability of its answer, if reported
+    first: bool  # on the greedy first path
+    chosen: bool
+
+
+def candidates_of(
+    nodes: Iterable[NodeRecord],
+    golds: Sequence[str],
+    chosen_id: str | None,
+    predict: Callable[[str | None], str | None],
+) -> list[Candidate]:
+    """The answered leaves of a run's tree, in id order, each scored against `golds`
+    (`predict` turns an answer into what is scored, as the row's own answer is)."""
+    out: list[Candidate] = []
+    for node in nodes:
+        if not node["answer"]:
+            continue
+        predicted = predict(node["answer"]) or ""
+        scores = best_answer_scores(predicted, golds)
+        grounding = node["grounding"]
+        confidence = node.get("confidence")
+        out.append(
+            {
+                "node": node["id"],
+                "predicted": predicted,
+                "f1": round(scores.f1, 4),
+                "em": scores.em,
+                "groundedness": grounding["groundedness"] if grounding else None,
+                "verified": bool(
+                    grounding and grounding["citations"] and not grounding["rejected"]
+                ),
+                "confidence": None if confidence is None else round(confidence, 4),
+                "first": on_first_path(node["id"]),
+                "chosen": node["id"] == chosen_id,
+            }
+        )
+    return out
+
+
+def auroc(right: Sequence[float], wrong: Sequence[float]) -> float | None:
+    """The chance that a right candidate's score is above a wrong one's (ties count a half);
+    None without both."""
+    if not right or not wrong:
+        return None
+    above = sum((r > w) + 0.5 * (r == w) for r in right for w in wrong)
+    return above / (len(right) * len(wrong))
+
+
+def candidate_lines(multihop: Mapping[str, Any], config: str) -> list[str]:
+    """The headroom of the choice and the confidence figures, from `config`'s rows that carry
+    their candidates; none when no row does."""
+    rows = [r for r in multihop["rows"] if r["config"] == config and "candidates" in r]
+    if not rows:
+        return []
+    best = [max((c["f1"] for c in r["candidates"]), default=0.0) for r in rows]
+    chosen = [float(r["f1"]) for r in rows]
+    better = sum(1 for b, c in zip(best, chosen, strict=True) if b > c)
+    others = [
+        r
+        for r in rows
+        if any(not c["first"] and c["predicted"] != r["predicted"] for c in r["candidates"])
+    ]
+    text = (
+        f"Every answer the tree reached (`candidates` in the {len(rows)} `{config}` rows that "
+        f"carry them): some path's answer scored a higher F1 than the chosen one on {better} "
+        f"question(s); the best path's mean answer F1 was {fmean(best):.2f} against "
+        f"{fmean(chosen):.2f} chosen — the most a better choice among these paths could add. "
+        f"A path off the first one reached another answer than the chosen on {len(others)}."
+    )
+    scored = [c for r in rows for c in r["candidates"] if c["confidence"] is not None]
+    right = [c["confidence"] for c in scored if c["f1"] >= RIGHT_F1]
+    wrong = [c["confidence"] for c in scored if c["f1"] < RIGHT_F1]
+    area = auroc(right, wrong)
+    if area is not None:
+        text += (
+            f" The model's mean token log-probability over {len(scored)} answers: "
+            f"{fmean(right):.3f} for the {len(right)} right ones (F1 ≥ {RIGHT_F1}) against "
+            f"{fmean(wrong):.3f} for the {len(wrong)} wrong ones; a right answer ranks above "
+            f"a wrong one with probability {area:.2f} (0.5 is chance), on too few questions yet "
+            "to set a threshold on."
+        )
+    return ["", text]

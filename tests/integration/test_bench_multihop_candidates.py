@@ -1,0 +1,35 @@
+"""A benchmark run's final rows carry every answer its tree reached, through the real engine
+with testkit's scripted reader; the first answer's row does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.multihop import MultihopConfig, run_multihop, scripted_models
+from bench.multihop_report import section
+
+
+async def test_final_rows_list_each_answered_path_with_the_chosen_one_as_the_row_scores_it(
+    tmp_path: Path,
+) -> None:
+    out = await run_multihop(MultihopConfig(limit=2), scripted_models, tmp_path)
+
+    finals = [row for row in out["rows"] if row["config"] in ("chain", "anytime")]
+    assert len(finals) == 4
+    for row in finals:
+        candidates = row["candidates"]
+        assert candidates, row["config"]
+        [chosen] = [c for c in candidates if c["chosen"]]
+        assert (chosen["predicted"], chosen["f1"], chosen["em"]) == (
+            row["predicted"],
+            row["f1"],
+            row["em"],
+        )
+        assert candidates[0]["first"]  # the greedy first path answers first
+        # The scripted reader reports no token confidence: none is made up.
+        assert {c["confidence"] for c in candidates} == {None}
+    chain = [row for row in finals if row["config"] == "chain"]
+    assert all(len(row["candidates"]) == 1 for row in chain)
+    assert all("candidates" not in row for row in out["rows"] if row["config"] == "chain@first")
+    page = "\n".join(section(out))
+    assert "Every answer the tree reached (`candidates` in the 2 `anytime` rows" in page

@@ -1,0 +1,102 @@
+"""Every answer a run's tree reached, scored against the gold: the headroom of the choice and
+the token-confidence figures the report draws from them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.multihop_candidates import Candidate, auroc, candidate_lines, candidates_of
+from bench.multihop_rows import predicted_answer
+from tests.unit.search.trees import answered, cited, done, grounding
+
+
+def _tree() -> list[Any]:
+    """The first path answers "Paris" (grounded, confident); a sibling "Lyon" (one rejected
+    citation, less confident); a step that never answered."""
+    first = answered(
+        done(None, 1, "find the capital"),
+        "Paris [1]",
+        grounding(1.0, [cited("n1", "Paris is the capital")]),
+    )
+    first["confidence"] = -0.05
+    other = answered(
+        done(None, 2, "look elsewhere"),
+        "Lyon, said to be [1]",
+        grounding(0.5, [cited("n2", "Lyon")], rejected=1),
+    )
+    other["confidence"] = -0.9
+    unanswered = done(None, 3, "a step with no answer")
+    return [first, other, unanswered]
+
+
+def test_each_answered_leaf_is_scored_with_its_grounding_confidence_and_place() -> None:
+    found = candidates_of(_tree(), ["Paris"], "n1", predicted_answer)
+
+    assert [c["node"] for c in found] == ["n1", "n2"]
+    paris, lyon = found
+    assert (paris["predicted"], paris["f1"], paris["em"]) == ("Paris", 1.0, 1.0)
+    assert (paris["verified"], paris["first"], paris["chosen"]) == (True, True, True)
+    assert paris["confidence"] == -0.05
+    assert lyon["predicted"] == "Lyon, said to be"
+    assert (lyon["f1"], lyon["em"]) == (0.0, 0.0)
+    # A rejected citation: not every citation verified; off the first path; not chosen.
+    assert (lyon["verified"], lyon["first"], lyon["chosen"]) == (False, False, False)
+    assert lyon["groundedness"] == 0.5
+
+
+def test_a_candidate_scores_against_the_best_of_the_gold_answers() -> None:
+    found = candidates_of(_tree(), ["Marseille", "Lyon"], None, predicted_answer)
+
+    # "lyon said to be" against "lyon": precision 1/4, recall 1.
+    assert found[1]["f1"] == pytest.approx(0.4)
+    assert not any(c["chosen"] for c in found)
+
+
+@pytest.mark.parametrize(
+    ("right", "wrong", "expected"),
+    [
+        ([-0.1, -0.2], [-0.5, -0.9], 1.0),
+        ([-0.5], [-0.1], 0.0),
+        ([-0.3, -0.1], [-0.3], 0.75),  # a tie counts a half
+        ([], [-0.3], None),
+    ],
+)
+def test_auroc_is_the_chance_a_right_answer_ranks_above_a_wrong_one(
+    right: list[float], wrong: list[float], expected: float | None
+) -> None:
+    assert auroc(right, wrong) == expected
+
+
+def _row(config: str, f1: float, predicted: str, candidates: list[Candidate]) -> dict[str, Any]:
+    return {"config": config, "f1": f1, "predicted": predicted, "candidates": candidates}
+
+
+def test_the_report_says_what_a_better_choice_could_add_and_how_confidence_sorts() -> None:
+    won = candidates_of(_tree(), ["Paris"], "n1", predicted_answer)
+    lost = candidates_of(_tree(), ["Lyon"], "n1", predicted_answer)
+    rows = [
+        _row("anytime", 1.0, "Paris", won),
+        _row("anytime", 0.0, "Paris", lost),  # "Lyon, said to be" scored 0.4: headroom
+        {"config": "anytime", "f1": 0.0, "predicted": "x"},  # an old row: left out
+        _row("chain", 0.0, "Paris", lost),  # another configuration: left out
+    ]
+
+    [blank, text] = candidate_lines({"rows": rows}, "anytime")
+
+    assert blank == ""
+    assert "in the 2 `anytime` rows" in text
+    assert "higher F1 than the chosen one on 1 question(s)" in text
+    assert "mean answer F1 was 0.70 against 0.50 chosen" in text
+    assert "another answer than the chosen on 2" in text
+    # Right (F1 >= 0.5): the first row's Paris (-0.05); wrong: its Lyon (-0.9) and both of the
+    # second row (-0.05 and -0.9). Paris ranks above two of three wrong ones and ties one.
+    assert "over 4 answers" in text
+    assert "-0.050 for the 1 right ones (F1 ≥ 0.5) against -0.617 for the 3 wrong ones" in text
+    assert "probability 0.83" in text
+
+
+def test_no_figures_from_rows_without_candidates() -> None:
+    rows = [{"config": "anytime", "f1": 1.0, "predicted": "x"}]
+    assert candidate_lines({"rows": rows}, "anytime") == []
