@@ -149,9 +149,9 @@ QUICK_SPEED: dict[str, Any] = {
 }
 
 
-# The results the report takes by name, each kept in `<name>.json`: three of the benchmarks
+# The results the report takes by name, each kept in `<name>.json`: four of the benchmarks
 # run by default, and every opt-in one but the local model's KV prefix reuse (not on the page).
-_SECTIONS = ("quota", "cpu", "storm", *(name for name in OPT_IN if name != "local_prefix"))
+_SECTIONS = ("quota", "cpu", "workers", "storm", *(n for n in OPT_IN if n != "local_prefix"))
 
 
 # Benchmarks 14 to 17, in this order, each run on its config in a folder of its own: (name,
@@ -291,7 +291,6 @@ def _redraw(
     load = _load_json(results / "load.json")
     memory = _load_json(results / "memory.json")
     quality = _load_json(results / "quality.json")
-    workers = _load_json(results / "workers.json")
     sections = {name: _load_json(results / f"{name}.json") for name in _SECTIONS}
     # The multi-hop benchmark with other models: `--results` a directory of `results` each.
     multihop_more = [
@@ -319,8 +318,7 @@ def _redraw(
         memory,
         run_info.get("all_seconds"),
         quality,
-        workers,
-        **sections,
+        by_name=sections,
         multihop_more=multihop_more,
     )
     return search, load, memory, quality

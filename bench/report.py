@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -474,21 +474,12 @@ def write(
     memory: dict[str, Any] | None,
     seconds: float | None,
     quality: dict[str, Any] | None = None,
-    workers: dict[str, Any] | None = None,
     *,
-    quota: dict[str, Any] | None = None,
-    cpu: dict[str, Any] | None = None,
-    storm: dict[str, Any] | None = None,
-    multihop: dict[str, Any] | None = None,
-    faults: dict[str, Any] | None = None,
-    soak: dict[str, Any] | None = None,
-    in_flight: dict[str, Any] | None = None,
-    tool_spacing: dict[str, Any] | None = None,
-    worker_cpu: dict[str, Any] | None = None,
-    documents: dict[str, Any] | None = None,
+    by_name: Mapping[str, dict[str, Any] | None],
     multihop_more: Sequence[tuple[dict[str, Any], str]] = (),
 ) -> None:
-    """Render docs/benchmarks.md from whichever results exist (`multihop_more`: the
+    """Render docs/benchmarks.md from whichever results exist (`by_name`: the other
+    benchmarks' results by name, as in `bench/results/<name>.json`; `multihop_more`: the
     multi-hop benchmark with other models, each with its results directory)."""
     lines = [
         "# Benchmarks",
@@ -533,6 +524,7 @@ def write(
     headline = _headline(search, load)
     if quality is not None:
         headline[-1:-1] = [quality_report.headline(quality)]
+    multihop = by_name.get("multihop")
     measured = [multihop, *(other for other, _ in multihop_more)] if multihop else []
     for sentence in filter(None, map(multihop_report.headline, measured)):
         headline[-1:-1] = [sentence]
@@ -548,28 +540,28 @@ def write(
     if quality is not None:
         lines += quality_report.section(quality, doc, results)
     # The sections of the results that need nothing but themselves, in the file's order.
-    sections: list[tuple[dict[str, Any] | None, Callable[[dict[str, Any]], list[str]]]] = [
-        (quota, speed_report.quota_section),
-        (cpu, speed_report.cpu_section),
-        (workers, workers_report.section),
-        (storm, storm_report.section),
-        (multihop, partial(multihop_report.section, more=multihop_more)),
-        (faults, faults_report.faults_section),
-        (soak, faults_report.soak_section),
-        (in_flight, speed_report.in_flight_section),
-        (tool_spacing, speed_report.tool_spacing_section),
-        (worker_cpu, speed_report.worker_cpu_section),
-        (documents, documents_report.section),
+    sections: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
+        ("quota", speed_report.quota_section),
+        ("cpu", speed_report.cpu_section),
+        ("workers", workers_report.section),
+        ("storm", storm_report.section),
+        ("multihop", partial(multihop_report.section, more=multihop_more)),
+        ("faults", faults_report.faults_section),
+        ("soak", faults_report.soak_section),
+        ("in_flight", speed_report.in_flight_section),
+        ("tool_spacing", speed_report.tool_spacing_section),
+        ("worker_cpu", speed_report.worker_cpu_section),
+        ("documents", documents_report.section),
     ]
-    for data, section in sections:
-        if data is not None:
+    for name, section in sections:
+        if (data := by_name.get(name)) is not None:
             lines += section(data)
     closing = _closing(search, load, memory)
     if quality is not None:
         closing[-1:-1] = quality_report.closing(quality)
-    closing[-1:-1] = faults_report.closing(faults, soak)
-    closing[-1:-1] = speed_report.worker_cpu_closing(worker_cpu)
-    closing[-1:-1] = documents_report.closing(documents)
+    closing[-1:-1] = faults_report.closing(by_name.get("faults"), by_name.get("soak"))
+    closing[-1:-1] = speed_report.worker_cpu_closing(by_name.get("worker_cpu"))
+    closing[-1:-1] = documents_report.closing(by_name.get("documents"))
     lines += closing
     lines += [
         "## Smoke tests",

@@ -79,11 +79,8 @@ def is_verified(file: Path, spec: LocalModelSpec) -> bool:
 
 
 def sha256_of(file: Path) -> str:
-    digest = hashlib.sha256()
     with file.open("rb") as source:
-        while chunk := source.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(source, "sha256").hexdigest()
 
 
 def wheel_for(parts: Parts, n: int, wheels: Path) -> Path:

@@ -142,18 +142,12 @@ def index_corpus(
 
 
 def build_corpus_tool(
-    documents: Sequence[CorpusDocument],
-    runtime: ToolRuntime,
-    *,
-    name: str = NAME,
-    k: int = MAX_PASSAGES,
-    max_document_chars: int = DOCUMENT_MAX_CHARS,
-    description: str | None = None,
+    documents: Sequence[CorpusDocument], runtime: ToolRuntime, *, name: str = NAME
 ) -> BaseTool:
-    """A search tool named `name` over `documents`, one passage each (`corpus_tool`
-    over `index_corpus(documents)`). Raises ValueError for repeated `doc_id`s."""
-    corpus = index_corpus(documents, max_document_chars)
-    return corpus_tool(corpus, runtime, name=name, k=k, description=description)
+    """A search tool named `name` over `documents`, one passage each, at the default sizes
+    (`corpus_tool` over `index_corpus(documents)`, which take the others). Raises ValueError
+    for repeated `doc_id`s."""
+    return corpus_tool(index_corpus(documents), runtime, name=name)
 
 
 def corpus_tool(

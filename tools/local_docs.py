@@ -11,24 +11,21 @@ evidence whose URL names the file in the folder and the page (`local://ops/guide
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import Protocol
 from urllib.parse import quote
 
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from tools.documents.search_tool import FoundPassage, classify_store_error, found_hit
-from tools.results import ToolResult, render_hits
+from tools.documents.search_tool import FoundPassage, Search, passage_tool
 from tools.runtime import ToolRuntime
 
 NAME = "local_docs"
 MAX_PASSAGES = 5
 URL_SCHEME = "local://"
 DESCRIPTION = (
-    "Search the private document collection configured for this service (PDF, HTML, Markdown "
-    "and text files), offline. Use it first when the question may concern internal or "
+    "Search the private document collection configured for this service (PDF, Word, HTML, "
+    "Markdown and text files), offline. Use it first when the question may concern internal or "
     "project-specific material, and to check what those documents say. Input: keywords. "
     "Returns up to {k} best-matching passages, each with its document's title and page."
 )
@@ -42,9 +39,8 @@ class FolderPassage(FoundPassage, Protocol):
     def name(self) -> str: ...
 
 
-FolderSearch = Callable[[str, int], Awaitable[Sequence[FolderPassage]]]
-"""The best `k` passages of the folder's collection for a query, best first; raises
-`ConnectionError` when its store cannot be reached (the call is then tried again)."""
+FolderSearch = Search[FolderPassage]
+"""A `Search` of the folder's collection."""
 
 
 class LocalDocsInput(BaseModel):
@@ -59,10 +55,9 @@ def folder_url(path: str, page: int | None) -> str:
     return f"{url}#page={page}" if page else url
 
 
-def render_folder(query: str, found: Sequence[FolderPassage], max_chars: int) -> ToolResult:
-    """The passages as the model reads them, each under its title and page, and as evidence."""
-    hits = [found_hit(passage, folder_url(passage.name, passage.page)) for passage in found]
-    return render_hits(NAME, query, hits, max_chars)
+def passage_url(passage: FolderPassage) -> str:
+    """The `folder_url` of `passage`'s file, at its page."""
+    return folder_url(passage.name, passage.page)
 
 
 def build_local_docs(
@@ -71,11 +66,4 @@ def build_local_docs(
     """The `local_docs` tool over `search`. Nothing is cached and a failed store is not marked
     down (as for `documents`): another process that loads a changed folder at its start-up
     changes the answers at once."""
-    runtime = replace(runtime, name=NAME, cache_ttl_s=0.0, down_s=0.0)
-
-    async def fetch(query: str) -> ToolResult:
-        return render_folder(query, await search(query, k), runtime.max_chars)
-
-    return runtime.async_query_tool(
-        DESCRIPTION.format(k=k), LocalDocsInput, fetch, classify_store_error
-    )
+    return passage_tool(NAME, DESCRIPTION, LocalDocsInput, search, passage_url, runtime, k)

@@ -51,8 +51,8 @@ class ToolSettings(BaseSettings):
     )
     local_docs_dir: Path | None = Field(
         default=None,
-        description="Folder of documents (PDF, HTML, Markdown, text) loaded into the store at "
-        "start-up and searched by the local_docs tool.",
+        description="Folder of documents (PDF, DOCX, HTML, Markdown, text) loaded into the store "
+        "at start-up and searched by the local_docs tool.",
     )
 
     @field_validator("tools", mode="before")

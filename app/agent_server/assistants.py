@@ -28,8 +28,9 @@ from app.agent_server.assistant_bodies import (
     AssistantSearch,
 )
 from app.agent_server.bodies import given_params
-from app.agent_server.routes import Id, fields_error
+from app.agent_server.routes import Id
 from app.http.auth import Authorized
+from app.http.errors import invalid_model
 from app.http.responses import ERRORS, conflict
 from app.runs.manager import RunManager
 
@@ -54,7 +55,7 @@ def _checked(make: Callable[[], T]) -> T:
     try:
         return make()
     except ValidationError as e:
-        raise fields_error(e, "context") from e
+        raise invalid_model(e, "body", "context") from e
 
 
 @router.post("/assistants", summary="Create an assistant", responses=conflict(_TAKEN))

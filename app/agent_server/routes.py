@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import builtins
 import json
-import logging
 from importlib.metadata import version
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Response
-from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
 
 from agents.errors import RunNotFound
 from agents.events import PAUSE_TYPES
@@ -34,24 +31,12 @@ from app.agent_server.bodies import (
 )
 from app.http.auth import Authorized
 from app.http.deps import CallerRuns
-from app.http.errors import invalid_fields
 from app.http.responses import ERRORS
 from app.http.schemas import ID_PATTERN
 from app.store.base import RunRecord, ThreadRecord
 
-logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/lg", tags=["langgraph-agent-server"])
 Id = Annotated[str, Path(min_length=1, max_length=64, pattern=ID_PATTERN)]
-
-
-def invalid(field: str, message: str) -> RequestValidationError:
-    return RequestValidationError([{"loc": ["body", field], "msg": message, "type": "value_error"}])
-
-
-def fields_error(error: ValidationError, field: str) -> RequestValidationError:
-    return RequestValidationError(
-        [{**f, "loc": ["body", field, *f["loc"]]} for f in invalid_fields(error)]
-    )
 
 
 async def _waiting(runs: Runs, record: RunRecord) -> dict[str, Any] | None:

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Response
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
@@ -26,11 +25,12 @@ from app.agent_server.bodies import (
     question,
     run_params,
 )
-from app.agent_server.routes import Id, ThreadRun, fields_error, invalid, thread_of
+from app.agent_server.routes import Id, ThreadRun, thread_of
 from app.http.deps import CallerRuns
-from app.http.event_stream import EventStreamResponse
+from app.http.errors import invalid_input, invalid_model
+from app.http.event_stream import sse_response
 from app.http.responses import ERRORS
-from app.http.sse import MAX_EVENT_ID, SSE_HEADERS, parse_last_event_id
+from app.http.sse import MAX_EVENT_ID, parse_last_event_id
 from app.store.base import RunRecord
 
 logger = logging.getLogger(__name__)
@@ -49,24 +49,26 @@ async def _start(
     the id of its last event before this request."""
     if body.command is not None:
         if body.input is not None:
-            raise invalid(
-                "input", "an answer to a plan (`command`) goes on with its run's question"
+            raise invalid_input(
+                "body",
+                "input",
+                message="an answer to a plan (`command`) goes on with its run's question",
             )
         try:
             decision = plan_decision(body.command.resume)
         except BadInput as e:
-            raise invalid("command", str(e)) from e
+            raise invalid_input("body", "command", message=str(e)) from e
         except ValidationError as e:
-            raise fields_error(e, "command") from e
+            raise invalid_model(e, "body", "command") from e
         return await runs.answer_thread(thread_id, decision)
     preset = await assistants.params(body.assistant_id)
     try:
         params = run_params(body, preset)
         task = question(body.input)
     except BadInput as e:
-        raise invalid(e.field, str(e)) from e
+        raise invalid_input("body", e.field, message=str(e)) from e
     except ValidationError as e:
-        raise fields_error(e, "context") from e
+        raise invalid_model(e, "body", "context") from e
     record = await runs.submit_alone(thread_id, task, params)
     logger.info("run=%s started on thread=%s (agent server API)", record.id, thread_id)
     return record, 0
@@ -74,8 +76,7 @@ async def _start(
 
 def _streaming(parts: AsyncIterator[bytes], record: RunRecord) -> StreamingResponse:
     where = _location(record.thread_id or "", record.id)
-    headers = {**SSE_HEADERS, "Content-Location": where, "Location": f"{where}/stream"}
-    return EventStreamResponse(parts, media_type="text/event-stream", headers=headers)
+    return sse_response(parts, {"Content-Location": where, "Location": f"{where}/stream"})
 
 
 @router.post(
@@ -177,15 +178,7 @@ async def join_stream(
     ends or waits for its plan's answer."""
     start = parse_last_event_id(last_event_id) or 0
     if start > MAX_EVENT_ID or start > await runs.last_event_id(record):
-        raise RequestValidationError(
-            [
-                {
-                    "loc": ["header", "last-event-id"],
-                    "msg": "beyond the run's last event id",
-                    "type": "value_error",
-                }
-            ]
-        )
+        raise invalid_input("header", "last-event-id", message="beyond the run's last event id")
     named = [mode for mode in stream_mode or [] if mode]
     modes = tuple(dict.fromkeys(named)) if named else JOIN_MODES
     parts = stream.parts(runs, record, start, modes, start == 0)

@@ -24,12 +24,13 @@ MAX_REDIRECTS = 5
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 SUFFIXES = {
     "application/pdf": ".pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
     "text/html": ".html",
     "application/xhtml+xml": ".html",
     "text/markdown": ".md",
     "text/plain": ".txt",
 }
-_KNOWN_SUFFIXES = (".pdf", ".html", ".htm", ".xhtml", ".md", ".markdown", ".txt", ".text")
+_KNOWN_SUFFIXES = (".pdf", ".docx", ".html", ".htm", ".xhtml", ".md", ".markdown", ".txt", ".text")
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,12 +82,24 @@ def _code(status: int) -> str:
     return _CODES.get(status, "http_error")
 
 
-def invalid_fields(error: ValidationError) -> list[dict[str, Any]]:
+def invalid_fields(error: ValidationError | RequestValidationError) -> list[dict[str, Any]]:
     """Validation problems in the `fields` shape of a 422's body."""
     return [
         {"loc": list(e.get("loc", [])), "msg": e.get("msg", ""), "type": e.get("type", "")}
         for e in error.errors()
     ]
+
+
+def invalid_input(*loc: str, message: str, kind: str = "value_error") -> RequestValidationError:
+    """The 422 of one input that only its route can check: where it is, as FastAPI places its
+    own (`"body", "input"`; `"header", "last-event-id"`), and what is wrong with it."""
+    return RequestValidationError([{"loc": list(loc), "msg": message, "type": kind}])
+
+
+def invalid_model(error: ValidationError, *loc: str) -> RequestValidationError:
+    """The 422 of a part of the request that its route reads with a model of its own: the
+    model's problems, each placed under `loc` (`"body"`; `"body", "context"`)."""
+    return RequestValidationError([{**f, "loc": [*loc, *f["loc"]]} for f in invalid_fields(error)])
 
 
 class PlainErrorsAsJson(HttpMiddleware):
@@ -155,10 +167,7 @@ def add_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        fields = [
-            {"loc": list(e.get("loc", [])), "msg": e.get("msg", ""), "type": e.get("type", "")}
-            for e in exc.errors()
-        ]
+        fields = invalid_fields(exc)
         return JSONResponse(
             _body("invalid_request", "the request is not valid", fields=fields), 422
         )

@@ -1,4 +1,5 @@
-"""Streamed responses with a bounded buffer per client: a client that stops reading is cut.
+"""Streamed responses with a bounded buffer per client: a client that stops reading is cut
+(`sse_response` makes one of a route's SSE frames).
 
 A stream's frames go to the client's connection; what the client has not read waits in the
 kernel's send buffer of that socket and then in the event loop's write buffer of its
@@ -20,11 +21,14 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from fastapi import FastAPI
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
+
+from app.http.sse import SSE_HEADERS
 
 logger = logging.getLogger(__name__)
 
@@ -108,3 +112,11 @@ class EventStreamResponse(StreamingResponse):
                 await asyncio.sleep(0)  # the server sees the connection lost before we return
             return False
         return True
+
+
+def sse_response(frames: AsyncIterator[bytes], headers: Mapping[str, str]) -> EventStreamResponse:
+    """`frames` as a Server-Sent Events response: the headers every event stream carries
+    (`SSE_HEADERS`), then the route's own `headers`."""
+    return EventStreamResponse(
+        frames, media_type="text/event-stream", headers={**SSE_HEADERS, **headers}
+    )

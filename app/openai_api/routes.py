@@ -13,16 +13,14 @@ import logging
 from typing import Any
 
 from fastapi import APIRouter, Response
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from app.http.auth import Authorized
 from app.http.deps import CallerRuns
-from app.http.errors import invalid_fields
-from app.http.event_stream import EventStreamResponse
+from app.http.errors import invalid_input, invalid_model
+from app.http.event_stream import sse_response
 from app.http.responses import ERRORS
-from app.http.sse import SSE_HEADERS
 from app.openai_api.shapes import (
     ChatRequest,
     UnknownModel,
@@ -65,19 +63,13 @@ async def chat_completions(body: ChatRequest, runs: CallerRuns) -> Response:
     except UnknownModel as e:
         return _not_found(str(e))
     except ValidationError as e:
-        raise RequestValidationError(
-            [{**f, "loc": ["body", *f["loc"]]} for f in invalid_fields(e)]
-        ) from e
+        raise invalid_model(e, "body") from e
     except ValueError as e:
-        raise RequestValidationError(
-            [{"loc": ["body", "messages"], "msg": str(e), "type": "value_error"}]
-        ) from e
+        raise invalid_input("body", "messages", message=str(e)) from e
     if params.approve_plan:
         # A completion answers in one exchange; a plan waiting for approval would hold it open.
         message = "approve_plan needs the run API (POST /runs, then POST /runs/{id}/resume)"
-        raise RequestValidationError(
-            [{"loc": ["body", "approve_plan"], "msg": message, "type": "value_error"}]
-        )
+        raise invalid_input("body", "approve_plan", message=message)
     new = await runs.submit_streamed(task, params) if body.stream else None
     record = new.record if new is not None else await runs.submit(task, params)
     headers = {"X-Plantree-Run-Id": record.id, "Content-Location": f"/runs/{record.id}"}
@@ -90,10 +82,6 @@ async def chat_completions(body: ChatRequest, runs: CallerRuns) -> Response:
     if new is not None:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         frames = completion_chunks(runs, new, body.model, include_usage)
-        return EventStreamResponse(
-            new.slot.hold(frames),
-            media_type="text/event-stream",
-            headers={**SSE_HEADERS, **headers},
-        )
+        return sse_response(new.slot.hold(frames), headers)
     done = await runs.wait(record.id)
     return JSONResponse(completion(done, body.model), headers=headers)

@@ -1,6 +1,7 @@
 """What the store keeps of a tenant's assistants (the Agent Server API's `/lg/assistants`): run
-parameters saved under an id, with a name, a description and metadata; and the reads and the
-statements both dialects share. The interface is `Assistants` in app/store/protocols.py.
+parameters saved under an id, with a name, a description and metadata; and the reads, the
+statements and the writes both dialects share (`AssistantStore`). The interface is `Assistants`
+in app/store/protocols.py.
 
 An assistant belongs to one tenant, and its id is that tenant's own: two tenants may each have
 an assistant `research`, and another tenant's id finds nothing, whether it is read, listed,
@@ -16,13 +17,15 @@ change silently.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from app.store.reads import DbT, Dialect, Part, Row
+from app.store.reads import DbT, Dialect, Part, Row, moment, row_record
 
 COLUMNS = "id, tenant, name, description, params, metadata, version, created_at, updated_at"
 
@@ -49,23 +52,16 @@ def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def _moment(value: Any) -> datetime:
-    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
-
-
 def assistant_record(row: Row) -> AssistantRecord:
     """A row of the assistants table (SQLite keeps JSON and times as text; psycopg decodes
     both)."""
-    return AssistantRecord(
-        id=row["id"],
-        tenant=row["tenant"],
-        name=row["name"],
-        description=row["description"],
+    return row_record(
+        AssistantRecord,
+        row,
         params=_json(row["params"]),
         metadata=_json(row["metadata"]),
-        version=int(row["version"]),
-        created_at=_moment(row["created_at"]),
-        updated_at=_moment(row["updated_at"]),
+        created_at=moment(row["created_at"]),
+        updated_at=moment(row["updated_at"]),
     )
 
 
@@ -75,6 +71,14 @@ Encode = Callable[[Any], Any]
 
 def _same(value: Any) -> Any:
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class Encoding:
+    """How a dialect's driver is handed a JSON column (`json_of`) and a time (`time_of`)."""
+
+    json_of: Encode
+    time_of: Encode = _same
 
 
 def insert_values(a: AssistantRecord, json_of: Encode, time_of: Encode = _same) -> tuple[Any, ...]:
@@ -168,3 +172,27 @@ class AssistantReads(Part[DbT]):
             (tenant, limit, offset),
         )
         return [assistant_record(r) for r in rows]
+
+
+class AssistantStore(AssistantReads[DbT], ABC):
+    """`Assistants` but how a dialect makes one write: the statements, their values (encoded
+    as the dialect's `encoding` says) and what a write answers are the same."""
+
+    encoding: Encoding
+
+    async def create(self, assistant: AssistantRecord) -> bool:
+        values = insert_values(assistant, self.encoding.json_of, self.encoding.time_of)
+        return await self._one_row(insert_sql(self._db.dialect), values, new=True)
+
+    async def update(self, assistant: AssistantRecord) -> bool:
+        values = update_values(assistant, self.encoding.json_of, self.encoding.time_of)
+        return await self._one_row(update_sql(self._db.dialect), values)
+
+    async def delete(self, tenant: str | None, assistant_id: str) -> bool:
+        return await self._one_row(delete_sql(self._db.dialect), (tenant, assistant_id))
+
+    @abstractmethod
+    async def _one_row(self, sql: str, values: tuple[Any, ...], *, new: bool = False) -> bool:
+        """The write `sql` (written with `?` placeholders) of `values`, a transaction of its
+        own; whether it wrote one row. `new`: it stores something new (on a full disk such a
+        write is the first refused)."""

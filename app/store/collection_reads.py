@@ -4,18 +4,25 @@ document in it, of another tenant reads as none."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
-
 from app.store.collection_base import CollectionRecord, DocumentRecord, PassageHit, passage_id
-from app.store.reads import DbT, Part, Row
+from app.store.reads import DbT, Part, Row, moment, row_record
 from tools.documents.passages import Passage
 
-# A document's columns, of the documents table as `d`.
-DOCUMENT_COLUMNS = (
-    "d.id, d.collection_id, d.title, d.name, d.kind, d.sha256, d.bytes, d.pages, d.passages,"
-    " d.created_at"
+# A document's columns (its record's fields but `status`), and as read of the documents table
+# as `d`.
+DOCUMENT_FIELDS = (
+    "id",
+    "collection_id",
+    "title",
+    "name",
+    "kind",
+    "sha256",
+    "bytes",
+    "pages",
+    "passages",
+    "created_at",
 )
+DOCUMENT_COLUMNS = ", ".join(f"d.{name}" for name in DOCUMENT_FIELDS)
 
 
 class CollectionReads(Part[DbT]):
@@ -90,35 +97,12 @@ class CollectionReads(Part[DbT]):
         ]
 
 
-def _time(value: Any) -> datetime:
-    # Postgres answers with datetimes, SQLite with the ISO text it was given.
-    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
-
-
 def collection_record(row: Row) -> CollectionRecord:
-    return CollectionRecord(
-        id=row["id"],
-        tenant=row["tenant"],
-        name=row["name"],
-        created_at=_time(row["created_at"]),
-        documents=int(row["documents"]),
-        bytes=int(row["bytes"]),
-    )
+    return row_record(CollectionRecord, row, created_at=moment(row["created_at"]))
 
 
 def document_record(row: Row) -> DocumentRecord:
-    return DocumentRecord(
-        id=row["id"],
-        collection_id=row["collection_id"],
-        title=row["title"],
-        name=row["name"],
-        kind=row["kind"],
-        sha256=row["sha256"],
-        bytes=int(row["bytes"]),
-        pages=int(row["pages"]),
-        passages=int(row["passages"]),
-        created_at=_time(row["created_at"]),
-    )
+    return row_record(DocumentRecord, row, DOCUMENT_FIELDS, created_at=moment(row["created_at"]))
 
 
 def passage_hit(row: Row) -> PassageHit:

@@ -95,15 +95,12 @@ class Collection(Protocol):
 
     async def keys(self, side: Side, after: str, limit: int) -> list[str]:
         """Up to `limit` keys greater than `after`, in order."""
-        ...
 
     async def read(self, side: Side, key: str) -> Unit | None:
         """The unit `key` as `side` holds it, or None."""
-        ...
 
     async def write(self, side: Side, unit: Unit) -> None:
         """Replace whatever `side` holds under `unit.key` by `unit` (idempotent)."""
-        ...
 
 
 _SERDE = JsonPlusSerializer()
@@ -211,6 +208,14 @@ class Runs:
         await side.tables.write_run(content.record, content.events)
 
 
+def _one_row(key: str, record: BaseModel | None, table: str) -> Unit | None:
+    """The unit of a record that is one row of `table`, digested as its fields (None: none)."""
+    if record is None:
+        return None
+    fields = record.model_dump(mode="json")
+    return Unit(key=key, digest=digest(fields), counts={table: 1}, content=record)
+
+
 async def _put(saver: GuardedWrites, thread_id: str, t: CheckpointTuple) -> None:
     ns = _ns(t.config)
     parent = RunnableConfig(configurable={"thread_id": thread_id, "checkpoint_ns": ns})
@@ -236,11 +241,9 @@ class Threads:
 
     async def read(self, side: Side, key: str) -> Unit | None:
         thread = await side.store.threads.get(key)
-        if thread is None:
-            return None
-        utc = thread.model_copy(update={"created_at": thread.created_at.astimezone(UTC)})
-        fields = utc.model_dump(mode="json")
-        return Unit(key=key, digest=digest(fields), counts={"threads": 1}, content=utc)
+        if thread is not None:
+            thread = thread.model_copy(update={"created_at": thread.created_at.astimezone(UTC)})
+        return _one_row(key, thread, "threads")
 
     async def write(self, side: Side, unit: Unit) -> None:
         await side.tables.write_thread(unit.content)
@@ -281,11 +284,7 @@ class Assistants:
         return await side.tables.assistants.keys(after, limit)
 
     async def read(self, side: Side, key: str) -> Unit | None:
-        record = await side.tables.assistants.read(key)
-        if record is None:
-            return None
-        fields = record.model_dump(mode="json")
-        return Unit(key=key, digest=digest(fields), counts={"assistants": 1}, content=record)
+        return _one_row(key, await side.tables.assistants.read(key), "assistants")
 
     async def write(self, side: Side, unit: Unit) -> None:
         await side.tables.assistants.write(unit.content)

@@ -7,10 +7,12 @@ writes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from agents.params import RunParams
 from agents.steering import SteerCommand
@@ -180,17 +182,34 @@ class CommandReads(Part[DbT]):
         ]
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def row_record(
+    model: type[M], row: Row, names: Iterable[str] | None = None, /, **decoded: Any
+) -> M:
+    """The `model` record a row holds: each of `names` (the model's fields when not given) is
+    its column's value, or, for a column the dialect stores encoded, the decoded value given
+    by name."""
+    names = model.model_fields if names is None else names
+    values = {name: row[name] for name in names if name not in decoded}
+    return model.model_validate(values | decoded)
+
+
+def moment(value: Any) -> datetime:
+    """A time column's value: Postgres answers with datetimes, SQLite with the ISO text it was
+    given."""
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
+
+
 def run_record(row: Row, **decoded: Any) -> RunRecord:
-    """The record a runs row holds: each field is its column's value, or, for a column the
-    dialect stores encoded, the decoded value given by name. The stored parameters are read
-    back into `RunParams` once, without any a later version no longer has (a run stored then
-    stays readable)."""
-    values = {name: row[name] for name in RunRecord.model_fields if name not in decoded}
-    values |= decoded
-    params = values.get("params")
+    """The record a runs row holds (`row_record`). The stored parameters are read back into
+    `RunParams` once, without any a later version no longer has (a run stored then stays
+    readable)."""
+    params = decoded["params"] if "params" in decoded else row["params"]
     if isinstance(params, dict):
-        values["params"] = {k: v for k, v in params.items() if k in RunParams.model_fields}
-    return RunRecord.model_validate(values)
+        decoded["params"] = {k: v for k, v in params.items() if k in RunParams.model_fields}
+    return row_record(RunRecord, row, **decoded)
 
 
 def held(row: Row) -> Held:
@@ -199,9 +218,4 @@ def held(row: Row) -> Held:
 
 
 def _thread(row: Row) -> ThreadRecord:
-    created = row["created_at"]
-    return ThreadRecord(
-        id=row["id"],
-        tenant=row["tenant"],
-        created_at=created if isinstance(created, datetime) else datetime.fromisoformat(created),
-    )
+    return row_record(ThreadRecord, row, created_at=moment(row["created_at"]))

@@ -12,19 +12,23 @@ from typing import Any
 import pytest
 
 import bench.__main__ as bench_main
+from app.settings import Settings
 from bench.engine_runs import bench_settings
 from bench.multihop import (
     DEFAULT_CONFIGS,
+    ModelsFor,
     MultihopConfig,
     corpora,
     corpus_runtime,
     run_multihop,
     scripted_models,
 )
-from bench.multihop_data import HOTPOTQA_DEV_100, load
+from bench.multihop_data import HOTPOTQA_DEV_100, Question, load
 from bench.multihop_report import section
+from calls.models import ModelFactory
 from testkit.multihop_reader import TITLE_QUESTION
 from tests.support.bench import run_bench
+from tests.support.text import assert_says
 
 # The rows one question gives under the default configurations: the chain's, and the default
 # search's two (its first answer's, when the engine reports one, and its final answer's).
@@ -33,6 +37,23 @@ ROWS = ("chain", "chain@first", "anytime")
 
 def _configs(rows: list[dict[str, Any]], question: str) -> list[str]:
     return [row["config"] for row in rows if row["id"] == question]
+
+
+def _data(tmp_path: Path, *lines: dict[str, Any]) -> Path:
+    """A questions file of `lines` in `tmp_path`."""
+    data = tmp_path / "questions.jsonl"
+    data.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return data
+
+
+def _noting(asked: list[str]) -> ModelsFor:
+    """`scripted_models`, noting in `asked` the id of each question it is asked for."""
+
+    def models(question: Question, settings: Settings) -> ModelFactory:
+        asked.append(question.id)
+        return scripted_models(question, settings)
+
+    return models
 
 
 async def test_every_configuration_answers_two_questions_through_the_corpus(
@@ -68,8 +89,7 @@ async def test_every_configuration_answers_two_questions_through_the_corpus(
 
 
 async def test_a_right_answer_scores_full_marks_in_every_configuration(tmp_path: Path) -> None:
-    data = tmp_path / "one.jsonl"
-    data.write_text(json.dumps(TITLE_QUESTION) + "\n", encoding="utf-8")
+    data = _data(tmp_path, TITLE_QUESTION)
 
     out = await run_multihop(MultihopConfig(data=data), scripted_models, tmp_path / "work")
 
@@ -87,8 +107,7 @@ async def test_a_right_answer_scores_full_marks_in_every_configuration(tmp_path:
 def test_python_m_bench_only_multihop_writes_multihop_json_with_f1_per_question(
     tmp_path: Path,
 ) -> None:
-    data = tmp_path / "one.jsonl"
-    data.write_text(json.dumps(TITLE_QUESTION) + "\n", encoding="utf-8")
+    data = _data(tmp_path, TITLE_QUESTION)
 
     code, results = run_bench(
         "multihop", tmp_path, "--data", str(data), "--model", "scripted", "--configs", "chain,mcts"
@@ -102,8 +121,7 @@ def test_python_m_bench_only_multihop_writes_multihop_json_with_f1_per_question(
 def test_a_results_directory_below_the_results_is_the_same_benchmark_with_another_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = tmp_path / "one.jsonl"
-    data.write_text(json.dumps(TITLE_QUESTION) + "\n", encoding="utf-8")
+    data = _data(tmp_path, TITLE_QUESTION)
     options = ("--data", str(data), "--model", "scripted")
     code, results = run_bench("multihop", tmp_path, *options, "--configs", "chain,anytime")
     assert code == 0
@@ -129,18 +147,13 @@ def test_a_results_directory_below_the_results_is_the_same_benchmark_with_anothe
 
 
 async def test_rows_already_in_the_progress_file_are_kept_not_run_again(tmp_path: Path) -> None:
-    data = tmp_path / "one.jsonl"
-    data.write_text(json.dumps(TITLE_QUESTION) + "\n", encoding="utf-8")
+    data = _data(tmp_path, TITLE_QUESTION)
     progress = tmp_path / "progress.jsonl"
     config = MultihopConfig(data=data, configs=("chain", "mcts"), progress=progress)
     first = await run_multihop(config, scripted_models, tmp_path / "a")
     asked: list[str] = []
 
-    def counting(question: Any, settings: Any) -> Any:
-        asked.append(question.id)
-        return scripted_models(question, settings)
-
-    again = await run_multihop(config, counting, tmp_path / "b")
+    again = await run_multihop(config, _noting(asked), tmp_path / "b")
 
     assert asked == []  # both rows came from the progress file
     assert again["rows"] == first["rows"]
@@ -154,14 +167,10 @@ async def test_shards_split_the_questions_and_a_last_run_reads_every_row_back(
     base = MultihopConfig(limit=3, configs=("chain",), progress=progress)
     asked: list[str] = []
 
-    def counting(question: Any, settings: Any) -> Any:
-        asked.append(question.id)
-        return scripted_models(question, settings)
-
-    first = await run_multihop(replace(base, shard=(0, 2)), counting, tmp_path / "a")
-    second = await run_multihop(replace(base, shard=(1, 2)), counting, tmp_path / "b")
+    first = await run_multihop(replace(base, shard=(0, 2)), _noting(asked), tmp_path / "a")
+    second = await run_multihop(replace(base, shard=(1, 2)), _noting(asked), tmp_path / "b")
     ran = list(asked)
-    whole = await run_multihop(base, counting, tmp_path / "c")
+    whole = await run_multihop(base, _noting(asked), tmp_path / "c")
 
     assert [len(first["rows"]), len(second["rows"])] == [2, 1]  # questions 1, 3 and 2
     assert asked == ran
@@ -182,13 +191,9 @@ async def test_a_measured_configuration_is_reported_where_it_has_rows_and_never_
     )
     asked: list[str] = []
 
-    def counting(question: Any, settings: Any) -> Any:
-        asked.append(question.id)
-        return scripted_models(question, settings)
-
     out = await run_multihop(
         MultihopConfig(limit=3, configs=("chain",), measured=("reserve",), progress=progress),
-        counting,
+        _noting(asked),
         tmp_path / "b",
     )
 
@@ -196,9 +201,9 @@ async def test_a_measured_configuration_is_reported_where_it_has_rows_and_never_
     assert out["totals"]["chain"]["n"] == 3
     assert out["totals"]["reserve"]["n"] == 1
     assert out["config"]["measured"] == ["reserve"]
-    lines = "\n".join(section(out))
-    assert "--configs chain --budget 40 --measured reserve" in lines
-    assert "| reserve | 1 |" in lines
+    assert_says(
+        "\n".join(section(out)), "--configs chain --budget 40 --measured reserve", "| reserve | 1 |"
+    )
 
 
 async def test_chosen_questions_run_alone_and_leave_their_trees_as_traces(
@@ -267,12 +272,6 @@ MUSIQUE_LINE: dict[str, Any] = {
 }
 
 
-def _data(tmp_path: Path, *lines: dict[str, Any]) -> Path:
-    data = tmp_path / "questions.jsonl"
-    data.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    return data
-
-
 async def test_a_2wikimultihopqa_line_without_a_level_runs_and_scores(tmp_path: Path) -> None:
     data = _data(tmp_path, TWOWIKI_LINE)
 
@@ -323,9 +322,11 @@ async def test_in_the_pooled_setting_every_question_searches_every_paragraph(
     ]
     # Supporting facts are still scored: each citation names a gold sentence by the pool's id.
     assert [(row["sp_precision"], row["misverified"]) for row in out["rows"]] == [(1.0, 0)] * 2
-    lines = "\n".join(section(out))
-    assert "--corpus pooled" in lines
-    assert "open corpus: every question searches one pool of 6 paragraphs" in lines
+    assert_says(
+        "\n".join(section(out)),
+        "--corpus pooled",
+        "open corpus: every question searches one pool of 6 paragraphs",
+    )
 
 
 async def test_shards_of_both_settings_resume_without_redoing_a_finished_row(

@@ -11,7 +11,8 @@ from langchain_core.tools import StructuredTool
 
 from agents.fencing import fenced_spans
 from agents.params import RunParams
-from testkit.fakes import FakeCall, Reply, last_done_step
+from agents.result import RunResult
+from testkit.fakes import FakeCall, FakeModels, Reply, last_done_step
 from testkit.scenario import Scenario
 from tests.support.makers import EngineMaker
 from tests.support.page_search import PageSearch, wiki_page
@@ -58,21 +59,28 @@ FABRICATED = _answer(
 )
 
 
-def _one_step(answer: dict[str, Any] | str) -> Citing:
-    """One step that searches for the capital, answered with `answer`."""
+def _one_step(answer: dict[str, Any] | str, query: str = "capital") -> Citing:
+    """One step that searches for the capital (with `query`), answered with `answer`."""
     return Citing(
         {"Find the capital": answer},
         plan=["Find the capital"],
-        tools={"Find the capital": ("search", {"query": "capital"})},
+        tools={"Find the capital": ("search", {"query": query})},
     )
+
+
+async def _run_on_pages(
+    make_engine: EngineMaker, scenario: Scenario, question: str = "What is the capital of France?"
+) -> tuple[RunResult, FakeModels]:
+    """One path of `scenario` answering `question`, its search over PAGES: the run's result,
+    and the models with their recorded calls."""
+    engine, models = make_engine(scenario, tools=[PageSearch(PAGES).tool()])
+    return await engine.run(question, RunParams(max_paths=1)), models
 
 
 async def test_a_quote_of_the_evidence_is_verified_and_the_run_reports_it(
     make_engine: EngineMaker,
 ) -> None:
-    engine, models = make_engine(_one_step(GROUNDED), tools=[PageSearch(PAGES).tool()])
-
-    result = await engine.run("What is the capital of France?", RunParams(max_paths=1))
+    result, models = await _run_on_pages(make_engine, _one_step(GROUNDED))
 
     assert result.status == "done"
     assert result.answer == "Paris is the capital of France.[1]"
@@ -94,9 +102,7 @@ async def test_a_quote_of_the_evidence_is_verified_and_the_run_reports_it(
 async def test_a_fabricated_quote_is_rejected_and_its_sentence_unsupported(
     make_engine: EngineMaker,
 ) -> None:
-    engine, _ = make_engine(_one_step(FABRICATED), tools=[PageSearch(PAGES).tool()])
-
-    result = await engine.run("What is the capital of France?", RunParams(max_paths=1))
+    result, _ = await _run_on_pages(make_engine, _one_step(FABRICATED))
 
     assert result.citations == []
     assert [r["reason"] for r in result.rejected] == ["quote_not_found"]
@@ -115,9 +121,8 @@ async def test_a_reply_cut_short_by_the_token_limit_keeps_its_answer_and_whole_c
     )
     text = json.dumps(whole)
     cut = text[: text.index('It lies on the Seine."') + 8]  # inside the second quote
-    engine, _ = make_engine(_one_step(cut), tools=[PageSearch(PAGES).tool()])
 
-    result = await engine.run("What is the capital of France?", RunParams(max_paths=1))
+    result, _ = await _run_on_pages(make_engine, _one_step(cut))
 
     assert result.status == "done"
     # The answer, not the JSON it was written in; the citation the cut fell in is dropped,
@@ -134,14 +139,8 @@ async def test_a_search_that_found_nothing_is_no_evidence_and_its_notice_cannot_
     make_engine: EngineMaker,
 ) -> None:
     notice = _answer("Nothing is known of it.[1]", (1, "E1", "try broader or different keywords"))
-    scenario = Citing(
-        {"Find the capital": notice},
-        plan=["Find the capital"],
-        tools={"Find the capital": ("search", {"query": "a query nothing matches"})},
-    )
-    engine, _ = make_engine(scenario, tools=[PageSearch(PAGES).tool()])
 
-    result = await engine.run("What is the capital of France?", RunParams(max_paths=1))
+    result, _ = await _run_on_pages(make_engine, _one_step(notice, "a query nothing matches"))
 
     [node] = result.nodes
     assert [(c["name"], c["ok"]) for c in node["tool_calls"]] == [("search", True)]
@@ -171,9 +170,8 @@ async def test_an_instruction_planted_in_a_tool_result_cannot_verify_a_quote(
             "Find the capital": ("search", {"query": "capital"}),
         },
     )
-    engine, models = make_engine(scenario, tools=[PageSearch(PAGES).tool()])
 
-    result = await engine.run("How long is the Seine?", RunParams(max_paths=1))
+    result, models = await _run_on_pages(make_engine, scenario, "How long is the Seine?")
 
     [responder] = models.recorder.by_role("responder")
     assert "[E1] Seine" in responder.prompt

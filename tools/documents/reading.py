@@ -1,11 +1,15 @@
 """A user's file read into pages of text: PDF (through pypdf, page by page, numbered as the
-reader numbers them), HTML, Markdown and plain text. Pure: bytes in, `ReadDocument` out, or a
-`DocumentRefused` with a code and a sentence a user can act on.
+reader numbers them), DOCX (Word, through the standard library: `docx_text`; one page unless it
+holds explicit page breaks), HTML, Markdown and plain text. Pure: bytes in, `ReadDocument` out,
+or a `DocumentRefused` with a code and a sentence a user can act on.
 
 What a file is comes from its bytes, not its name: a ZIP archive (a DOCX, or anything else)
-named `.pdf` is refused, as is a PDF named `.txt` read as text. Every read is bounded
-(`ReadLimits`): bytes, pages, extracted characters and seconds; a limit passed refuses the
-whole document, so a store never holds part of one.
+named `.pdf` is refused, as is a PDF named `.txt` read as text; a ZIP archive is read only when
+it is named `.docx` (as a Word document: one without `word/document.xml` is refused), and a
+password-protected DOCX (an OLE file, not a ZIP) named `.docx` is refused as encrypted. Every
+read is bounded (`ReadLimits`): bytes, pages, extracted characters and seconds, and for a DOCX
+its uncompressed XML and XML elements; a limit passed refuses the whole document, so a store
+never holds part of one.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tools.documents.docx_text import DocxRefused, docx_text, is_encrypted_package, is_ole
 from tools.documents.html_text import HtmlTooComplex, html_text
 
 logger = logging.getLogger(__name__)
 
-Kind = Literal["pdf", "html", "markdown", "text"]
+Kind = Literal["pdf", "docx", "html", "markdown", "text"]
 RefusalCode = Literal[
     "empty",
     "too_large",
@@ -39,7 +44,10 @@ RefusalCode = Literal[
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
 _TEXT_SUFFIXES = (".txt", ".text", ".rst", ".csv", ".log")
 _HTML_SUFFIXES = (".html", ".htm", ".xhtml")
-READ_SUFFIXES = frozenset((".pdf", *_HTML_SUFFIXES, *_MARKDOWN_SUFFIXES, *_TEXT_SUFFIXES))
+_DOCX_SUFFIX = ".docx"
+READ_SUFFIXES = frozenset(
+    (".pdf", _DOCX_SUFFIX, *_HTML_SUFFIXES, *_MARKDOWN_SUFFIXES, *_TEXT_SUFFIXES)
+)
 """The file name endings of the kinds that are read (a folder's files are picked by them)."""
 MAX_NAME_CHARS = 255
 
@@ -62,6 +70,10 @@ class ReadLimits:
     max_chars: int = 20_000_000
     max_seconds: float = 120.0
     max_html_elements: int = 200_000
+    max_docx_xml_bytes: int = 128 * 1024 * 1024
+    """The most bytes of a DOCX's `word/document.xml` uncompressed (a ZIP bomb is refused)."""
+    max_docx_elements: int = 2_000_000
+    """The most XML elements of a DOCX's text (Word writes about ten to fifty a paragraph)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,18 +112,33 @@ def clean_name(name: str) -> str:
 
 
 def kind_of(name: str, data: bytes) -> Kind:
-    """What the bytes are. The name only tells text kinds apart (Markdown, HTML, text); a PDF
-    is a PDF whatever its name, and an archive or another binary file is refused."""
+    """What the bytes are. The name only tells text kinds apart (Markdown, HTML, text) and a
+    ZIP archive that is a DOCX (named `.docx`) from one that is not; a PDF is a PDF whatever
+    its name, and another archive or binary file is refused."""
     head = data[:1024].lstrip()
     lowered = name.lower()
     if head.startswith(b"%PDF-"):
         return "pdf"
     if lowered.endswith(".pdf"):
         raise DocumentRefused("corrupt", "the file is named .pdf but is not a PDF")
+    if lowered.endswith(_DOCX_SUFFIX):
+        if data.startswith(b"PK\x03\x04"):
+            return "docx"
+        if is_encrypted_package(data):
+            raise DocumentRefused(
+                "encrypted", "the Word document is password-protected; upload it unlocked"
+            )
+        if is_ole(data):
+            raise DocumentRefused(
+                "unsupported_type",
+                "the file is an older Word document (.doc) or another OLE file named .docx; "
+                "save it as .docx",
+            )
+        raise DocumentRefused("corrupt", "the file is named .docx but is not a Word document")
     if data.startswith(b"PK\x03\x04") or b"\x00" in data[:8192]:
         raise DocumentRefused(
             "unsupported_type",
-            "the file is a binary or archive format; PDF, HTML, Markdown and text are read",
+            "the file is a binary or archive format; PDF, DOCX, HTML, Markdown and text are read",
         )
     sniff = head[:256].lower()
     if lowered.endswith(_HTML_SUFFIXES) or sniff.startswith((b"<!doctype html", b"<html")):
@@ -122,7 +149,7 @@ def kind_of(name: str, data: bytes) -> Kind:
         return "text"
     raise DocumentRefused(
         "unsupported_type",
-        f"{name!r} is not a kind of file that is read: PDF, HTML, Markdown or text",
+        f"{name!r} is not a kind of file that is read: PDF, DOCX, HTML, Markdown or text",
     )
 
 
@@ -141,6 +168,9 @@ def read_document(name: str, data: bytes, limits: ReadLimits | None = None) -> R
     stem = name.rsplit(".", 1)[0] if "." in name else name
     if kind == "pdf":
         title, pages = _pdf(data, limits)
+        return ReadDocument(title or stem, kind, digest, pages)
+    if kind == "docx":
+        title, pages = _docx(data, limits)
         return ReadDocument(title or stem, kind, digest, pages)
     text = _decoded(data)
     if kind == "html":
@@ -169,6 +199,31 @@ def _decoded(data: bytes) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         return data.decode("latin-1")
+
+
+def _docx(data: bytes, limits: ReadLimits) -> tuple[str, list[Page]]:
+    """(title, pages) of a DOCX: one page without a number, or pages numbered from 1 when it
+    holds explicit page breaks."""
+    try:
+        title, texts = docx_text(
+            data,
+            max_xml_bytes=limits.max_docx_xml_bytes,
+            max_elements=limits.max_docx_elements,
+            max_chars=limits.max_chars,
+            max_seconds=limits.max_seconds,
+        )
+    except DocxRefused as e:
+        raise DocumentRefused(e.code, str(e)) from e
+    if len(texts) > limits.max_pages:
+        raise DocumentRefused(
+            "too_many_pages",
+            f"the Word document has {len(texts):,} pages, over the limit of {limits.max_pages:,}",
+        )
+    if not any(text.strip() for text in texts):
+        raise DocumentRefused("no_text", "the Word document holds no text")
+    if len(texts) == 1:
+        return title, [Page(None, texts[0])]
+    return title, [Page(number, text) for number, text in enumerate(texts, start=1)]
 
 
 def _pdf(data: bytes, limits: ReadLimits) -> tuple[str, list[Page]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
@@ -51,9 +51,14 @@ class FoundPassage(Protocol):
     def text(self) -> str: ...
 
 
-PassageSearch = Callable[[str, int], Awaitable[Sequence[FoundPassage]]]
-"""The best `k` passages for a query, best first, from the run's collections only; raises
-`ConnectionError` when its store cannot be reached (the call is then tried again)."""
+P = TypeVar("P", bound=FoundPassage)
+
+Search = Callable[[str, int], Awaitable[Sequence[P]]]
+"""The best `k` passages for a query, best first; raises `ConnectionError` when its store
+cannot be reached (the call is then tried again)."""
+
+PassageSearch = Search[FoundPassage]
+"""A `Search` of the run's collections only."""
 
 
 class DocumentsInput(BaseModel):
@@ -97,16 +102,9 @@ def found_hit(passage: FoundPassage, url: str) -> Hit:
     return Hit(title=cited_title(passage.title, passage.page), url=url, text=passage.text)
 
 
-def render_found(query: str, found: Sequence[FoundPassage], max_chars: int) -> ToolResult:
-    """The passages as the model reads them, each under its title and page, and as evidence."""
-    hits = [
-        found_hit(
-            passage,
-            document_url(DocumentPlace(passage.collection_id, passage.document_id, passage.page)),
-        )
-        for passage in found
-    ]
-    return render_hits(NAME, query, hits, max_chars)
+def passage_url(passage: FoundPassage) -> str:
+    """The service's address of the document of `passage`, at its page."""
+    return document_url(DocumentPlace(passage.collection_id, passage.document_id, passage.page))
 
 
 def classify_store_error(error: Exception) -> ToolCallError:
@@ -116,17 +114,34 @@ def classify_store_error(error: Exception) -> ToolCallError:
     return ToolCallError("internal", detail=type(error).__name__)
 
 
+def passage_tool(
+    name: str,
+    description: str,
+    args_schema: type[BaseModel],
+    search: Search[P],
+    url: Callable[[P], str],
+    runtime: ToolRuntime,
+    k: int,
+) -> BaseTool:
+    """A tool named `name` over the store's full-text index: the best `k` passages `search`
+    finds, as the model reads them (each under its title and page) and as evidence at
+    `url(passage)`; `description` is formatted with `k`. Nothing is cached: a document added
+    or deleted is found, or not, by the next search; and a store that failed once is asked
+    again by the next search (never marked down for a while)."""
+    runtime = replace(runtime, name=name, cache_ttl_s=0.0, down_s=0.0)
+
+    async def fetch(query: str) -> ToolResult:
+        hits = [found_hit(passage, url(passage)) for passage in await search(query, k)]
+        return render_hits(name, query, hits, runtime.max_chars)
+
+    return runtime.async_query_tool(
+        description.format(k=k), args_schema, fetch, classify_store_error
+    )
+
+
 def build_documents(
     search: PassageSearch, runtime: ToolRuntime, *, k: int = MAX_PASSAGES
 ) -> BaseTool:
-    """The `documents` tool of one run, searching through `search` under `runtime`. Nothing
-    is cached: a document added or deleted is found, or not, by the next search; and a store
-    that failed once is asked again by the next search (never marked down for a while)."""
-    runtime = replace(runtime, name=NAME, cache_ttl_s=0.0, down_s=0.0)
-
-    async def fetch(query: str) -> ToolResult:
-        return render_found(query, await search(query, k), runtime.max_chars)
-
-    return runtime.async_query_tool(
-        DESCRIPTION.format(k=k), DocumentsInput, fetch, classify_store_error
-    )
+    """The `documents` tool of one run, searching through `search` under `runtime`
+    (`passage_tool`: nothing cached, a failed store asked again by the next search)."""
+    return passage_tool(NAME, DESCRIPTION, DocumentsInput, search, passage_url, runtime, k)

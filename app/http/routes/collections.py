@@ -10,12 +10,10 @@ refuses a file the moment it passes the per-file bound.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
-from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.requests import ClientDisconnect
 
@@ -40,11 +38,11 @@ from app.http.collection_schemas import (
     UrlDocument,
 )
 from app.http.deps import CallerDocs
+from app.http.errors import invalid_input, invalid_model
 from app.http.responses import ERRORS, conflict
 from app.http.schemas import ID_PATTERN, ErrorBody
 from app.store.collection_base import AddedDocument
 
-logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/collections", tags=["collections"])
 uploads = APIRouter(prefix="/collections", tags=["collections"])
 
@@ -79,7 +77,9 @@ UPLOAD_BODY: dict[str, Any] = {
                         "file": {
                             "type": "array",
                             "items": {"type": "string", "format": "binary"},
-                            "description": "One or several files (PDF, HTML, Markdown, text).",
+                            "description": (
+                                "One or several files (PDF, DOCX, HTML, Markdown, text)."
+                            ),
                         }
                     },
                     "required": ["file"],
@@ -278,8 +278,8 @@ def _json_document(raw: bytes) -> TextDocument | UrlDocument:
     try:
         given = json.loads(raw)
     except ValueError as e:
-        raise RequestValidationError(
-            [{"loc": ["body"], "msg": "the body is not valid JSON", "type": "json_invalid"}]
+        raise invalid_input(
+            "body", message="the body is not valid JSON", kind="json_invalid"
         ) from e
     model: type[TextDocument | UrlDocument] = (
         UrlDocument if isinstance(given, dict) and "url" in given else TextDocument
@@ -287,6 +287,4 @@ def _json_document(raw: bytes) -> TextDocument | UrlDocument:
     try:
         return model.model_validate(given)
     except ValidationError as e:
-        raise RequestValidationError(
-            [{**error, "loc": ("body", *error["loc"])} for error in e.errors()]
-        ) from e
+        raise invalid_model(e, "body") from e

@@ -8,17 +8,16 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Response
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from app.http.deps import CallerRuns
-from app.http.event_stream import EventStreamResponse
+from app.http.errors import invalid_input
+from app.http.event_stream import sse_response
 from app.http.responses import ERRORS, conflict, view
 from app.http.schemas import ResumeRequest, RunAccepted, RunList, RunView, SolveRequest
 from app.http.sse import (
     HEARTBEAT,
     MAX_EVENT_ID,
-    SSE_HEADERS,
     frame,
     parse_last_event_id,
     stream_error,
@@ -57,12 +56,7 @@ async def _framed(run_id: str, items: AsyncIterator[RunItem]) -> AsyncIterator[b
 
 
 def _stream(frames: AsyncIterator[bytes], run_id: str) -> StreamingResponse:
-    headers = {**SSE_HEADERS, "Content-Location": f"/runs/{run_id}"}
-    return EventStreamResponse(frames, media_type="text/event-stream", headers=headers)
-
-
-def _invalid(where: str, name: str, message: str) -> RequestValidationError:
-    return RequestValidationError([{"loc": [where, name], "msg": message, "type": "value_error"}])
+    return sse_response(frames, {"Content-Location": f"/runs/{run_id}"})
 
 
 @router.post(
@@ -124,7 +118,7 @@ async def run_events(
     if start is None:
         start = after or 0
     if start > MAX_EVENT_ID or start > await runs.last_event_id(record):
-        raise _invalid(where, name, "beyond the run's last event id")
+        raise invalid_input(where, name, message="beyond the run's last event id")
     frames = _framed(run_id, runs.follow(record, start))
     return _stream((await runs.stream_slot()).hold(frames), run_id)
 

@@ -11,7 +11,7 @@ import { api, ApiError, upload } from "./api.js";
 const $ = (id) => document.getElementById(id);
 const COLLECTIONS_PAGE = 100;
 const DOCUMENTS_PAGE = 100;
-const ACCEPT = ".pdf,.html,.htm,.xhtml,.md,.markdown,.txt,.text,.rst,.csv,.log";
+const ACCEPT = ".pdf,.docx,.html,.htm,.xhtml,.md,.markdown,.txt,.text,.rst,.csv,.log";
 
 let collections = []; // the caller's collections, newest first (GET /collections)
 let listing = 0; // the latest listing asked for: a slower earlier one must not replace it

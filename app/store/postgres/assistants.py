@@ -2,40 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from psycopg.types.json import Jsonb
 
-from app.store.assistant_base import (
-    AssistantReads,
-    AssistantRecord,
-    delete_sql,
-    insert_sql,
-    insert_values,
-    update_sql,
-    update_values,
-)
+from app.store.assistant_base import AssistantStore, Encoding
 from app.store.postgres.db import PostgresDb
 
-_INSERT = insert_sql(PostgresDb.dialect).replace("?", "%s")
-_UPDATE = update_sql(PostgresDb.dialect).replace("?", "%s")
-_DELETE = delete_sql(PostgresDb.dialect).replace("?", "%s")
 
-
-class PostgresAssistants(AssistantReads[PostgresDb]):
+class PostgresAssistants(AssistantStore[PostgresDb]):
     """`Assistants` on Postgres."""
 
-    async def create(self, assistant: AssistantRecord) -> bool:
-        values = insert_values(assistant, Jsonb)
-        async with self._db.connection() as conn:
-            cur = await conn.execute(_INSERT, values)
-            return cur.rowcount == 1
+    encoding = Encoding(json_of=Jsonb)
 
-    async def update(self, assistant: AssistantRecord) -> bool:
-        values = update_values(assistant, Jsonb)
+    async def _one_row(self, sql: str, values: tuple[Any, ...], *, new: bool = False) -> bool:
         async with self._db.connection() as conn:
-            cur = await conn.execute(_UPDATE, values)
-            return cur.rowcount == 1
-
-    async def delete(self, tenant: str | None, assistant_id: str) -> bool:
-        async with self._db.connection() as conn:
-            cur = await conn.execute(_DELETE, (tenant, assistant_id))
+            cur = await conn.execute(sql.replace("?", "%s"), values)
             return cur.rowcount == 1

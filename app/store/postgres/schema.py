@@ -3,13 +3,16 @@ transaction, under an advisory lock, so that processes starting together do not 
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from psycopg import AsyncConnection
 
-from app.store.postgres.db import OPEN, jsonb
+from app.store.postgres.db import OPEN, PostgresDb, jsonb
+from app.store.tables import Tables, Types
 from app.store.upgrade import TERMINAL, result_of_terminal
 
+# `{events}` and the like: the tables both dialects create alike (app/store/tables.py).
 _SCHEMA_TEMPLATE = """
 SELECT pg_advisory_xact_lock(hashtext('lats_schema'));
 CREATE TABLE IF NOT EXISTS lats_runs (
@@ -24,50 +27,15 @@ CREATE TABLE IF NOT EXISTS lats_runs (
 {added_columns}CREATE INDEX IF NOT EXISTS lats_runs_tenant ON lats_runs (tenant, created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_created ON lats_runs (created_at DESC);
 CREATE INDEX IF NOT EXISTS lats_runs_status ON lats_runs (status, created_at DESC);
-CREATE TABLE IF NOT EXISTS lats_commands (
-    run_id TEXT NOT NULL,
-    id INTEGER NOT NULL,
-    command TEXT NOT NULL,
-    node_id TEXT NOT NULL,
-    step TEXT,
-    sent_by TEXT,
-    created_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (run_id, id)
-);
-CREATE TABLE IF NOT EXISTS lats_threads (
-    id TEXT PRIMARY KEY,
-    tenant TEXT,
-    created_at TIMESTAMPTZ NOT NULL
-);
+{commands};
+{threads};
 CREATE INDEX IF NOT EXISTS lats_runs_thread ON lats_runs (thread_id, created_at);
-CREATE TABLE IF NOT EXISTS lats_events (
-    run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    type TEXT NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS lats_collections (
-    id TEXT PRIMARY KEY,
-    tenant TEXT,
-    name TEXT NOT NULL,
-    created_at TIMESTAMPTZ NOT NULL
-);
+{events};
+{collections};
 CREATE UNIQUE INDEX IF NOT EXISTS lats_collections_name
     ON lats_collections ((COALESCE(tenant, '')), name);
 CREATE INDEX IF NOT EXISTS lats_collections_tenant ON lats_collections (tenant, created_at DESC);
-CREATE TABLE IF NOT EXISTS lats_documents (
-    id TEXT PRIMARY KEY,
-    collection_id TEXT NOT NULL,
-    title TEXT NOT NULL,
-    name TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    sha256 TEXT NOT NULL,
-    bytes BIGINT NOT NULL,
-    pages INTEGER NOT NULL,
-    passages INTEGER NOT NULL,
-    created_at TIMESTAMPTZ NOT NULL
-);
+{documents};
 CREATE UNIQUE INDEX IF NOT EXISTS lats_documents_content ON lats_documents (collection_id, sha256);
 CREATE INDEX IF NOT EXISTS lats_documents_listed
     ON lats_documents (collection_id, created_at DESC);
@@ -88,17 +56,7 @@ CREATE TABLE IF NOT EXISTS lats_passages (
 CREATE INDEX IF NOT EXISTS lats_passages_tsv ON lats_passages USING GIN (tsv);
 CREATE INDEX IF NOT EXISTS lats_passages_collection ON lats_passages (collection_id);
 -- A tenant's assistants (app/store/assistant_base.py): an id is unique within its tenant.
-CREATE TABLE IF NOT EXISTS lats_assistants (
-    id TEXT NOT NULL,
-    tenant TEXT,
-    name TEXT NOT NULL,
-    description TEXT,
-    params JSONB NOT NULL,
-    metadata JSONB NOT NULL,
-    version INTEGER NOT NULL,
-    created_at TIMESTAMPTZ NOT NULL,
-    updated_at TIMESTAMPTZ NOT NULL
-);
+{assistants};
 CREATE UNIQUE INDEX IF NOT EXISTS lats_assistants_id
     ON lats_assistants ((COALESCE(tenant, '')), id);
 CREATE INDEX IF NOT EXISTS lats_assistants_listed ON lats_assistants (tenant, created_at DESC);
@@ -138,7 +96,8 @@ def _add_missing_columns() -> str:
     return "DO $$\nBEGIN{}\nEND\n$$;\n".format("".join(blocks))
 
 
-_SCHEMA = _SCHEMA_TEMPLATE.format(added_columns=_add_missing_columns())
+_TABLES = Tables.of(PostgresDb.dialect, Types(time="TIMESTAMPTZ", json="JSONB", big="BIGINT"))
+_SCHEMA = _SCHEMA_TEMPLATE.format(added_columns=_add_missing_columns(), **asdict(_TABLES))
 # Unfinished runs whose last event is terminal, with that event.
 _LOGGED_ENDS = (
     "SELECT r.id, e.type, e.data FROM lats_runs r JOIN lats_events e ON e.run_id = r.id"

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import sqlite3
 
-from app.store.sqlite.db import OPEN
+from app.store.sqlite.db import OPEN, SqliteDb
 from app.store.sqlite.events import end_run
+from app.store.tables import Tables, Types
 from app.store.upgrade import TERMINAL, result_of_terminal
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
+# The tables both dialects create alike (app/store/tables.py) in this one's type names.
+_TABLES = Tables.of(SqliteDb.dialect, Types(time="TEXT", json="TEXT", big="INTEGER"))
+_RUNS = """CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
     task TEXT NOT NULL,
     params TEXT NOT NULL,
@@ -28,58 +30,25 @@ CREATE TABLE IF NOT EXISTS runs (
     answer TEXT,
     webhook TEXT,
     delivery TEXT
-);
-CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at DESC);
-CREATE INDEX IF NOT EXISTS runs_status ON runs (status, created_at DESC);
-CREATE TABLE IF NOT EXISTS events (
-    run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    type TEXT NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS commands (
-    run_id TEXT NOT NULL,
-    id INTEGER NOT NULL,
-    command TEXT NOT NULL,
-    node_id TEXT NOT NULL,
-    step TEXT,
-    sent_by TEXT,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (run_id, id)
-);
-CREATE TABLE IF NOT EXISTS threads (
-    id TEXT PRIMARY KEY,
-    tenant TEXT,
-    created_at TEXT NOT NULL
-);
-"""
+)"""
+_SCHEMA = (
+    _RUNS,
+    "CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at DESC)",
+    "CREATE INDEX IF NOT EXISTS runs_status ON runs (status, created_at DESC)",
+    _TABLES.events,
+    _TABLES.commands,
+    _TABLES.threads,
+)
 # A tenant's document collections (app/store/collection_base.py). A passage's page is 0 in a
 # document without pages. The full-text index (FTS5, Porter stemming as Postgres's `english`
 # does) holds no copy of the text: it reads `passages` (external content), and the triggers
 # keep it in step inside whichever transaction writes a passage, so it never holds a passage
 # the table lacks, or the other way round. One statement each: a trigger holds semicolons.
 _COLLECTIONS = (
-    """CREATE TABLE IF NOT EXISTS collections (
-    id TEXT PRIMARY KEY,
-    tenant TEXT,
-    name TEXT NOT NULL,
-    created_at TEXT NOT NULL
-)""",
+    _TABLES.collections,
     "CREATE UNIQUE INDEX IF NOT EXISTS collections_name ON collections (IFNULL(tenant, ''), name)",
     "CREATE INDEX IF NOT EXISTS collections_tenant ON collections (tenant, created_at DESC)",
-    """CREATE TABLE IF NOT EXISTS documents (
-    id TEXT PRIMARY KEY,
-    collection_id TEXT NOT NULL,
-    title TEXT NOT NULL,
-    name TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    sha256 TEXT NOT NULL,
-    bytes INTEGER NOT NULL,
-    pages INTEGER NOT NULL,
-    passages INTEGER NOT NULL,
-    created_at TEXT NOT NULL
-)""",
+    _TABLES.documents,
     "CREATE UNIQUE INDEX IF NOT EXISTS documents_content ON documents (collection_id, sha256)",
     "CREATE INDEX IF NOT EXISTS documents_listed ON documents (collection_id, created_at DESC)",
     """CREATE TABLE IF NOT EXISTS passages (
@@ -105,17 +74,7 @@ END""",
 )
 # A tenant's assistants (app/store/assistant_base.py): an id is unique within its tenant.
 _ASSISTANTS = (
-    """CREATE TABLE IF NOT EXISTS assistants (
-    id TEXT NOT NULL,
-    tenant TEXT,
-    name TEXT NOT NULL,
-    description TEXT,
-    params TEXT NOT NULL,
-    metadata TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-)""",
+    _TABLES.assistants,
     "CREATE UNIQUE INDEX IF NOT EXISTS assistants_id ON assistants (IFNULL(tenant, ''), id)",
     "CREATE INDEX IF NOT EXISTS assistants_listed ON assistants (tenant, created_at DESC)",
 )
@@ -146,9 +105,8 @@ WHERE {OPEN} AND events.type IN ({", ".join(f"'{t}'" for t in TERMINAL)})
 def migrate(conn: sqlite3.Connection) -> None:
     """The tables (the collections' with their full-text index, the assistants'), their added
     columns and indexes, and the ends of runs logged without their status. Idempotent."""
-    for statement in _SCHEMA.split(";"):
-        if statement.strip():
-            conn.execute(statement)
+    for statement in _SCHEMA:
+        conn.execute(statement)
     have = {row["name"] for row in conn.execute("PRAGMA table_info(runs)").fetchall()}
     for name, kind in _ADDED_COLUMNS.items():
         if name not in have:

@@ -8,12 +8,15 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import httpx
 import pytest
 
 from testkit.gemini_roles import research_scenario
+from testkit.gemini_script import Script
 from testkit.gemini_sim import GeminiSimulator, SimRequest
 from testkit.gemini_sim import Reply as SimReply
 from testkit.process import ServerProcess, start_side_by_side
@@ -45,25 +48,35 @@ class Held:
         return self._inner(request)
 
 
+@pytest.fixture
+def stores_env(env: dict[str, str], postgres_url: str, redis_url: str) -> dict[str, str]:
+    """`env` for processes that share one Postgres database and one Redis."""
+    return {**env, "LATS_DATABASE_URL": postgres_url, "LATS_REDIS_URL": redis_url}
+
+
+@contextmanager
+def _two_on_the_simulator(
+    procs: list[ServerProcess], env: dict[str, str], script: Script, settings: dict[str, str]
+) -> Iterator[tuple[GeminiSimulator, ServerProcess, ServerProcess]]:
+    """Two processes serving side by side on `env` with `settings` over it, their model the
+    Gemini simulator answering with `script`: the simulator and the two."""
+    with GeminiSimulator(script) as sim:
+        shared = {**env, "GOOGLE_GEMINI_BASE_URL": sim.base_url, **settings}
+        a, b = start_side_by_side(procs, shared, ("serve",), ("serve",))
+        yield sim, a, b
+
+
 def test_fifty_submits_across_two_processes_pass_a_run_limit_of_five_exactly_five_times(
-    env: dict[str, str],
-    procs: list[ServerProcess],
-    postgres_url: str,
-    redis_url: str,
+    stores_env: dict[str, str], procs: list[ServerProcess]
 ) -> None:
     script = Held()
-    with GeminiSimulator(script) as sim:
-        shared = {
-            **env,
-            "GOOGLE_GEMINI_BASE_URL": sim.base_url,
-            "LATS_DATABASE_URL": postgres_url,
-            "LATS_REDIS_URL": redis_url,
-            "LATS_API_KEYS": KEY,
-            "LATS_MAX_RUNS_PER_KEY": str(MAX_RUNS),
-            "LATS_KEY_RPS": "1000",
-            "LATS_KEY_BURST": "1000",
-        }
-        a, b = start_side_by_side(procs, shared, ("serve",), ("serve",))
+    limits = {
+        "LATS_API_KEYS": KEY,
+        "LATS_MAX_RUNS_PER_KEY": str(MAX_RUNS),
+        "LATS_KEY_RPS": "1000",
+        "LATS_KEY_BURST": "1000",
+    }
+    with _two_on_the_simulator(procs, stores_env, script, limits) as (_, a, b):
 
         def submit(index: int) -> int:
             url = (a, b)[index % 2].url
@@ -124,24 +137,19 @@ class Overlap:
 
 
 def test_the_models_in_flight_cap_holds_for_both_processes_together(
-    env: dict[str, str], procs: list[ServerProcess], postgres_url: str, redis_url: str
+    stores_env: dict[str, str], procs: list[ServerProcess]
 ) -> None:
     script = Overlap()
-    with GeminiSimulator(script) as sim:
-        shared = {
-            **env,
-            "GOOGLE_GEMINI_BASE_URL": sim.base_url,
-            # A model name of this test's own: its shared cap starts afresh in the machine's Redis.
-            "LATS_MODEL": f"google_genai:gemini-cap-{uuid.uuid4().hex[:8]}",
-            "LATS_DATABASE_URL": postgres_url,
-            "LATS_REDIS_URL": redis_url,
-            "LATS_API_KEYS": CAP_KEY,
-            "LATS_KEY_RPS": "1000",  # the test polls six runs' statuses
-            "LATS_KEY_BURST": "1000",
-            "LATS_MODEL_MAX_IN_FLIGHT": "2",
-            "LATS_MAX_ACTIVE_RUNS": "4",
-        }
-        a, b = start_side_by_side(procs, shared, ("serve",), ("serve",))
+    limits = {
+        # A model name of this test's own: its shared cap starts afresh in the machine's Redis.
+        "LATS_MODEL": f"google_genai:gemini-cap-{uuid.uuid4().hex[:8]}",
+        "LATS_API_KEYS": CAP_KEY,
+        "LATS_KEY_RPS": "1000",  # the test polls six runs' statuses
+        "LATS_KEY_BURST": "1000",
+        "LATS_MODEL_MAX_IN_FLIGHT": "2",
+        "LATS_MAX_ACTIVE_RUNS": "4",
+    }
+    with _two_on_the_simulator(procs, stores_env, script, limits) as (sim, a, b):
         body = {**BODY, "max_concurrency": 4}
         ids = []
         for index in range(6):

@@ -31,3 +31,9 @@ async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
     yield make
     for store in opened:
         await store.close()
+
+
+@pytest.fixture
+async def store(open_store: Opener) -> RunStore:
+    """One store opened by `open_store`, for a test that needs no second connection."""
+    return await open_store()

@@ -59,7 +59,7 @@ async def test_docs_add_reports_each_file_and_goes_on_past_a_refusal(
     assert lines[1].startswith(f"stored        {folder / 'birds.pdf'}  (2 pages, 2 passages)  ")
     assert lines[2] == (
         f"refused       {folder / 'tables.bin'}: unsupported_type: 'tables.bin': the file is a "
-        "binary or archive format; PDF, HTML, Markdown and text are read"
+        "binary or archive format; PDF, DOCX, HTML, Markdown and text are read"
     )
     assert lines[3].startswith(
         f"stored        {folder / 'notes' / 'rivers.md'}  (1 page, 1 passage)"

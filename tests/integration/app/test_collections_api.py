@@ -77,15 +77,27 @@ def backend(request: pytest.FixtureRequest, settings: Settings) -> Backend:
     return Backend(settings)
 
 
-def serve(service_for: ServiceMaker, backend: Backend, **overrides: Any) -> Any:
-    return service_for(TREE, database_url=backend.settings.database_url, **overrides)
-
-
 async def create(client: httpx.AsyncClient, name: str = "notes", **kw: Any) -> str:
     made = await client.post("/collections", json={"name": name}, **kw)
     assert made.status_code == 201, made.text
     collection_id: str = made.json()["collection_id"]
     return collection_id
+
+
+@asynccontextmanager
+async def a_collection(
+    service_for: ServiceMaker,
+    backend: Backend | None = None,
+    *,
+    key: str | None = None,
+    **overrides: Any,
+) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
+    """The app served with `overrides` (on `backend`'s database when given) and a new collection
+    "notes" in it, made with `key` when given: the app's client and the collection's id."""
+    if backend is not None:
+        overrides["database_url"] = backend.settings.database_url
+    async with service_for(TREE, **overrides) as svc:
+        yield svc.client, await create(svc.client, headers=as_(key) if key else None)
 
 
 def upload(*files: tuple[str, bytes]) -> dict[str, Any]:
@@ -95,32 +107,31 @@ def upload(*files: tuple[str, bytes]) -> dict[str, Any]:
 async def test_a_collection_is_filled_read_searched_and_deleted(
     service_for: ServiceMaker, backend: Backend
 ) -> None:
-    async with serve(service_for, backend) as svc:
-        collection_id = await create(svc.client)
-        added = await svc.client.post(
+    async with a_collection(service_for, backend) as (client, collection_id):
+        added = await client.post(
             f"/collections/{collection_id}/documents",
             **upload(("birds.pdf", PDF), ("rivers.md", MARKDOWN), ("ice.txt", TEXT)),
         )
-        listed = (await svc.client.get("/collections")).json()
-        detail = (await svc.client.get(f"/collections/{collection_id}")).json()
+        listed = (await client.get("/collections")).json()
+        detail = (await client.get(f"/collections/{collection_id}")).json()
         docs = {d["name"]: d for d in added.json()["documents"]}
-        one = await svc.client.get(
+        one = await client.get(
             f"/collections/{collection_id}/documents/{docs['birds.pdf']['document_id']}"
         )
         birds = f"/collections/{collection_id}/documents/{docs['birds.pdf']['document_id']}"
         rivers = f"/collections/{collection_id}/documents/{docs['rivers.md']['document_id']}"
-        page_two = await svc.client.get(f"{birds}/pages/2")
-        no_page = await svc.client.get(f"{birds}/pages/3")
-        unpaged = await svc.client.get(f"{rivers}/pages/1")
+        page_two = await client.get(f"{birds}/pages/2")
+        no_page = await client.get(f"{birds}/pages/3")
+        unpaged = await client.get(f"{rivers}/pages/1")
         async with backend.store() as store:
             found = await store.collections.search(None, [collection_id], "cranes autumn", 5)
-        gone_doc = await svc.client.delete(
+        gone_doc = await client.delete(
             f"/collections/{collection_id}/documents/{docs['rivers.md']['document_id']}"
         )
         async with backend.store() as store:
             after_doc = await store.collections.search(None, [collection_id], "Danube", 5)
-        gone = await svc.client.delete(f"/collections/{collection_id}")
-        missing = await svc.client.get(f"/collections/{collection_id}")
+        gone = await client.delete(f"/collections/{collection_id}")
+        missing = await client.get(f"/collections/{collection_id}")
         async with backend.store() as store:
             after = await store.collections.search(None, [collection_id], "cranes", 5)
 
@@ -156,12 +167,11 @@ async def test_a_collection_is_filled_read_searched_and_deleted(
 async def test_the_same_content_again_answers_200_with_the_stored_document(
     service_for: ServiceMaker, backend: Backend
 ) -> None:
-    async with serve(service_for, backend) as svc:
-        collection_id = await create(svc.client)
+    async with a_collection(service_for, backend) as (client, collection_id):
         path = f"/collections/{collection_id}/documents"
-        first = await svc.client.post(path, **upload(("rivers.md", MARKDOWN)))
-        again = await svc.client.post(path, **upload(("copy of rivers.md", MARKDOWN)))
-        detail = (await svc.client.get(f"/collections/{collection_id}")).json()
+        first = await client.post(path, **upload(("rivers.md", MARKDOWN)))
+        again = await client.post(path, **upload(("copy of rivers.md", MARKDOWN)))
+        detail = (await client.get(f"/collections/{collection_id}")).json()
 
     assert first.status_code == 201
     assert again.status_code == 200
@@ -176,9 +186,8 @@ async def test_text_given_as_json_is_stored_as_markdown_under_its_title(
     service_for: ServiceMaker, backend: Backend
 ) -> None:
     body = {"title": "Field notes / 2025", "text": "# Owls\n\nOwls hunt at dusk."}
-    async with serve(service_for, backend) as svc:
-        collection_id = await create(svc.client)
-        added = await svc.client.post(f"/collections/{collection_id}/documents", json=body)
+    async with a_collection(service_for, backend) as (client, collection_id):
+        added = await client.post(f"/collections/{collection_id}/documents", json=body)
         async with backend.store() as store:
             found = await store.collections.search(None, [collection_id], "owls dusk", 5)
 
@@ -198,28 +207,27 @@ async def test_text_given_as_json_is_stored_as_markdown_under_its_title(
 async def test_another_key_gets_404_on_every_route_and_changes_nothing(
     service_for: ServiceMaker, backend: Backend
 ) -> None:
-    async with serve(service_for, backend, **KEYS) as svc:
-        collection_id = await create(svc.client, headers=as_(ALICE))
+    async with a_collection(service_for, backend, **KEYS, key=ALICE) as (client, collection_id):
         path = f"/collections/{collection_id}"
-        added = await svc.client.post(
+        added = await client.post(
             f"{path}/documents", **upload(("rivers.md", MARKDOWN)), headers=as_(ALICE)
         )
         doc = f"{path}/documents/{added.json()['documents'][0]['document_id']}"
         by_bob = {
-            "get": await svc.client.get(path, headers=as_(BOB)),
-            "upload": await svc.client.post(
+            "get": await client.get(path, headers=as_(BOB)),
+            "upload": await client.post(
                 f"{path}/documents", **upload(("ice.txt", TEXT)), headers=as_(BOB)
             ),
-            "text": await svc.client.post(
+            "text": await client.post(
                 f"{path}/documents", json={"title": "t", "text": "x"}, headers=as_(BOB)
             ),
-            "get document": await svc.client.get(doc, headers=as_(BOB)),
-            "get page": await svc.client.get(f"{doc}/pages/1", headers=as_(BOB)),
-            "delete document": await svc.client.delete(doc, headers=as_(BOB)),
-            "delete": await svc.client.delete(path, headers=as_(BOB)),
+            "get document": await client.get(doc, headers=as_(BOB)),
+            "get page": await client.get(f"{doc}/pages/1", headers=as_(BOB)),
+            "delete document": await client.delete(doc, headers=as_(BOB)),
+            "delete": await client.delete(path, headers=as_(BOB)),
         }
-        bobs_list = (await svc.client.get("/collections", headers=as_(BOB))).json()
-        alices = (await svc.client.get(path, headers=as_(ALICE))).json()
+        bobs_list = (await client.get("/collections", headers=as_(BOB))).json()
+        alices = (await client.get(path, headers=as_(ALICE))).json()
         async with backend.store() as store:
             found = await store.collections.search("alice", [collection_id], "Danube", 5)
             by_bob_search = await store.collections.search("bob", [collection_id], "Danube", 5)
@@ -305,14 +313,15 @@ BAD_INPUTS: dict[str, tuple[dict[str, Any], int, str]] = {
 async def test_every_bad_input_is_refused_with_its_code_and_nothing_is_stored(
     service_for: ServiceMaker, backend: Backend
 ) -> None:
-    async with serve(service_for, backend, document_max_bytes=MAX_BYTES) as svc:
-        collection_id = await create(svc.client)
+    async with a_collection(service_for, backend, document_max_bytes=MAX_BYTES) as (
+        client,
+        collection_id,
+    ):
         path = f"/collections/{collection_id}/documents"
         answers = {
-            case: await svc.client.post(path, **request)
-            for case, (request, _, _) in BAD_INPUTS.items()
+            case: await client.post(path, **request) for case, (request, _, _) in BAD_INPUTS.items()
         }
-        detail = (await svc.client.get(f"/collections/{collection_id}")).json()
+        detail = (await client.get(f"/collections/{collection_id}")).json()
         async with backend.store() as store:
             found = await store.collections.search(None, [collection_id], "Glaciers valleys", 5)
 
@@ -329,9 +338,8 @@ async def test_every_bad_input_is_refused_with_its_code_and_nothing_is_stored(
 async def test_a_collection_an_unfinished_run_lists_is_kept_until_the_run_ends(
     service_for: ServiceMaker, backend: Backend
 ) -> None:
-    async with serve(service_for, backend) as svc:
-        collection_id = await create(svc.client)
-        await svc.client.post(
+    async with a_collection(service_for, backend) as (client, collection_id):
+        await client.post(
             f"/collections/{collection_id}/documents", **upload(("rivers.md", MARKDOWN))
         )
         now = datetime.now(UTC)
@@ -346,13 +354,13 @@ async def test_a_collection_an_unfinished_run_lists_is_kept_until_the_run_ends(
         async with backend.store() as store:
             # Held by another worker, so the service's own worker leaves it alone.
             await store.runs.create(run, started="{}", lease=Lease("elsewhere", 60))
-        refused = await svc.client.delete(f"/collections/{collection_id}")
-        kept = (await svc.client.get(f"/collections/{collection_id}")).json()
+        refused = await client.delete(f"/collections/{collection_id}")
+        kept = (await client.get(f"/collections/{collection_id}")).json()
         async with backend.store() as store:
             await store.events.finish(
                 run.id, "elsewhere", "done", "{}", RunResult(run_id=run.id, status="done")
             )
-        deleted = await svc.client.delete(f"/collections/{collection_id}")
+        deleted = await client.delete(f"/collections/{collection_id}")
 
     assert refused.status_code == 409
     assert refused.json()["code"] == "collection_in_use"
@@ -364,12 +372,14 @@ async def test_a_document_over_the_keys_total_is_refused_and_not_stored(
     service_for: ServiceMaker, backend: Backend
 ) -> None:
     limit = len(MARKDOWN) + len(TEXT) // 2
-    async with serve(service_for, backend, document_key_max_bytes=limit) as svc:
-        collection_id = await create(svc.client)
+    async with a_collection(service_for, backend, document_key_max_bytes=limit) as (
+        client,
+        collection_id,
+    ):
         path = f"/collections/{collection_id}/documents"
-        first = await svc.client.post(path, **upload(("rivers.md", MARKDOWN)))
-        over = await svc.client.post(path, **upload(("ice.txt", TEXT)))
-        detail = (await svc.client.get(f"/collections/{collection_id}")).json()
+        first = await client.post(path, **upload(("rivers.md", MARKDOWN)))
+        over = await client.post(path, **upload(("ice.txt", TEXT)))
+        detail = (await client.get(f"/collections/{collection_id}")).json()
 
     assert first.status_code == 201
     assert (over.status_code, over.json()["code"]) == (413, "quota_exceeded")
@@ -393,14 +403,13 @@ async def test_a_file_over_the_limit_in_a_streamed_upload_is_refused_with_the_li
             yield b"a" * 65536
         yield f"\r\n--{boundary}--\r\n".encode()
 
-    async with service_for(TREE, document_max_bytes=MAX_BYTES) as svc:
-        collection_id = await create(svc.client)
-        refused = await svc.client.post(
+    async with a_collection(service_for, document_max_bytes=MAX_BYTES) as (client, collection_id):
+        refused = await client.post(
             f"/collections/{collection_id}/documents",
             content=body(),
             headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
         )
-        detail = (await svc.client.get(f"/collections/{collection_id}")).json()
+        detail = (await client.get(f"/collections/{collection_id}")).json()
 
     assert (refused.status_code, refused.json()["code"]) == (413, "too_large")
     assert "'big.txt' is over the limit of 4,194,304 bytes" in refused.json()["message"]
@@ -411,12 +420,13 @@ async def test_a_file_whose_reading_takes_too_long_is_refused(
     service_for: ServiceMaker,
 ) -> None:
     long_pdf = text_pdf([[f"Page {n}."] for n in range(10_000)])
-    async with service_for(TREE, document_read_timeout_s=1.0, document_max_pages=100_000) as svc:
-        collection_id = await create(svc.client)
-        refused = await svc.client.post(
+    async with a_collection(
+        service_for, document_read_timeout_s=1.0, document_max_pages=100_000
+    ) as (client, collection_id):
+        refused = await client.post(
             f"/collections/{collection_id}/documents", **upload(("long.pdf", long_pdf))
         )
-        detail = (await svc.client.get(f"/collections/{collection_id}")).json()
+        detail = (await client.get(f"/collections/{collection_id}")).json()
 
     assert (refused.status_code, refused.json()["code"]) == (422, "too_slow")
     assert detail["document_count"] == 0
@@ -457,12 +467,13 @@ async def test_a_pdf_whose_reading_needs_too_much_memory_is_refused(
 ) -> None:
     bomb = _content_bomb(1_000_000)
     # Time enough for a loaded machine: the refusal must come from the memory cap, not a clock.
-    async with service_for(TREE, document_read_memory_mb=256, document_read_timeout_s=300) as svc:
-        collection_id = await create(svc.client)
-        refused = await svc.client.post(
+    async with a_collection(
+        service_for, document_read_memory_mb=256, document_read_timeout_s=300
+    ) as (client, collection_id):
+        refused = await client.post(
             f"/collections/{collection_id}/documents", **upload(("small.pdf", bomb)), timeout=300
         )
-        health = await svc.client.get("/healthz")
+        health = await client.get("/healthz")
 
     assert len(bomb) < 16 * 1024
     assert (refused.status_code, refused.json()["code"]) == (422, "too_complex")
@@ -515,11 +526,13 @@ async def test_a_url_is_fetched_only_where_the_operator_allows_it(
 async def test_an_allowed_url_is_fetched_through_its_redirects_and_stored(
     service_for: ServiceMaker, web: str
 ) -> None:
-    async with service_for(TREE, document_urls=True, document_url_allow_private=True) as svc:
-        collection_id = await create(svc.client)
+    async with a_collection(service_for, document_urls=True, document_url_allow_private=True) as (
+        client,
+        collection_id,
+    ):
         path = f"/collections/{collection_id}/documents"
-        added = await svc.client.post(path, json={"url": f"{web}/moved"})
-        failed = await svc.client.post(path, json={"url": f"{web}/missing"})
+        added = await client.post(path, json={"url": f"{web}/moved"})
+        failed = await client.post(path, json={"url": f"{web}/missing"})
 
     document = added.json()["documents"][0]
     assert added.status_code == 201

@@ -24,7 +24,7 @@ from app.store.base import Lease, LeaseLost, RunRecord, StoreUnavailable
 from app.store.outage import StoreOutage
 from app.store.protocols import EventLog, RunStore
 from testkit.scenario import Scenario
-from tests.support.makers import EngineMaker, Opener
+from tests.support.makers import EngineMaker
 from tests.support.runs import replaced, run_record
 
 TREE = Scenario(
@@ -40,10 +40,7 @@ def lookup(query: str) -> str:
     return f"found {query}"
 
 
-async def test_a_batch_gets_consecutive_ids_in_its_order_and_is_fenced(
-    open_store: Opener,
-) -> None:
-    store = await open_store()
+async def test_a_batch_gets_consecutive_ids_in_its_order_and_is_fenced(store: RunStore) -> None:
     record = run_record()
     await store.runs.create(record, started='{"type": "run_started"}', lease=Lease("me", 60))
 

@@ -3,16 +3,15 @@ id under several tenants, and under none) equal on both sides and read by their 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 from app.settings import Settings
 from app.store.assistant_base import AssistantRecord
 from app.store.backend import open_backend
-from app.store.migrate import Location, migrate, open_side
 from app.store.migrate_units import Assistants, Side
+from tests.support.migrate_sides import round_trip
 
 T0 = datetime(2026, 5, 1, 12, tzinfo=UTC)
 MADE = [
@@ -33,13 +32,6 @@ MADE = [
 ]
 
 
-@asynccontextmanager
-async def _side(where: str | Path, settings: Settings, *, source: bool) -> AsyncIterator[Side]:
-    at = Location(url=where) if isinstance(where, str) else Location(path=where)
-    async with open_side(at, settings, source=source) as opened:
-        yield opened
-
-
 async def _digests(side: Side) -> dict[str, str]:
     kind = Assistants()
     keys = await kind.keys(side, "", 2)  # pages of two: the listing goes on after a key
@@ -51,6 +43,17 @@ async def _read(side: Side) -> list[AssistantRecord | None]:
     return [await side.store.assistants.get(a.tenant, a.id) for a in MADE]
 
 
+class Seen(NamedTuple):
+    """What a side holds: its assistants' digests by key, and each of MADE as it reads there."""
+
+    digests: dict[str, str]
+    assistants: list[AssistantRecord | None]
+
+
+async def _seen(side: Side) -> Seen:
+    return Seen(await _digests(side), await _read(side))
+
+
 async def test_assistants_go_to_postgres_and_back_equal_per_tenant(
     tmp_path: Path, settings: Settings, postgres_url: str
 ) -> None:
@@ -60,24 +63,14 @@ async def test_assistants_go_to_postgres_and_back_equal_per_tenant(
     ):
         for assistant in MADE:
             await store.assistants.create(assistant)
-    async with _side(tmp_path / "source", settings, source=True) as source:
-        expected = await _digests(source)
-        async with _side(postgres_url, settings, source=False) as pg:
-            there = await migrate(source, pg)
-            on_postgres, read_there = await _digests(pg), await _read(pg)
-    async with (
-        _side(postgres_url, settings, source=True) as pg,
-        _side(tmp_path / "back", settings, source=False) as back,
-    ):
-        home = await migrate(pg, back)
-        again = await migrate(pg, back)
-        returned, read_back = await _digests(back), await _read(back)
 
-    assert there.verified, there.mismatches
-    assert home.verified, home.mismatches
-    assert there.copied == {"assistant": 4} == home.copied
-    assert again.skipped == {"assistant": 4}
-    assert there.source_rows == {"assistants": 4} == home.target_rows
-    assert len(expected) == 4
-    assert on_postgres == expected == returned
-    assert read_there == MADE == read_back
+    trip = await round_trip(tmp_path, postgres_url, settings, _seen)
+
+    assert trip.there.verified, trip.there.mismatches
+    assert trip.home.verified, trip.home.mismatches
+    assert trip.there.copied == {"assistant": 4} == trip.home.copied
+    assert trip.again.skipped == {"assistant": 4}
+    assert trip.there.source_rows == {"assistants": 4} == trip.home.target_rows
+    assert len(trip.source.digests) == 4
+    assert trip.postgres.digests == trip.source.digests == trip.back.digests
+    assert trip.postgres.assistants == MADE == trip.back.assistants

@@ -4,32 +4,25 @@ since is redone."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 import aiosqlite
 
 from app.settings import Settings
 from app.store.backend import open_backend
 from app.store.collection_base import CollectionRecord
-from app.store.migrate import Location, migrate, open_side
+from app.store.migrate import migrate
 from app.store.migrate_units import DocumentCollections, Side
 from testkit.pdfs import text_pdf
+from tests.support.migrate_sides import round_trip, side
 from tests.support.new_documents import read_file
 
 FILES = {
     "otters.pdf": text_pdf([["# Otters", "Otters use stones."], ["They crack shells."]], "Otters"),
     "herons.md": b"# Herons\n\nHerons wait in the shallows.\n\nThey strike at fish.",
 }
-
-
-@asynccontextmanager
-async def _side(where: str | Path, settings: Settings, *, source: bool) -> AsyncIterator[Side]:
-    at = Location(url=where) if isinstance(where, str) else Location(path=where)
-    async with open_side(at, settings, source=source) as opened:
-        yield opened
 
 
 async def _build(data_dir: Path, settings: Settings) -> None:
@@ -57,32 +50,37 @@ async def _hits(side: Side) -> list[tuple[str, int | None]]:
     return [(h.passage_id, h.page) for h in found]
 
 
+class Seen(NamedTuple):
+    """What a side holds: its collections' digests by key, what a search of "c-full" finds
+    there, and "c-full" as it reads there."""
+
+    digests: dict[str, str]
+    hits: list[tuple[str, int | None]]
+    full: CollectionRecord | None
+
+
+async def _seen(side: Side) -> Seen:
+    full = await side.store.collections.get("alice", "c-full")
+    return Seen(await _digests(side), await _hits(side), full)
+
+
 async def test_collections_go_to_postgres_and_back_equal_and_searchable(
     tmp_path: Path, settings: Settings, postgres_url: str
 ) -> None:
     await _build(tmp_path / "source", settings)
-    async with _side(tmp_path / "source", settings, source=True) as source:
-        expected, searched = await _digests(source), await _hits(source)
-        async with _side(postgres_url, settings, source=False) as pg:
-            there = await migrate(source, pg)
-            on_postgres, found_there = await _digests(pg), await _hits(pg)
-    async with (
-        _side(postgres_url, settings, source=True) as pg,
-        _side(tmp_path / "back", settings, source=False) as back,
-    ):
-        home = await migrate(pg, back)
-        returned, found_back = await _digests(back), await _hits(back)
-        held = await back.store.collections.get("alice", "c-full")
 
-    assert there.verified, there.mismatches
-    assert home.verified, home.mismatches
-    assert there.copied == {"collection": 2} == home.copied
-    assert there.source_rows == {"collections": 2, "documents": 2, "passages": 3}
-    assert there.target_rows == there.source_rows == home.target_rows
-    assert len(expected) == 2
-    assert on_postgres == expected == returned
-    assert searched[0] == ("d-otters.pdf:p2.1", 2)
-    assert found_there == searched == found_back
+    trip = await round_trip(tmp_path, postgres_url, settings, _seen)
+
+    assert trip.there.verified, trip.there.mismatches
+    assert trip.home.verified, trip.home.mismatches
+    assert trip.there.copied == {"collection": 2} == trip.home.copied
+    assert trip.there.source_rows == {"collections": 2, "documents": 2, "passages": 3}
+    assert trip.there.target_rows == trip.there.source_rows == trip.home.target_rows
+    assert len(trip.source.digests) == 2
+    assert trip.postgres.digests == trip.source.digests == trip.back.digests
+    assert trip.source.hits[0] == ("d-otters.pdf:p2.1", 2)
+    assert trip.postgres.hits == trip.source.hits == trip.back.hits
+    held = trip.back.full
     assert held is not None
     assert (held.documents, held.bytes) == (2, sum(len(d) for d in FILES.values()))
 
@@ -92,16 +90,16 @@ async def test_a_collection_changed_since_its_copy_is_redone(
 ) -> None:
     await _build(tmp_path / "source", settings)
     async with (
-        _side(tmp_path / "source", settings, source=True) as source,
-        _side(tmp_path / "t", settings, source=False) as target,
+        side(tmp_path / "source", settings, source=True) as source,
+        side(tmp_path / "t", settings, source=False) as target,
     ):
         await migrate(source, target)
     async with aiosqlite.connect(tmp_path / "t" / "runs.sqlite") as conn:
         await conn.execute("DELETE FROM passages WHERE document_id = 'd-herons.md'")
         await conn.commit()
     async with (
-        _side(tmp_path / "source", settings, source=True) as source,
-        _side(tmp_path / "t", settings, source=False) as target,
+        side(tmp_path / "source", settings, source=True) as source,
+        side(tmp_path / "t", settings, source=False) as target,
     ):
         gone = await target.store.collections.search("alice", ["c-full"], "herons", 5)
         again = await migrate(source, target)

@@ -103,10 +103,7 @@ def _made(collection_id: str, cut: list[Passage], size: int = 100) -> NewDocumen
     )
 
 
-async def test_a_tenants_collections_are_created_listed_read_and_deleted(
-    open_store: Opener,
-) -> None:
-    store = await open_store()
+async def test_a_tenants_collections_are_created_listed_read_and_deleted(store: RunStore) -> None:
     now = datetime.now(UTC)
     made = [
         await _collection(store, "alice", f"c{i}", now + timedelta(seconds=i)) for i in range(3)
@@ -134,8 +131,7 @@ async def test_a_tenants_collections_are_created_listed_read_and_deleted(
     ]
 
 
-async def test_collections_without_keys_have_unique_names_too(open_store: Opener) -> None:
-    store = await open_store()
+async def test_collections_without_keys_have_unique_names_too(store: RunStore) -> None:
     made = await _collection(store, None, "mine")
 
     with pytest.raises(CollectionNameTaken):
@@ -144,8 +140,7 @@ async def test_collections_without_keys_have_unique_names_too(open_store: Opener
     assert await store.collections.get("alice", made.id) is None
 
 
-async def test_another_tenant_finds_nothing_of_a_collection(open_store: Opener) -> None:
-    store = await open_store()
+async def test_another_tenant_finds_nothing_of_a_collection(store: RunStore) -> None:
     alices = await _collection(store, "alice")
     added = await store.collections.add_document("alice", _text(alices.id, "Otters use stones."))
     doc_id = added.document.id
@@ -163,10 +158,7 @@ async def test_another_tenant_finds_nothing_of_a_collection(open_store: Opener) 
     assert len(await store.collections.search("alice", [alices.id], "otters", 5)) == 1
 
 
-async def test_a_document_is_read_back_with_its_pages_passages_and_status(
-    open_store: Opener,
-) -> None:
-    store = await open_store()
+async def test_a_document_is_read_back_with_its_pages_passages_and_status(store: RunStore) -> None:
     collection = await _collection(store)
     data = text_pdf([["# Intro", "Otters use stones."], ["They crack shells open."]], "Otters")
     document = read_file(collection.id, "otters.pdf", data)
@@ -192,8 +184,7 @@ async def test_a_document_is_read_back_with_its_pages_passages_and_status(
     assert hits[0].score > 0
 
 
-async def test_documents_are_listed_newest_first_a_page_at_a_time(open_store: Opener) -> None:
-    store = await open_store()
+async def test_documents_are_listed_newest_first_a_page_at_a_time(store: RunStore) -> None:
     collection = await _collection(store)
     start = datetime.now(UTC)
     made = []
@@ -210,8 +201,7 @@ async def test_documents_are_listed_newest_first_a_page_at_a_time(open_store: Op
     assert [d.name for d in every] == ["n2.md", "n1.md", "n0.md"]
 
 
-async def test_the_same_content_added_twice_is_stored_once(open_store: Opener) -> None:
-    store = await open_store()
+async def test_the_same_content_added_twice_is_stored_once(store: RunStore) -> None:
     collection = await _collection(store)
     other = await _collection(store)
     first = await store.collections.add_document("alice", _text(collection.id, "Otters swim."))
@@ -231,8 +221,7 @@ async def test_the_same_content_added_twice_is_stored_once(open_store: Opener) -
     assert len(hits) == 1
 
 
-async def test_deleting_a_document_removes_every_passage(open_store: Opener) -> None:
-    store = await open_store()
+async def test_deleting_a_document_removes_every_passage(store: RunStore) -> None:
     collection = await _collection(store)
     text = "\n\n".join(f"# Part {i}\n\nZebras graze on plain {i}." for i in range(30))
     document = _text(collection.id, text)
@@ -254,10 +243,7 @@ async def test_deleting_a_document_removes_every_passage(open_store: Opener) -> 
     assert again.created is True  # nothing of the first is left to be found by its content
 
 
-async def test_deleting_a_collection_removes_its_documents_and_passages(
-    open_store: Opener,
-) -> None:
-    store = await open_store()
+async def test_deleting_a_collection_removes_its_documents_and_passages(store: RunStore) -> None:
     collection = await _collection(store)
     other = await _collection(store)
     added = await store.collections.add_document("alice", _text(collection.id, "Zebras graze."))
@@ -286,8 +272,7 @@ async def test_a_passage_written_through_one_store_is_found_through_another(
     assert await reader.collections.get("alice", collection.id) is not None
 
 
-async def test_a_document_whose_passages_fail_midway_leaves_nothing(open_store: Opener) -> None:
-    store = await open_store()
+async def test_a_document_whose_passages_fail_midway_leaves_nothing(store: RunStore) -> None:
     collection = await _collection(store)
     # The third passage has the first's id: its insert fails after two were written.
     cut = [
@@ -359,10 +344,7 @@ async def test_a_document_refused_by_its_limits_leaves_nothing(
         "égrets\x00 ünïcode 漢字",
     ],
 )
-async def test_query_syntax_is_taken_as_words_and_never_errors(
-    open_store: Opener, query: str
-) -> None:
-    store = await open_store()
+async def test_query_syntax_is_taken_as_words_and_never_errors(store: RunStore, query: str) -> None:
     collection = await _collection(store)
     await store.collections.add_document("alice", _text(collection.id, "Egrets wade."))
 
@@ -373,10 +355,7 @@ async def test_query_syntax_is_taken_as_words_and_never_errors(
     assert len(with_word) == 1
 
 
-async def test_the_passage_holding_more_of_the_query_words_ranks_first(
-    open_store: Opener,
-) -> None:
-    store = await open_store()
+async def test_the_passage_holding_more_of_the_query_words_ranks_first(store: RunStore) -> None:
     collection = await _collection(store)
     text = "\n\n".join(
         [
@@ -400,9 +379,8 @@ async def test_the_passage_holding_more_of_the_query_words_ranks_first(
 
 
 async def test_a_common_word_in_more_passages_than_a_search_ranks_leaves_the_rare_one_first(
-    open_store: Opener,
+    store: RunStore,
 ) -> None:
-    store = await open_store()
     collection = await _collection(store)
     filler = [Passage(None, n, None, f"Herons wait number {n}.") for n in range(1, CANDIDATES + 2)]
     rare = Passage(None, CANDIDATES + 2, None, "Herons wait beside the kingfisher.")
@@ -417,8 +395,7 @@ async def test_a_common_word_in_more_passages_than_a_search_ranks_leaves_the_rar
     assert len(common) == 3
 
 
-async def test_a_collection_an_unfinished_run_uses_is_not_deleted(open_store: Opener) -> None:
-    store = await open_store()
+async def test_a_collection_an_unfinished_run_uses_is_not_deleted(store: RunStore) -> None:
     used = await _collection(store)
     unused = await _collection(store)
     await store.collections.add_document("alice", _text(used.id, "Cranes dance."))

@@ -11,6 +11,7 @@ import pytest
 
 from agents.result import RunResult
 from app.store.base import Lease, LeaseLost
+from app.store.protocols import RunStore
 from tests.support.makers import Opener
 from tests.support.runs import ENDED_LEASE_S as ENDED
 from tests.support.runs import run_record as _record
@@ -74,8 +75,7 @@ async def test_claim_some_takes_the_oldest_up_to_its_limit_and_never_one_run_twi
     assert await stores[1].leases.claim_some("e", 30, 5) == []
 
 
-async def test_a_held_lease_is_not_taken_an_expired_one_is(open_store: Opener) -> None:
-    store = await open_store()
+async def test_a_held_lease_is_not_taken_an_expired_one_is(store: RunStore) -> None:
     held, expired = _record(), _record()
     await store.runs.create(held, lease=Lease("alive", 60))
     await store.runs.create(expired, lease=Lease("dead", ENDED))
@@ -88,9 +88,8 @@ async def test_a_held_lease_is_not_taken_an_expired_one_is(open_store: Opener) -
 
 
 async def test_event_ids_come_from_the_store_and_continue_after_a_take_over(
-    open_store: Opener,
+    store: RunStore,
 ) -> None:
-    store = await open_store()
     record = _record()
     await store.runs.create(record, started='{"type": "run_started"}', lease=Lease("old", ENDED))
     first = await store.events.append(record.id, "old", "node_started", "{}")
@@ -106,10 +105,7 @@ async def test_event_ids_come_from_the_store_and_continue_after_a_take_over(
     assert [e.seq for e in await store.events.after(record.id, 0)] == [1, 2, 3]
 
 
-async def test_finish_stores_terminal_event_status_and_result_together(
-    open_store: Opener,
-) -> None:
-    store = await open_store()
+async def test_finish_stores_terminal_event_status_and_result_together(store: RunStore) -> None:
     record = _record()
     await store.runs.create(record, started="{}", lease=Lease("me", 30))
     seq = await store.events.finish(
@@ -129,8 +125,7 @@ async def test_finish_stores_terminal_event_status_and_result_together(
     )  # a finished run is never claimed
 
 
-async def test_renew_keeps_leases_and_reports_cancel_requests(open_store: Opener) -> None:
-    store = await open_store()
+async def test_renew_keeps_leases_and_reports_cancel_requests(store: RunStore) -> None:
     mine, flagged, orphan = _record(), _record(), _record()
     for record in (mine, flagged, orphan):
         await store.runs.create(record, lease=Lease("me", ENDED))
@@ -148,8 +143,7 @@ async def test_renew_keeps_leases_and_reports_cancel_requests(open_store: Opener
     assert await store.leases.mark_running_and_check_cancel(flagged.id, "me") is True
 
 
-async def test_a_released_run_is_claimable_at_once(open_store: Opener) -> None:
-    store = await open_store()
+async def test_a_released_run_is_claimable_at_once(store: RunStore) -> None:
     record = _record()
     await store.runs.create(record, lease=Lease("me", 60))
     await store.leases.release(record.id, "me", "interrupted")
@@ -160,10 +154,7 @@ async def test_a_released_run_is_claimable_at_once(open_store: Opener) -> None:
     assert (taken.id, taken.status) == (record.id, "interrupted")
 
 
-async def test_only_a_take_over_from_a_worker_that_held_the_run_is_counted(
-    open_store: Opener,
-) -> None:
-    store = await open_store()
+async def test_only_a_take_over_from_a_worker_that_held_the_run_is_counted(store: RunStore) -> None:
     queued, given_back, held = _record(), _record(), _record()
     await store.runs.create(queued)  # free from the start
     await store.runs.create(given_back, lease=Lease("drained", 60))

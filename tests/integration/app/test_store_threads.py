@@ -14,8 +14,8 @@ import psycopg
 from agents.result import RunResult
 from app.store.base import Lease, RunRecord, ThreadRecord
 from app.store.postgres.store import PostgresRunStore
+from app.store.protocols import RunStore
 from app.store.sqlite.store import SqliteRunStore
-from tests.support.makers import Opener
 
 # A runs table as it was before threads (tenants and take-over counts already there).
 OLD_SQLITE = """CREATE TABLE runs (id TEXT PRIMARY KEY, task TEXT NOT NULL, params TEXT NOT NULL,
@@ -62,9 +62,8 @@ async def _check_migrated(store: SqliteRunStore | PostgresRunStore) -> None:
 
 
 async def test_a_thread_lists_its_runs_oldest_first_and_deletes_them_once_ended(
-    open_store: Opener,
+    store: RunStore,
 ) -> None:
-    store = await open_store()
     now = datetime.now(UTC)
     thread = ThreadRecord(id=uuid.uuid4().hex, tenant="alice", created_at=now)
     await store.threads.create(thread)
@@ -98,10 +97,7 @@ async def test_a_thread_lists_its_runs_oldest_first_and_deletes_them_once_ended(
     assert [r.id for r in await store.threads.runs(other.id)] == [elsewhere.id]
 
 
-async def test_threads_are_listed_newest_first_per_tenant_a_page_at_a_time(
-    open_store: Opener,
-) -> None:
-    store = await open_store()
+async def test_threads_are_listed_newest_first_per_tenant_a_page_at_a_time(store: RunStore) -> None:
     now = datetime.now(UTC)
     made = [
         ThreadRecord(id=f"t{i}", tenant=tenant, created_at=now + timedelta(seconds=i))

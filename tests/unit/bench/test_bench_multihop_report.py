@@ -20,6 +20,24 @@ from bench.stats import paired_interval
 from tests.support.text import assert_says
 
 
+def _paragraph(lines: list[str]) -> str:
+    """The one paragraph of a part of the section, after the blank line that opens it."""
+    [blank, line] = lines
+    assert blank == ""
+    return line
+
+
+def _compared(
+    rows: list[dict[str, object]], *configs: str, budget: int | None = None
+) -> dict[str, object]:
+    """The results of `configs` as the report reads them: their `rows`, no totals of their own,
+    and the call budget when given."""
+    multihop: dict[str, object] = {"totals": {config: {} for config in configs}, "rows": rows}
+    if budget is not None:
+        multihop["config"] = {"max_llm_calls": budget}
+    return multihop
+
+
 def test_head_to_head_counts_only_questions_both_configurations_answered() -> None:
     rows = [
         {"id": "q1", "config": "mcts", "f1": 1.0},
@@ -58,9 +76,8 @@ def test_the_wide_configurations_are_counted_against_the_default_on_their_questi
     totals = {"mcts": {"llm_calls": 9.3, "f1": 0.63}, "breadth": {"llm_calls": 9.0, "f1": 0.25}}
     multihop = {"totals": totals, "rows": rows}
 
-    [blank, line] = wide_lines(multihop)
+    line = _paragraph(wide_lines(multihop))
 
-    assert blank == ""
     assert "on the same 2 questions — answer F1: better on 1, worse on 1, tied on 0" in line
     assert "two paths or more on 2 of them (the default on 1), and on 1 of those" in line
     assert line.endswith(
@@ -114,11 +131,10 @@ def test_the_reserve_is_compared_with_the_default_on_their_questions() -> None:
     ]
     for row in rows:
         row["wall_s"] = 10.0 * float(str(row["llm_calls"]))
-    multihop = {"totals": {"mcts": {}, "reserve": {}}, "rows": rows}
+    multihop = _compared(rows, "mcts", "reserve")
 
-    [blank, line] = reserve_lines(multihop)
+    line = _paragraph(reserve_lines(multihop))
 
-    assert blank == ""
     assert_says(
         line,
         "on the same 3 questions — answer F1: better on 0, worse on 0, tied on 3",
@@ -137,11 +153,10 @@ def test_the_default_against_the_chain_counts_paths_and_ends() -> None:
         _ran("q2", "mcts", "Nice", 0.0, stop="budget_llm_calls"),
         _ran("q2", "chain", "Nice", 0.0),
     ]
-    multihop = {"totals": {"mcts": {}, "chain": {}}, "rows": rows}
+    multihop = _compared(rows, "mcts", "chain")
 
-    [blank, line] = head_to_head_lines(multihop)
+    line = _paragraph(head_to_head_lines(multihop))
 
-    assert blank == ""
     assert_says(
         line,
         "answer F1: better on 1, worse on 0, tied on 1",
@@ -163,7 +178,7 @@ def test_the_default_s_ends_are_explained_from_the_rows_that_record_its_tree() -
         _ran("q4", "mcts", "Metz", 0.0, calls=4),  # read back from before the tree was recorded
         _ran("q4", "chain", "Metz", 0.0),
     ]
-    multihop = {"config": {"max_llm_calls": 16}, "totals": {"mcts": {}, "chain": {}}, "rows": rows}
+    multihop = _compared(rows, "mcts", "chain", budget=16)
 
     [_, line] = head_to_head_lines(multihop)
 
@@ -186,7 +201,7 @@ def test_most_trees_unbranched_or_unfinished_are_said_to_be_so() -> None:
         _ran("q2", "mcts", "Nice", 0.0, calls=5, branched=0, pruned=0, paths=1),
         _ran("q2", "chain", "Nice", 0.0),
     ]
-    multihop = {"config": {"max_llm_calls": 16}, "totals": {"mcts": {}, "chain": {}}, "rows": rows}
+    multihop = _compared(rows, "mcts", "chain", budget=16)
     [_, line] = head_to_head_lines(multihop)
     assert "A tree that does not branch is a chain" in line
     assert "never finished" not in line
@@ -209,11 +224,10 @@ def test_a_second_run_of_the_chain_measures_the_run_to_run_variation() -> None:
         _ran("q2", "chain-again", "Nice", 0.5),
         _ran("q3", "chain", "Nice", 0.5),  # not run again: not compared
     ]
-    multihop = {"totals": {"chain": {}, "chain-again": {}}, "rows": rows}
+    multihop = _compared(rows, "chain", "chain-again")
 
-    [blank, line] = repeat_lines(multihop)
+    line = _paragraph(repeat_lines(multihop))
 
-    assert blank == ""
     assert_says(
         line,
         "on 2 questions gave a different answer on 1",
@@ -265,7 +279,7 @@ def test_the_questions_the_default_lost_are_named_with_what_its_search_did() -> 
         _ran("q3-lost-two", "mcts", "Bar", 0.0, calls=16, gold_on_path=0.5),
         _ran("q3-lost-two", "chain", "Manchester United", 0.8, gold_on_path=0.5),
     ]
-    multihop = {"config": {"max_llm_calls": 16}, "totals": {"mcts": {}, "chain": {}}, "rows": rows}
+    multihop = _compared(rows, "mcts", "chain", budget=16)
 
     [_, line] = head_to_head_lines(multihop)
 
@@ -297,7 +311,7 @@ def test_the_questions_whose_supporting_facts_the_default_lost_say_what_its_tree
         _ran("q3", "mcts", "Paris", 1.0, sp_f1=1.0, branched=1, citations=2, pruned=0),
         _ran("q3", "chain", "Paris", 1.0, sp_f1=0.5, branched=0, citations=1, pruned=0),
     ]
-    multihop = {"config": {"max_llm_calls": 16}, "totals": {"mcts": {}, "chain": {}}, "rows": rows}
+    multihop = _compared(rows, "mcts", "chain", budget=16)
 
     [_, line] = head_to_head_lines(multihop)
 
@@ -347,9 +361,8 @@ def test_the_differences_run_again_say_whether_each_held() -> None:
         _answered("q5", "mcts", 0.0, "L"),
     ]
 
-    [blank, line] = again_lines({"rows": rows})
+    line = _paragraph(again_lines({"rows": rows}))
 
-    assert blank == ""
     assert "on 4 questions (`--ids q1,q2,q3,q4 --configs chain-again,mcts-again`" in line
     assert "the default's on 4, the chain's on 2" in line  # answers that changed
     assert (
@@ -473,9 +486,8 @@ def test_the_default_is_set_against_its_own_first_answer_where_the_rows_have_it(
 
 
 def test_one_anytime_run_says_when_its_first_and_final_answers_were_ready() -> None:
-    [blank, line] = anytime_lines(_anytime_results())
+    line = _paragraph(anytime_lines(_anytime_results()))
 
-    assert blank == ""
     # Medians over the three questions: first 55 s and 5 calls, final 100 s and 12.
     assert_says(
         line,
@@ -502,9 +514,8 @@ def test_rerun_agreement_is_the_share_of_the_same_normalised_answers() -> None:
     totals = dict(multihop["totals"])
     totals.update({"chain@first-again": {}, "anytime-again": {}})
 
-    [blank, line] = agreement_lines({**multihop, "rows": rows, "totals": totals})
+    line = _paragraph(agreement_lines({**multihop, "rows": rows, "totals": totals}))
 
-    assert blank == ""
     assert line.endswith("`chain@first` 2 of 2 (100%); `anytime` 1 of 2 (50%).")
     assert agreement_lines(_anytime_results()) == []
 

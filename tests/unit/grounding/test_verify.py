@@ -69,9 +69,15 @@ def ledger() -> dict[str, Evidence]:
     return _ledger()
 
 
-def _verify(
-    evidence: dict[str, Evidence], *claims: tuple[int, str, str], answer: str = ""
-) -> VerifiedAnswer:
+Claim = tuple[int, str, str]
+"""A citation as the model writes it: its marker, the evidence id, the quote."""
+CAPITAL: Claim = (1, "E2", "Paris is the capital and most populous city")
+"""Marker 1 quoting the Paris article (E2) word for word: a citation that verifies."""
+NOWHERE: Claim = (2, "E2", "a quote nobody wrote anywhere")
+"""Marker 2 citing the Paris article with a quote no evidence holds: a citation rejected."""
+
+
+def _verify(evidence: dict[str, Evidence], *claims: Claim, answer: str = "") -> VerifiedAnswer:
     markers = sorted({marker for marker, _, _ in claims})
     text = answer or " ".join(f"Claim {m} [{m}]." for m in markers)
     citations = [CitationClaim(marker=m, evidence_id=e, quote=q) for m, e, q in claims]
@@ -338,9 +344,7 @@ def test_a_one_word_quote_verifies_when_it_is_the_whole_evidence() -> None:
 
 def test_a_duplicate_citation_keeps_the_first(ledger: dict[str, Evidence]) -> None:
     result = _verify(
-        ledger,
-        (1, "E2", "Paris is the capital and most populous city"),
-        (1, "E2", "the fourth-most populous city in the European Union"),
+        ledger, CAPITAL, (1, "E2", "the fourth-most populous city in the European Union")
     )
 
     assert [c["quote"] for c in result["citations"]] == [
@@ -351,20 +355,14 @@ def test_a_duplicate_citation_keeps_the_first(ledger: dict[str, Evidence]) -> No
 
 def test_two_spellings_of_one_id_are_a_duplicate(ledger: dict[str, Evidence]) -> None:
     result = _verify(
-        ledger,
-        (1, "E2", "Paris is the capital and most populous city"),
-        (1, "[e2]", "the fourth-most populous city in the European Union"),
+        ledger, CAPITAL, (1, "[e2]", "the fourth-most populous city in the European Union")
     )
 
     assert [r["reason"] for r in result["rejected"]] == ["duplicate"]
 
 
 def test_one_marker_may_cite_two_items(ledger: dict[str, Evidence]) -> None:
-    result = _verify(
-        ledger,
-        (1, "E2", "Paris is the capital and most populous city"),
-        (1, "E3", "Lyon is the third-largest city of France"),
-    )
+    result = _verify(ledger, CAPITAL, (1, "E3", "Lyon is the third-largest city of France"))
 
     assert [c["evidence_id"] for c in result["citations"]] == ["E2", "E3"]
 
@@ -374,8 +372,8 @@ def test_rejected_markers_leave_the_answer_and_the_rest_keep_their_numbers(
 ) -> None:
     result = _verify(
         ledger,
-        (1, "E2", "Paris is the capital and most populous city"),
-        (2, "E2", "a quote nobody wrote anywhere"),
+        CAPITAL,
+        NOWHERE,
         (3, "E3", "Lyon is the third-largest city of France"),
         answer="Paris is the capital [1]. It has ten million people [2]. Lyon is third.[3]",
     )
@@ -386,11 +384,7 @@ def test_rejected_markers_leave_the_answer_and_the_rest_keep_their_numbers(
 
 
 def test_a_marker_without_any_citation_leaves_the_answer(ledger: dict[str, Evidence]) -> None:
-    result = _verify(
-        ledger,
-        (1, "E2", "Paris is the capital and most populous city"),
-        answer="Paris is the capital [1][4]. Lyon is big [5].",
-    )
+    result = _verify(ledger, CAPITAL, answer="Paris is the capital [1][4]. Lyon is big [5].")
 
     assert result["answer"] == "Paris is the capital [1]. Lyon is big."
 
@@ -417,12 +411,7 @@ def test_groundedness_is_the_share_of_supported_sentences(ledger: dict[str, Evid
 def test_a_sentence_with_one_good_and_one_bad_marker_is_supported(
     ledger: dict[str, Evidence],
 ) -> None:
-    result = _verify(
-        ledger,
-        (1, "E2", "Paris is the capital and most populous city"),
-        (2, "E2", "a quote nobody wrote anywhere"),
-        answer="Paris is the capital [1][2].",
-    )
+    result = _verify(ledger, CAPITAL, NOWHERE, answer="Paris is the capital [1][2].")
 
     assert result["sentences"] == [
         {"text": "Paris is the capital [1].", "markers": [1], "supported": True}
@@ -516,9 +505,7 @@ def test_question_entities_leave_out_first_words_and_question_words() -> None:
 
 
 def test_a_grounded_draft_supports_complete() -> None:
-    draft = _verify(
-        _ledger(), (1, "E2", "Paris is the capital and most populous city"), answer="Paris [1]."
-    )
+    draft = _verify(_ledger(), CAPITAL, answer="Paris [1].")
 
     assert path_complete_supported("Who founded Atlantis?", {}, draft)
 
@@ -532,11 +519,7 @@ def test_a_weakly_grounded_draft_without_the_entities_does_not() -> None:
 
 def test_the_groundedness_threshold_is_an_argument() -> None:
     ledger = _ledger()
-    draft = _verify(
-        ledger,
-        (1, "E2", "Paris is the capital and most populous city"),
-        answer="Paris is the capital [1]. Atlantis sank.",
-    )
+    draft = _verify(ledger, CAPITAL, answer="Paris is the capital [1]. Atlantis sank.")
 
     assert path_complete_supported("When did Atlantis sink?", ledger, draft, threshold=0.5)
     assert not path_complete_supported("When did Atlantis sink?", ledger, draft, threshold=0.6)

@@ -4,41 +4,14 @@ document); nothing cached between searches; a store that fails is retried once."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from tests.support.passage_search import Found, ListedSearch, answer
 from tests.support.tool_fixtures import clocked_runtime
-from tools.local_docs import NAME, FolderPassage, build_local_docs, folder_url
+from tools.local_docs import NAME, build_local_docs, folder_url
 
-
-@dataclass(frozen=True)
-class Found:
-    collection_id: str
-    document_id: str
-    title: str
-    name: str
-    page: int | None
-    text: str
-
-
-GUIDE = Found("c1", "d1", "Deployment guide", "ops/guide.pdf", 3, "Postgres holds checkpoints.")
-NOTES = Found("c1", "d2", "notes", "notes/cats.txt", None, "The office cats sleep on racks.")
-
-
-class Store:
-    """A search that answers from a list, fails with the errors given first, and counts."""
-
-    def __init__(self, found: Sequence[FolderPassage], *errors: Exception) -> None:
-        self.found = list(found)
-        self.errors = list(errors)
-        self.queries: list[tuple[str, int]] = []
-
-    async def __call__(self, query: str, k: int) -> Sequence[FolderPassage]:
-        self.queries.append((query, k))
-        if self.errors:
-            raise self.errors.pop(0)
-        return self.found[:k]
+GUIDE = Found("c1", "d1", "Deployment guide", 3, "Postgres holds checkpoints.", "ops/guide.pdf")
+NOTES = Found("c1", "d2", "notes", None, "The office cats sleep on racks.", "notes/cats.txt")
 
 
 def test_a_file_is_cited_by_its_path_in_the_folder_and_its_page() -> None:
@@ -50,10 +23,10 @@ def test_a_file_is_cited_by_its_path_in_the_folder_and_its_page() -> None:
 async def test_passages_are_shown_under_title_and_page_and_recorded_as_evidence(
     clock: Any,
 ) -> None:
-    store = Store([GUIDE, NOTES])
+    store = ListedSearch([GUIDE, NOTES])
     tool = build_local_docs(store, clocked_runtime(clock, "anything"), k=3)
 
-    content, artifact = await tool.coroutine("checkpoints")  # type: ignore[misc]
+    content, artifact = await answer(tool, "checkpoints")
 
     assert tool.name == NAME
     assert store.queries == [("checkpoints", 3)]
@@ -66,9 +39,9 @@ async def test_passages_are_shown_under_title_and_page_and_recorded_as_evidence(
 
 
 async def test_a_query_matching_nothing_is_an_empty_success(clock: Any) -> None:
-    tool = build_local_docs(Store([]), clocked_runtime(clock, NAME))
+    tool = build_local_docs(ListedSearch([]), clocked_runtime(clock, NAME))
 
-    _, artifact = await tool.coroutine("kubernetes")  # type: ignore[misc]
+    _, artifact = await answer(tool, "kubernetes")
 
     assert artifact == {"ok": True, "error_kind": "no_results", "sources": []}
 
@@ -76,24 +49,24 @@ async def test_a_query_matching_nothing_is_an_empty_success(clock: Any) -> None:
 async def test_nothing_is_cached_so_a_reloaded_folder_is_seen_by_the_next_search(
     clock: Any,
 ) -> None:
-    store = Store([])
+    store: ListedSearch[Found] = ListedSearch([])
     tool = build_local_docs(store, clocked_runtime(clock, NAME))
 
-    _, before = await tool.coroutine("cats")  # type: ignore[misc]
+    _, before = await answer(tool, "cats")
     store.found.append(NOTES)
-    _, after = await tool.coroutine("cats")  # type: ignore[misc]
+    _, after = await answer(tool, "cats")
 
     assert before["error_kind"] == "no_results"
     assert after["sources"] == [{"title": "notes", "url": "local://notes/cats.txt"}]
 
 
 async def test_a_store_that_drops_its_connection_is_tried_again(clock: Any) -> None:
-    flaky = Store([GUIDE], ConnectionResetError("gone"))
-    wrong = Store([GUIDE], ValueError("a bug"))
+    flaky = ListedSearch([GUIDE], ConnectionResetError("gone"))
+    wrong = ListedSearch([GUIDE], ValueError("a bug"))
     runtime = clocked_runtime(clock, NAME, max_retries=1)
 
-    _, recovered = await build_local_docs(flaky, runtime).coroutine("x")  # type: ignore[misc]
-    _, internal = await build_local_docs(wrong, runtime).coroutine("x")  # type: ignore[misc]
+    _, recovered = await answer(build_local_docs(flaky, runtime), "x")
+    _, internal = await answer(build_local_docs(wrong, runtime), "x")
 
     assert (recovered["ok"], len(flaky.queries)) == (True, 2)
     assert (internal["error_kind"], len(wrong.queries)) == ("internal", 1)

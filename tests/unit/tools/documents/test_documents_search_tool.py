@@ -4,48 +4,21 @@ between searches; a store that fails is retried once through the runtime's async
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from tests.support.passage_search import Found, ListedSearch, answer
 from tests.support.tool_fixtures import clocked_runtime
 from tools.documents.search_tool import (
     NAME,
     DocumentPlace,
-    FoundPassage,
     build_documents,
     cited_title,
     document_place,
     document_url,
 )
 
-
-@dataclass(frozen=True)
-class Found:
-    collection_id: str
-    document_id: str
-    title: str
-    page: int | None
-    text: str
-
-
 REPORT = Found("c1", "d1", "Annual report", 2, "Revenue grew to 12 million euros in 2025.")
 NOTES = Found("c1", "d2", "Notes", None, "Revenue is counted in euros.")
-
-
-class Store:
-    """A search that answers from a list, fails with the errors given first, and counts."""
-
-    def __init__(self, found: Sequence[FoundPassage], *errors: Exception) -> None:
-        self.found = list(found)
-        self.errors = list(errors)
-        self.queries: list[tuple[str, int]] = []
-
-    async def __call__(self, query: str, k: int) -> Sequence[FoundPassage]:
-        self.queries.append((query, k))
-        if self.errors:
-            raise self.errors.pop(0)
-        return self.found[:k]
 
 
 def test_a_document_address_names_its_collection_document_and_page() -> None:
@@ -68,10 +41,10 @@ def test_a_citation_shows_the_title_and_the_page() -> None:
 async def test_passages_are_shown_under_title_and_page_and_recorded_as_evidence(
     clock: Any,
 ) -> None:
-    store = Store([REPORT, NOTES])
+    store = ListedSearch([REPORT, NOTES])
     tool = build_documents(store, clocked_runtime(clock, "anything"), k=3)
 
-    content, artifact = await tool.coroutine("revenue")  # type: ignore[misc]
+    content, artifact = await answer(tool, "revenue")
 
     assert tool.name == NAME
     assert store.queries == [("revenue", 3)]
@@ -87,12 +60,12 @@ async def test_passages_are_shown_under_title_and_page_and_recorded_as_evidence(
 async def test_nothing_is_cached_so_a_new_document_is_found_by_the_next_search(
     clock: Any,
 ) -> None:
-    store = Store([])
+    store: ListedSearch[Found] = ListedSearch([])
     tool = build_documents(store, clocked_runtime(clock, NAME))
 
-    _, before = await tool.coroutine("revenue")  # type: ignore[misc]
+    _, before = await answer(tool, "revenue")
     store.found.append(REPORT)
-    _, after = await tool.coroutine("revenue")  # type: ignore[misc]
+    _, after = await answer(tool, "revenue")
 
     assert before["error_kind"] == "no_results"
     assert after["sources"][0]["title"] == "Annual report, p. 2"
@@ -100,14 +73,14 @@ async def test_nothing_is_cached_so_a_new_document_is_found_by_the_next_search(
 
 
 async def test_a_store_that_drops_its_connection_is_tried_again(clock: Any) -> None:
-    flaky = Store([REPORT], ConnectionResetError("gone"))
-    broken = Store([REPORT], ConnectionResetError("gone"), ConnectionResetError("gone"))
-    wrong = Store([REPORT], ValueError("a bug"))
+    flaky = ListedSearch([REPORT], ConnectionResetError("gone"))
+    broken = ListedSearch([REPORT], ConnectionResetError("gone"), ConnectionResetError("gone"))
+    wrong = ListedSearch([REPORT], ValueError("a bug"))
     runtime = clocked_runtime(clock, NAME, max_retries=1)
 
-    _, recovered = await build_documents(flaky, runtime).coroutine("revenue")  # type: ignore[misc]
-    _, failed = await build_documents(broken, runtime).coroutine("revenue")  # type: ignore[misc]
-    _, internal = await build_documents(wrong, runtime).coroutine("revenue")  # type: ignore[misc]
+    _, recovered = await answer(build_documents(flaky, runtime), "revenue")
+    _, failed = await answer(build_documents(broken, runtime), "revenue")
+    _, internal = await answer(build_documents(wrong, runtime), "revenue")
 
     assert (recovered["ok"], len(flaky.queries)) == (True, 2)
     assert (failed["ok"], failed["error_kind"], len(broken.queries)) == (False, "network", 2)
