@@ -201,16 +201,15 @@ async def run_one(
     params = params_for(name, config.max_llm_calls)
     started = time.monotonic()
     with inline_threads():
-        result = await engine.run(
-            TASK.format(question=question.question), params, run_id=f"{question.id}-{name}"
-        )
+        task = TASK.format(question=question.question)
+        result = await engine.run(task, params, run_id=f"{question.id}-{name}")
     wall = time.monotonic() - started
     if config.traces is not None:
         # The distractor setting's traces keep the names they had before there were two.
         suffix = "" if corpus.setting == "distractor" else f"-{corpus.setting}"
         path = config.traces / f"{question.id}-{name}{suffix}.json"
         write_trace(path, question, corpus, result)
-    final = final_row(question, corpus, name, result, wall, code)
+    final = final_row(question, corpus, name, result, wall, code, task)
     first = (
         first_row(question, corpus, FIRST_ROWS[name], result, code) if name in FIRST_ROWS else None
     )

@@ -18,6 +18,15 @@ from agents.anytime import on_first_path
 from agents.state import NodeRecord
 from bench.multihop_metrics import best_answer_scores
 
+# Each weakness signal by the words its reason begins with (agents/anytime.py `reasons`).
+SIGNALS = (
+    ("the answer is not fully backed", "not fully backed by verified quotes"),
+    ("sentence", "sentences without a verified quote"),
+    ("citation", "rejected citations"),
+    ("no evidence names", "an entity of the question no evidence names"),
+    ("no new evidence", "a step that brought no new evidence"),
+    ("planned step", "planned steps not run"),
+)
 RIGHT_F1 = 0.5
 """A candidate whose answer F1 reaches this counts as right in the confidence figures."""
 
@@ -111,3 +120,29 @@ def candidate_lines(multihop: Mapping[str, Any], config: str) -> list[str]:
             "to set a threshold on."
         )
     return ["", text]
+
+
+def weakness_lines(multihop: Mapping[str, Any], config: str) -> list[str]:
+    """How often the first answer was found sufficient, and which signals held the search on,
+    from `config`'s rows that record them; none when no row does."""
+    rows = [r for r in multihop["rows"] if r["config"] == config and "first_weak" in r]
+    if not rows:
+        return []
+    sufficient = sum(1 for r in rows if not r["first_weak"])
+    counts = []
+    for start, label in SIGNALS:
+        n = sum(1 for r in rows if any(_uncounted(w).startswith(start) for w in r["first_weak"]))
+        if n:
+            counts.append(f"{label} on {n}")
+    text = (
+        f"The first answer was found sufficient (nothing weak: the run may stop there) on "
+        f"{sufficient} of the {len(rows)} `{config}` runs that record it"
+    )
+    text += "; what was found weak: " + ", ".join(counts) + "." if counts else "."
+    return ["", text]
+
+
+def _uncounted(reason: str) -> str:
+    """A reason without the count it may begin with ("2 sentence(s) …" → "sentence(s) …")."""
+    count, _, rest = reason.partition(" ")
+    return rest if count.isdigit() else reason

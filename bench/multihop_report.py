@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from bench.multihop_candidates import candidate_lines
+from bench.multihop_candidates import candidate_lines, weakness_lines
 from bench.multihop_corpus import LABELS
 from bench.multihop_data import DATASETS, dataset_name
 from bench.multihop_versus import (
@@ -217,6 +217,7 @@ def more_section(multihop: dict[str, Any], results: str, main: str = "") -> list
         *head_to_head_lines(multihop),
         *anytime_lines(multihop),
         *candidate_lines(multihop, default_of(multihop)),
+        *weakness_lines(multihop, default_of(multihop)),
         *again_lines(multihop),
         *agreement_lines(multihop),
         *wide_lines(multihop),
@@ -256,6 +257,7 @@ def section(multihop: dict[str, Any], more: Sequence[tuple[dict[str, Any], str]]
     lines += head_to_head_lines(multihop)
     lines += anytime_lines(multihop)
     lines += candidate_lines(multihop, default_of(multihop))
+    lines += weakness_lines(multihop, default_of(multihop))
     lines += again_lines(multihop)
     lines += repeat_lines(multihop)
     lines += agreement_lines(multihop)

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NotRequired, Protocol, TypedDict
 
+from agents.anytime import assess, first_answered
 from agents.grounding.corroborate import agrees
 from agents.grounding.verify import Citation, Rejection
 from agents.result import RunResult
@@ -101,6 +102,9 @@ class Row(TypedDict):
     pruned: int  # nodes cut without running (by the evaluator's score or the search)
     code: str  # the commit of the code that made the row (bench/machine.py: code_revision)
     candidates: NotRequired[list[Candidate]]  # a final row's every answered path, scored
+    # What the anytime search found weak in its first answer (agents/anytime.py `assess`):
+    # none when it was sufficient; absent from rows of other searches and older rows.
+    first_weak: NotRequired[list[str]]
 
 
 class _Search(TypedDict):
@@ -164,8 +168,10 @@ def final_row(
     result: RunResult,
     wall_s: float,
     code: str,
+    task: str,
 ) -> Row:
-    """The row of a run's final answer, its wall `wall_s` as the benchmark measured it."""
+    """The row of a run's final answer, its wall `wall_s` as the benchmark measured it
+    (`task`, the text the run was asked)."""
     revived, agreeing = _paths_of(result)
     branched, pruned = _tree_of(result)
     search: _Search = {
@@ -187,6 +193,10 @@ def final_row(
     row["candidates"] = candidates_of(
         result.nodes, question.answers, result.chosen_id, predicted_answer
     )
+    nodes = {node["id"]: node for node in result.nodes}
+    first = first_answered(nodes) if name in FIRST_ROWS else None
+    if first is not None:
+        row["first_weak"] = assess(task, nodes, first).reasons()
     return row
 
 

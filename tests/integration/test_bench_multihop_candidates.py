@@ -1,5 +1,6 @@
-"""A benchmark run's final rows carry every answer its tree reached, through the real engine
-with testkit's scripted reader; the first answer's row does not."""
+"""A benchmark run's final rows carry every answer its tree reached and what the anytime search
+found weak in its first answer, through the real engine with testkit's scripted reader; the
+first answer's row does not."""
 
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ async def test_final_rows_list_each_answered_path_with_the_chosen_one_as_the_row
         assert {c["confidence"] for c in candidates} == {None}
     chain = [row for row in finals if row["config"] == "chain"]
     assert all(len(row["candidates"]) == 1 for row in chain)
+    # The anytime rows say what their search found weak in the first answer; the chain's not.
+    assert all(isinstance(r["first_weak"], list) for r in finals if r["config"] == "anytime")
+    assert all("first_weak" not in row for row in chain)
     assert all("candidates" not in row for row in out["rows"] if row["config"] == "chain@first")
     page = "\n".join(section(out))
     assert "Every answer the tree reached (`candidates` in the 2 `anytime` rows" in page
+    assert "The first answer was found sufficient" in page

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from bench.multihop_candidates import Candidate, auroc, candidate_lines, candidates_of
+from bench.multihop_candidates import (
+    Candidate,
+    auroc,
+    candidate_lines,
+    candidates_of,
+    weakness_lines,
+)
 from bench.multihop_rows import predicted_answer
 from tests.unit.search.trees import answered, cited, done, grounding
 
@@ -100,3 +106,27 @@ def test_the_report_says_what_a_better_choice_could_add_and_how_confidence_sorts
 def test_no_figures_from_rows_without_candidates() -> None:
     rows = [{"config": "anytime", "f1": 1.0, "predicted": "x"}]
     assert candidate_lines({"rows": rows}, "anytime") == []
+
+
+def test_the_report_counts_what_held_the_search_on_past_its_first_answer() -> None:
+    rows = [
+        {"config": "anytime", "first_weak": []},
+        {
+            "config": "anytime",
+            "first_weak": ["no new evidence from n1.1", "1 planned step(s) not run"],
+        },
+        {"config": "anytime", "first_weak": ["2 planned step(s) not run"]},
+        {"config": "anytime", "first_weak": ["no evidence names Livesey Hal War Memorial"]},
+        {"config": "anytime"},  # an older row: left out
+        {"config": "chain", "first_weak": ["2 planned step(s) not run"]},  # another search
+    ]
+
+    [blank, text] = weakness_lines({"rows": rows}, "anytime")
+
+    assert blank == ""
+    assert "sufficient (nothing weak: the run may stop there) on 1 of the 4 `anytime`" in text
+    assert text.endswith(
+        "what was found weak: an entity of the question no evidence names on 1, a step that "
+        "brought no new evidence on 1, planned steps not run on 2."
+    )
+    assert weakness_lines({"rows": rows[4:]}, "anytime") == []

@@ -134,12 +134,18 @@ def test_the_final_answer_row_is_the_run_s_at_its_end() -> None:
         nodes=nodes,
     )
 
-    row = final_row(question, distractor_corpus(question, 5), "anytime", result, 30.0, "abc")
+    corpus = distractor_corpus(question, 5)
+    row = final_row(question, corpus, "anytime", result, 30.0, "abc", "Who wrote Book?")
 
     assert (row["config"], row["predicted"], row["em"]) == ("anytime", "Leeds", 0.0)
     assert (row["llm_calls"], row["tokens"], row["wall_s"], row["paths"]) == (9, 1700, 30.0, 2)
     assert (row["gold_seen"], row["gold_on_path"], row["nodes"]) == (1.0, 0.0, 3)
     assert (row["citations"], row["sp_f1"], row["stop_reason"]) == (0, 0.0, "frontier_exhausted")
+    # What the anytime search found weak in its first answer (n1.1, which cites nothing).
+    assert row["first_weak"] == ["the answer is not fully backed by verified quotes"]
+    # A chain's row says nothing of it: its search is not the anytime search's.
+    chain = final_row(question, corpus, "chain", result, 30.0, "abc", "Who wrote Book?")
+    assert "first_weak" not in chain
 
 
 def test_a_total_of_tokens_counts_where_the_metrics_give_one() -> None:
