@@ -8,7 +8,6 @@ store, app/runs/queue.py)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
@@ -28,7 +27,6 @@ from app.store.sqlite.store import SqliteRunStore
 from calls.cache import CacheStore
 from calls.models import ModelFactory
 
-logger = logging.getLogger(__name__)
 # How often a process looks whether another one wrote to a shared SQLite file.
 SQLITE_WATCH_S = 0.1
 

@@ -140,6 +140,11 @@ class Runs:
         """The id of the last stored event of a run reached through this door."""
         return await self.manager.store.events.last_seq(record.id)
 
+    async def resumes_within(self, record: RunRecord, after: int) -> bool:
+        """Whether a follow of the run may start after event `after`: a reader re-joins at
+        an event it was sent, never past the run's last stored event."""
+        return after <= await self.last_event_id(record)
+
     async def stored_events(self, record: RunRecord) -> AsyncIterator[StoredEvent]:
         """Every stored event of a run reached through this door, read a page at a time."""
         after = 0

@@ -30,7 +30,7 @@ from app.http.deps import CallerRuns
 from app.http.errors import invalid_input, invalid_model
 from app.http.event_stream import sse_response
 from app.http.responses import ERRORS
-from app.http.sse import MAX_EVENT_ID, parse_last_event_id
+from app.http.sse import parse_last_event_id
 from app.store.base import RunRecord
 
 logger = logging.getLogger(__name__)
@@ -177,7 +177,7 @@ async def join_stream(
     """The run's parts after `Last-Event-ID` (from its start without one), then live until it
     ends or waits for its plan's answer."""
     start = parse_last_event_id(last_event_id) or 0
-    if start > MAX_EVENT_ID or start > await runs.last_event_id(record):
+    if not await runs.resumes_within(record, start):
         raise invalid_input("header", "last-event-id", message="beyond the run's last event id")
     named = [mode for mode in stream_mode or [] if mode]
     modes = tuple(dict.fromkeys(named)) if named else JOIN_MODES

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
@@ -10,8 +9,6 @@ from fastapi import Depends, Header, Request
 from app.access.limits import KeyLimits
 from app.http.errors import Unauthorized
 from app.keys.tenancy import SINGLE_USER, Caller, KeyRing
-
-logger = logging.getLogger(__name__)
 
 
 def offered_key(authorization: str | None, x_api_key: str | None) -> str | None:

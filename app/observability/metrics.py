@@ -11,7 +11,6 @@ directory shared by them before they start: each process then writes its values 
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import AsyncIterator
@@ -37,8 +36,6 @@ from app.runs.queue import LocalRunQueue, RunQueue
 from app.settings import Settings
 from calls.readings import ModelReading, ToolReading
 from calls.settings import Role
-
-logger = logging.getLogger(__name__)
 
 _FAST = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 _SLOW = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)

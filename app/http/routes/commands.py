@@ -3,15 +3,12 @@ Each route reaches only the caller's runs."""
 
 from __future__ import annotations
 
-import logging
-
 from fastapi import APIRouter
 
 from app.http.deps import CallerRuns
 from app.http.responses import conflict
 from app.http.schemas import CommandAccepted, CommandRequest, ErrorBody
 
-logger = logging.getLogger(__name__)
 router = APIRouter(tags=["runs"])
 
 

@@ -117,7 +117,7 @@ async def run_events(
     where, name = ("header", "last-event-id") if start is not None else ("query", "after")
     if start is None:
         start = after or 0
-    if start > MAX_EVENT_ID or start > await runs.last_event_id(record):
+    if not await runs.resumes_within(record, start):
         raise invalid_input(where, name, message="beyond the run's last event id")
     frames = _framed(run_id, runs.follow(record, start))
     return _stream((await runs.stream_slot()).hold(frames), run_id)

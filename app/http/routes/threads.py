@@ -4,7 +4,6 @@ the caller's threads, as the run routes reach only its runs."""
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Response
@@ -14,7 +13,6 @@ from app.http.responses import ERRORS, conflict, view
 from app.http.schemas import ID_PATTERN, ErrorBody, ThreadView
 from app.store.base import RunRecord, ThreadRecord
 
-logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/threads", tags=["threads"])
 
 THREAD_ERRORS: dict[int | str, dict[str, Any]] = {

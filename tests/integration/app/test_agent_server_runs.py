@@ -28,15 +28,21 @@ async def _thread(client: httpx.AsyncClient) -> str:
     return thread_id
 
 
+async def _waiting(client: httpx.AsyncClient) -> tuple[str, str, list[Frame], int]:
+    """A run streamed until it waits for its plan's answer: its thread, its id, its frames
+    and its last event id."""
+    tid = await _thread(client)
+    body = {"input": ASK, "context": APPROVE, "stream_mode": ["updates"]}
+    first = await _stream(client, "POST", f"/lg/threads/{tid}/runs/stream", json=body)
+    run_id = first[0].json()["run_id"]
+    return tid, run_id, first, max(f.id for f in first if f.id is not None)
+
+
 async def test_a_plan_waits_then_its_answer_streams_the_resumed_run(
     service_for: ServiceMaker,
 ) -> None:
     async with service_for(TREE) as svc:
-        tid = await _thread(svc.client)
-        body = {"input": ASK, "context": APPROVE, "stream_mode": ["updates"]}
-        first = await _stream(svc.client, "POST", f"/lg/threads/{tid}/runs/stream", json=body)
-        run_id = first[0].json()["run_id"]
-        last = max(f.id for f in first if f.id is not None)
+        tid, run_id, first, last = await _waiting(svc.client)
         joined = await _stream(
             svc.client,
             "GET",
@@ -75,3 +81,19 @@ async def test_an_answer_on_a_thread_with_no_waiting_run_is_409(
 
     assert refused.status_code == 409
     assert refused.json()["code"] == "run_not_waiting"
+
+
+async def test_re_joining_past_the_run_s_last_event_is_422_before_any_stream(
+    service_for: ServiceMaker,
+) -> None:
+    async with service_for(TREE) as svc:
+        tid, run_id, _, last = await _waiting(svc.client)
+        url = f"/lg/threads/{tid}/runs/{run_id}/stream"
+        at_end = await _stream(svc.client, "GET", url, headers={"Last-Event-ID": str(last)})
+        beyond = await svc.client.get(url, headers={"Last-Event-ID": str(last + 1)})
+
+    assert [f.event for f in at_end] == ["metadata", "end"]
+    assert beyond.status_code == 422
+    assert beyond.json()["code"] == "invalid_request"
+    assert beyond.json()["fields"][0]["loc"] == ["header", "last-event-id"]
+    assert beyond.json()["fields"][0]["msg"] == "beyond the run's last event id"
