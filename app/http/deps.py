@@ -25,13 +25,13 @@ def _settings(request: Request) -> Settings:
 
 def _runs(request: Request, caller: Authorized) -> Runs:
     """The runs the request's caller may reach (the key is checked here)."""
-    return Runs(request.app.state.manager, caller, request.app.state.limits)
+    return Runs(_manager(request), caller, request.app.state.limits)
 
 
 def _collections(request: Request, caller: Authorized) -> CallerCollections:
     """The document collections the request's caller may reach (the key is checked here)."""
-    manager: RunManager = request.app.state.manager
-    return CallerCollections(manager.store.collections, request.app.state.documents, caller)
+    collections = _manager(request).store.collections
+    return CallerCollections(collections, request.app.state.documents, caller)
 
 
 Manager = Annotated[RunManager, Depends(_manager)]
