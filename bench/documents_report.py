@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any, TypedDict
 
+from app.store.sqlite.db import SEARCHERS
+
 NAMES = {"sqlite": "SQLite", "postgres": "Postgres"}
 # The goals: search at 8 concurrent searchers, ingest, the 300-page PDF, and recall@5
 # within this much of the bm25s index's.
@@ -132,8 +134,8 @@ def _queued(data: dict[str, Any]) -> list[str]:
         alone = sqlite["latency"]["questions"][levels[0]]["p50_ms"]
         busy = sqlite["latency"]["questions"][levels[-1]]["p50_ms"]
         queued = (
-            f"At {levels[-1]} searchers a SQLite search waits for the others on that one "
-            f"connection: its p50 is {busy / alone:.1f} times its p50 at {levels[0]}. "
+            f"At {levels[-1]} searchers a SQLite search waits for one of the {SEARCHERS} "
+            f"searching connections: its p50 is {busy / alone:.1f} times its p50 at {levels[0]}. "
         )
     if "candidates" not in data:
         return [queued, ""] if queued else []
@@ -188,8 +190,8 @@ def section(data: dict[str, Any]) -> list[str]:
         f"titles of their gold paragraphs (a tool's short query); {k} passages a search, "
         f"each query {config['rounds']} times at each number of concurrent searchers, the "
         "backends taking turns round by round after a pass that warms the caches. SQLite "
-        "searches on the store's one reading connection, Postgres on its pool of 10."
-        + _settled(data),
+        f"searches on the store's {SEARCHERS} searching connections (more searches wait for "
+        "one), Postgres on its pool of 10." + _settled(data),
         "",
         "| search latency, ms | " + " | ".join(f"{n} p50 | {n} p99" for n in names) + " |",
         "| --- | " + " | ".join("--- | ---" for _ in names) + " |",
