@@ -10,13 +10,14 @@ one. Rows written before the field existed have none and are left out of these f
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from statistics import fmean
 from typing import Any, TypedDict
 
 from agents.anytime import on_first_path
 from agents.state import NodeRecord
-from bench.multihop_metrics import best_answer_scores
+from bench.multihop_metrics import best_answer_scores, normalize_answer
 
 # Each weakness signal by the words its reason begins with (agents/anytime.py `reasons`).
 SIGNALS = (
@@ -77,6 +78,18 @@ def candidates_of(
     return out
 
 
+def _option_sizes(candidates: Sequence[Candidate]) -> tuple[int, int]:
+    """How many answered paths reached the first path's answer, and how many the most common
+    other answer (answers compared after the official normalisation)."""
+    first = next((c for c in candidates if c["first"]), None)
+    if first is None:
+        return 0, 0
+    counts = Counter(normalize_answer(c["predicted"]) for c in candidates)
+    mine = normalize_answer(first["predicted"])
+    others = [n for answer, n in counts.items() if answer != mine]
+    return counts[mine], max(others, default=0)
+
+
 def auroc(right: Sequence[float], wrong: Sequence[float]) -> float | None:
     """The chance that a right candidate's score is above a wrong one's (ties count a half);
     None without both."""
@@ -100,12 +113,17 @@ def candidate_lines(multihop: Mapping[str, Any], config: str) -> list[str]:
         for r in rows
         if any(not c["first"] and c["predicted"] != r["predicted"] for c in r["candidates"])
     ]
+    first_paths, other_paths = zip(*(_option_sizes(r["candidates"]) for r in rows), strict=True)
     text = (
         f"Every answer the tree reached (`candidates` in the {len(rows)} `{config}` rows that "
         f"carry them): some path's answer scored a higher F1 than the chosen one on {better} "
         f"question(s); the best path's mean answer F1 was {fmean(best):.2f} against "
         f"{fmean(chosen):.2f} chosen — the most a better choice among these paths could add. "
-        f"A path off the first one reached another answer than the chosen on {len(others)}."
+        f"A path off the first one reached another answer than the chosen on {len(others)}. "
+        f"Paths a question that reached the first answer: {fmean(first_paths):.1f} on "
+        f"average; reached the most common other answer: {fmean(other_paths):.1f}; another "
+        f"answer reached by two paths or more (what the choice rule asks before it may "
+        f"replace a grounded first answer) on {sum(1 for n in other_paths if n >= 2)}."
     )
     scored = [c for r in rows for c in r["candidates"] if c["confidence"] is not None]
     right = [c["confidence"] for c in scored if c["f1"] >= RIGHT_F1]

@@ -96,11 +96,31 @@ def test_the_report_says_what_a_better_choice_could_add_and_how_confidence_sorts
     assert "higher F1 than the chosen one on 1 question(s)" in text
     assert "mean answer F1 was 0.70 against 0.50 chosen" in text
     assert "another answer than the chosen on 2" in text
+    assert (
+        "Paths a question that reached the first answer: 1.0 on average; reached the most "
+        "common other answer: 1.0; another answer reached by two paths or more (what the "
+        "choice rule asks before it may replace a grounded first answer) on 0." in text
+    )
     # Right (F1 >= 0.5): the first row's Paris (-0.05); wrong: its Lyon (-0.9) and both of the
     # second row (-0.05 and -0.9). Paris ranks above two of three wrong ones and ties one.
     assert "over 4 answers" in text
     assert "-0.050 for the 1 right ones (F1 ≥ 0.5) against -0.617 for the 3 wrong ones" in text
     assert "probability 0.83" in text
+
+
+def test_paths_that_agree_after_normalisation_count_as_one_answer() -> None:
+    first = answered(done(None, 1, "a"), "Paris", grounding(1.0, [cited("n1", "Paris")]))
+    again = answered(done(None, 2, "b"), "paris.", grounding(1.0, [cited("n2", "Paris")]))
+    lyon = [
+        answered(done(None, i, "c"), "Lyon", grounding(1.0, [cited(f"n{i}", "Lyon")]))
+        for i in (3, 4, 5)
+    ]
+    found = candidates_of([first, again, *lyon], ["Paris"], "n1", predicted_answer)
+
+    [_, text] = candidate_lines({"rows": [_row("anytime", 1.0, "Paris", found)]}, "anytime")
+
+    assert "first answer: 2.0 on average; reached the most common other answer: 3.0" in text
+    assert "replace a grounded first answer) on 1." in text
 
 
 def test_no_figures_from_rows_without_candidates() -> None:
