@@ -86,14 +86,20 @@ class Assessment:
     @property
     def sufficient(self) -> bool:
         """Grounded, complete and with nothing left undone: no signal asks for more."""
-        return (
-            self.grounded
-            and not self.unsupported
-            and not self.rejected
-            and not self.missing_entities
-            and not self.empty_steps
-            and not self.undone
-        )
+        return not self.signals()
+
+    def signals(self) -> list[str]:
+        """The names of the signals that find the answer weak, in `reasons`' order (the
+        benchmark's rows keep these)."""
+        found = {
+            "ungrounded": not self.grounded,
+            "unsupported": bool(self.unsupported),
+            "rejected": bool(self.rejected),
+            "missing_entities": bool(self.missing_entities),
+            "empty_steps": bool(self.empty_steps),
+            "undone": bool(self.undone),
+        }
+        return [name for name, weak in found.items() if weak]
 
     def reasons(self) -> list[str]:
         """The signals in words, for the events and the logs."""

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agents.grounding.corroborate import agrees
+from agents.grounding.verify import Grounding
 from agents.state import NodeRecord
 from agents.tree import by_id
 
@@ -50,9 +51,8 @@ class Option:
 
     @property
     def all_verified(self) -> bool:
-        """Its representative cites, and the verifier rejected none of its citations."""
-        grounding = self.representative["grounding"]
-        return bool(grounding and grounding["citations"] and not grounding["rejected"])
+        """Its representative's answer is `fully_verified`."""
+        return fully_verified(self.representative["grounding"])
 
     @property
     def confidence(self) -> float | None:
@@ -69,6 +69,11 @@ class Option:
             f"Reached by {self.paths} path(s); groundedness {self.groundedness:.2f}; "
             f"{said}citations {verified}."
         )
+
+
+def fully_verified(grounding: Grounding | None) -> bool:
+    """An answer cites, and the verifier rejected none of its citations."""
+    return bool(grounding and grounding["citations"] and not grounding["rejected"])
 
 
 def _representative(leaves: Sequence[NodeRecord], first_id: str | None) -> NodeRecord:

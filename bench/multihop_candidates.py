@@ -6,28 +6,33 @@ A final row carries `candidates`: one entry per answered leaf, with its answer F
 the gold answers, its grounding, its mean token log-probability where the model reports one
 (calls/local_confidence.py), whether it is on the greedy first path, and whether it is the chosen
 one. Rows written before the field existed have none and are left out of these figures.
+
+A final row of the anytime search also carries `first_weak`: the signals that found its first
+answer weak (agents/anytime.py `Assessment.signals`), which is why it went on instead of
+stopping at `first_answer_sufficient`; the report counts each signal.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from statistics import fmean
 from typing import Any, TypedDict
 
 from agents.anytime import on_first_path
+from agents.choice import fully_verified
+from agents.grounding.corroborate import agrees
 from agents.state import NodeRecord
-from bench.multihop_metrics import best_answer_scores, normalize_answer
+from bench.multihop_metrics import best_answer_scores
 
-# Each weakness signal by the words its reason begins with (agents/anytime.py `reasons`).
-SIGNALS = (
-    ("the answer is not fully backed", "not fully backed by verified quotes"),
-    ("sentence", "sentences without a verified quote"),
-    ("citation", "rejected citations"),
-    ("no evidence names", "an entity of the question no evidence names"),
-    ("no new evidence", "a step that brought no new evidence"),
-    ("planned step", "planned steps not run"),
-)
+# Each weakness signal (agents/anytime.py `Assessment.signals`) as the report says it.
+SIGNALS = {
+    "ungrounded": "not fully backed by verified quotes",
+    "unsupported": "sentences without a verified quote",
+    "rejected": "rejected citations",
+    "missing_entities": "an entity of the question no evidence names",
+    "empty_steps": "a step that brought no new evidence",
+    "undone": "planned steps not run",
+}
 RIGHT_F1 = 0.5
 """A candidate whose answer F1 reaches this counts as right in the confidence figures."""
 
@@ -67,9 +72,7 @@ def candidates_of(
                 "f1": round(scores.f1, 4),
                 "em": scores.em,
                 "groundedness": grounding["groundedness"] if grounding else None,
-                "verified": bool(
-                    grounding and grounding["citations"] and not grounding["rejected"]
-                ),
+                "verified": fully_verified(grounding),
                 "confidence": None if confidence is None else round(confidence, 4),
                 "first": on_first_path(node["id"]),
                 "chosen": node["id"] == chosen_id,
@@ -80,14 +83,20 @@ def candidates_of(
 
 def _option_sizes(candidates: Sequence[Candidate]) -> tuple[int, int]:
     """How many answered paths reached the first path's answer, and how many the most common
-    other answer (answers compared after the official normalisation)."""
+    other answer (answers grouped as the choice rule groups them: `agrees`)."""
     first = next((c for c in candidates if c["first"]), None)
     if first is None:
         return 0, 0
-    counts = Counter(normalize_answer(c["predicted"]) for c in candidates)
-    mine = normalize_answer(first["predicted"])
-    others = [n for answer, n in counts.items() if answer != mine]
-    return counts[mine], max(others, default=0)
+    groups: list[list[Candidate]] = []
+    for candidate in candidates:
+        answer = candidate["predicted"]
+        group = next((g for g in groups if agrees(g[0]["predicted"], answer)), None)
+        if group is None:
+            groups.append([candidate])
+        else:
+            group.append(candidate)
+    mine = next(g for g in groups if first in g)
+    return len(mine), max((len(g) for g in groups if g is not mine), default=0)
 
 
 def auroc(right: Sequence[float], wrong: Sequence[float]) -> float | None:
@@ -111,7 +120,9 @@ def candidate_lines(multihop: Mapping[str, Any], config: str) -> list[str]:
     others = [
         r
         for r in rows
-        if any(not c["first"] and c["predicted"] != r["predicted"] for c in r["candidates"])
+        if any(
+            not c["first"] and not agrees(c["predicted"], r["predicted"]) for c in r["candidates"]
+        )
     ]
     first_paths, other_paths = zip(*(_option_sizes(r["candidates"]) for r in rows), strict=True)
     text = (
@@ -147,20 +158,14 @@ def weakness_lines(multihop: Mapping[str, Any], config: str) -> list[str]:
     if not rows:
         return []
     sufficient = sum(1 for r in rows if not r["first_weak"])
-    counts = []
-    for start, label in SIGNALS:
-        n = sum(1 for r in rows if any(_uncounted(w).startswith(start) for w in r["first_weak"]))
-        if n:
-            counts.append(f"{label} on {n}")
+    counts = [
+        f"{label} on {n}"
+        for signal, label in SIGNALS.items()
+        if (n := sum(1 for r in rows if signal in r["first_weak"]))
+    ]
     text = (
         f"The first answer was found sufficient (nothing weak: the run may stop there) on "
         f"{sufficient} of the {len(rows)} `{config}` runs that record it"
     )
     text += "; what was found weak: " + ", ".join(counts) + "." if counts else "."
     return ["", text]
-
-
-def _uncounted(reason: str) -> str:
-    """A reason without the count it may begin with ("2 sentence(s) …" → "sentence(s) …")."""
-    count, _, rest = reason.partition(" ")
-    return rest if count.isdigit() else reason

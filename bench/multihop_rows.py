@@ -102,8 +102,8 @@ class Row(TypedDict):
     pruned: int  # nodes cut without running (by the evaluator's score or the search)
     code: str  # the commit of the code that made the row (bench/machine.py: code_revision)
     candidates: NotRequired[list[Candidate]]  # a final row's every answered path, scored
-    # What the anytime search found weak in its first answer (agents/anytime.py `assess`):
-    # none when it was sufficient; absent from rows of other searches and older rows.
+    # The signals that found the anytime search's first answer weak (agents/anytime.py
+    # `Assessment.signals`): none when it was sufficient; absent from other searches' rows.
     first_weak: NotRequired[list[str]]
 
 
@@ -196,7 +196,7 @@ def final_row(
     nodes = {node["id"]: node for node in result.nodes}
     first = first_answered(nodes) if name in FIRST_ROWS else None
     if first is not None:
-        row["first_weak"] = assess(task, nodes, first).reasons()
+        row["first_weak"] = assess(task, nodes, first).signals()
     return row
 
 

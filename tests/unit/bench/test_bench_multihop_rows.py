@@ -142,7 +142,7 @@ def test_the_final_answer_row_is_the_run_s_at_its_end() -> None:
     assert (row["gold_seen"], row["gold_on_path"], row["nodes"]) == (1.0, 0.0, 3)
     assert (row["citations"], row["sp_f1"], row["stop_reason"]) == (0, 0.0, "frontier_exhausted")
     # What the anytime search found weak in its first answer (n1.1, which cites nothing).
-    assert row["first_weak"] == ["the answer is not fully backed by verified quotes"]
+    assert row["first_weak"] == ["ungrounded"]
     # A chain's row says nothing of it: its search is not the anytime search's.
     chain = final_row(question, corpus, "chain", result, 30.0, "abc", "Who wrote Book?")
     assert "first_weak" not in chain

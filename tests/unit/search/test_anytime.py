@@ -66,6 +66,7 @@ def test_a_grounded_complete_answer_with_every_entity_found_is_sufficient() -> N
 
     assert found.sufficient
     assert found.reasons() == []
+    assert found.signals() == []
     assert next_move(TASK, nodes, RunParams(), []) is not None  # a move exists; the stop rule
     # is what keeps the budget (agents/nodes/fold.py)
 
@@ -84,6 +85,15 @@ def test_each_weakness_signal_is_seen_without_a_model() -> None:
     assert found.empty_steps == ["n1.1"]  # its search brought nothing new
     assert found.missing_entities == ["Belgium"]
     assert not found.grounded
+    # Each signal named, in the order its reason is given.
+    assert found.signals() == [
+        "ungrounded",
+        "unsupported",
+        "rejected",
+        "missing_entities",
+        "empty_steps",
+    ]
+    assert len(found.reasons()) == len(found.signals())
 
 
 def test_a_step_that_only_repeats_earlier_evidence_brought_nothing_new() -> None:
