@@ -11,9 +11,11 @@ from pydantic import Field
 from agents.grounding.verify import GroundingFields
 from agents.state import Source, StopReason
 
-ChosenBy = Literal["single", "first", "vote", "rule", "fallback", "best_effort"]
+ChosenBy = Literal["single", "first", "carried", "vote", "rule", "fallback", "best_effort"]
 """How the answer was chosen. `single`: one candidate; `first`: the first answer kept, no
-alternative met the choice rule (agents/choice.py); `vote`: the vote among the first answer and
+alternative met the choice rule (agents/choice.py); `carried`: the answer the first path gave
+once carried through the planned steps its first answer left undone, kept as `first` is;
+`vote`: the vote among the first answer and
 the alternatives the rule admits (or among all candidates, outside the anytime search);
 `rule`: the rule's ranking, the vote having failed; `fallback`: the best-valued candidate, the
 vote having failed; `best_effort`: no path completed."""

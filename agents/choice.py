@@ -5,6 +5,11 @@ says when the first answer may be replaced. Pure functions of the answered leave
   text once citation markers are removed and it is normalised as quotes are: case, punctuation,
   spacing) form one option. An option carries how many paths reached it, and the grounding of
   its best-grounded member (its representative).
+- **The first answer, carried** (`carried`). When the first answer was written with planned
+  steps left undone and the search then ran them on its path (`deepen`, agents/anytime.py), the
+  answer that path gave at its end stands in for the first answer if every citation of it is
+  verified and its groundedness is not lower: the same chain, carried through its own plan
+  (depth before breadth). Below, "the first answer" is that one.
 - **The rule** (`may_replace`). The first answer (the greedy chain's) stays unless an
   alternative option ranks at least as well on evidence that needs no model:
   1. every citation of its representative verified (none rejected) and its groundedness not
@@ -46,8 +51,7 @@ class Option:
 
     @property
     def groundedness(self) -> float:
-        grounding = self.representative["grounding"]
-        return float(grounding["groundedness"] or 0.0) if grounding else 0.0
+        return _groundedness(self.representative)
 
     @property
     def all_verified(self) -> bool:
@@ -76,13 +80,35 @@ def fully_verified(grounding: Grounding | None) -> bool:
     return bool(grounding and grounding["citations"] and not grounding["rejected"])
 
 
+def _groundedness(leaf: NodeRecord) -> float:
+    grounding = leaf["grounding"]
+    return float(grounding["groundedness"] or 0.0) if grounding else 0.0
+
+
+def carried(first: NodeRecord, path: Sequence[NodeRecord]) -> NodeRecord:
+    """The answer that stands as the first one (the module docstring's first rule): of the
+    answered nodes of the first path (`path`) below `first`, the deepest whose citations all
+    verified and whose groundedness is not below `first`'s; `first` itself when it left no
+    planned step undone or no such node exists."""
+    if not first["planned"]:
+        return first
+    floor = _groundedness(first)
+    below = [
+        node
+        for node in path
+        if node["depth"] > first["depth"]
+        and node["answer"]
+        and fully_verified(node["grounding"])
+        and _groundedness(node) >= floor
+    ]
+    return max(below, key=lambda node: node["depth"], default=first)
+
+
 def _representative(leaves: Sequence[NodeRecord], first_id: str | None) -> NodeRecord:
     """The best-grounded member, the first answer on a tie, then id order."""
 
     def key(leaf: NodeRecord) -> tuple[float, bool, tuple[int, ...]]:
-        grounding = leaf["grounding"]
-        value = float(grounding["groundedness"] or 0.0) if grounding else 0.0
-        return (-value, leaf["id"] != first_id, by_id(leaf))
+        return (-_groundedness(leaf), leaf["id"] != first_id, by_id(leaf))
 
     return min(leaves, key=key)
 

@@ -9,11 +9,13 @@ one. Rows written before the field existed have none and are left out of these f
 
 A final row of the anytime search also carries `first_weak`: the signals that found its first
 answer weak (agents/anytime.py `Assessment.signals`), which is why it went on instead of
-stopping at `first_answer_sufficient`; the report counts each signal.
+stopping at `first_answer_sufficient`; the report counts each signal, and how each final answer
+was chosen (`chosen_by`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from statistics import fmean
 from typing import Any, TypedDict
@@ -169,3 +171,33 @@ def weakness_lines(multihop: Mapping[str, Any], config: str) -> list[str]:
     )
     text += "; what was found weak: " + ", ".join(counts) + "." if counts else "."
     return ["", text]
+
+
+def chosen_lines(multihop: Mapping[str, Any], config: str, first_config: str) -> list[str]:
+    """How `config`'s final answers were chosen (`chosen_by`), and where the answer is not the
+    first one, its F1 against the first answer's (`first_config`'s row of the same run)."""
+    rows = [r for r in multihop["rows"] if r["config"] == config and r.get("chosen_by")]
+    if not rows:
+        return []
+    first_rows = {
+        (r["id"], r["corpus"]): r for r in multihop["rows"] if r["config"] == first_config
+    }
+    counts = Counter(r["chosen_by"] for r in rows)
+    text = f"How the `{config}` answers were chosen: " + ", ".join(
+        f"`{how}` {n}" for how, n in counts.most_common()
+    )
+    changed = [
+        (r, first)
+        for r in rows
+        if r["chosen_by"] not in ("first", "single")
+        and (first := first_rows.get((r["id"], r["corpus"]))) is not None
+        and not agrees(first["predicted"], r["predicted"])
+    ]
+    if changed:
+        text += "; where the answer is not the first answer, its F1 against the first's: " + (
+            ", ".join(
+                f"{r['id'][:8]} ({r['chosen_by']}) {first['f1']:.2f} → {r['f1']:.2f}"
+                for r, first in changed
+            )
+        )
+    return ["", text + "."]

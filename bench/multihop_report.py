@@ -7,9 +7,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from bench.multihop_candidates import candidate_lines, weakness_lines
+from bench.multihop_candidates import candidate_lines, chosen_lines, weakness_lines
 from bench.multihop_corpus import LABELS
 from bench.multihop_data import DATASETS, dataset_name
+from bench.multihop_rows import FIRST_ROWS
 from bench.multihop_versus import (
     ORDER,
     again_lines,
@@ -200,6 +201,11 @@ def code_lines(multihop: dict[str, Any]) -> list[str]:
     return ["", "Rows by the commit of the code that made them: " + "; ".join(parts) + "."]
 
 
+def _chosen(multihop: dict[str, Any]) -> list[str]:
+    default = default_of(multihop)
+    return chosen_lines(multihop, default, FIRST_ROWS.get(default, ""))
+
+
 def _order(item: tuple[str, int]) -> int:
     return ORDER.index(item[0]) if item[0] in ORDER else len(ORDER)
 
@@ -218,6 +224,7 @@ def more_section(multihop: dict[str, Any], results: str, main: str = "") -> list
         *anytime_lines(multihop),
         *candidate_lines(multihop, default_of(multihop)),
         *weakness_lines(multihop, default_of(multihop)),
+        *_chosen(multihop),
         *again_lines(multihop),
         *agreement_lines(multihop),
         *wide_lines(multihop),
@@ -258,6 +265,7 @@ def section(multihop: dict[str, Any], more: Sequence[tuple[dict[str, Any], str]]
     lines += anytime_lines(multihop)
     lines += candidate_lines(multihop, default_of(multihop))
     lines += weakness_lines(multihop, default_of(multihop))
+    lines += _chosen(multihop)
     lines += again_lines(multihop)
     lines += repeat_lines(multihop)
     lines += agreement_lines(multihop)

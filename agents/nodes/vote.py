@@ -12,8 +12,8 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 
 from agents.answer import AnswerFields, ChosenBy
-from agents.anytime import first_answered, is_anytime
-from agents.choice import Option, may_replace, options_of, rule_rank
+from agents.anytime import first_answered, first_path, is_anytime
+from agents.choice import Option, carried, may_replace, options_of, rule_rank
 from agents.context import RunContext
 from agents.errors import NoResult
 from agents.events import VoteCast
@@ -223,9 +223,16 @@ async def _finish(ctx: RunContext, state: RunState) -> dict[str, Any]:
     first = first_answered(nodes) if is_anytime(ctx.params) else None
     groups: list[list[str]] = []
     if first is not None and first["id"] in searched_ids:
-        options = options_of(searched, first["id"])
+        base = carried(first, [n for n in first_path(nodes) if n["id"] in searched_ids])
+        options = options_of(searched, base["id"])
         groups = [[n["id"] for n in o.leaves] for o in options]
-        leaf, method, reason, chosen_by, voted = await _choose(ctx, nodes, options, first)
+        leaf, method, reason, chosen_by, voted = await _choose(ctx, nodes, options, base)
+        if leaf is base and base is not first and chosen_by == "first":
+            chosen_by = "carried"
+            reason = (
+                f"the first path carried through its planned steps answered at {base['id']}; "
+                f"{reason}"
+            )
     else:
         voted = eligible(searched, ctx.params.min_groundedness)
         leaf, method, reason = await _vote(ctx, nodes, voted)

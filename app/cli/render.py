@@ -141,6 +141,8 @@ class TreePrinter:
         first = event.get("first")
         if first is not None and event.get("chosen_by") == "first":
             partial += " (the first answer, kept)"
+        elif event.get("chosen_by") == "carried":
+            partial += " (the first path's, once it ran the steps its plan had left)"
         elif first is not None and first.get("node_id") != event.get("chosen_id"):
             partial += " (replaces the first answer)"
         self.out.write(f"\nanswer{partial}:\n{event['answer']}\n")

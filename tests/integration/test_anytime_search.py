@@ -259,3 +259,55 @@ def _timeless(value: Any) -> Any:
     if isinstance(value, list):
         return [_timeless(v) for v in value]
     return value
+
+
+def _carried(answers: dict[str, dict[str, Any] | str], **kwargs: Any) -> Anytime:
+    """The first path answers after its first step with the second planned step undone; the
+    search then runs that step on it (`deepen`), which finds the Seine's page."""
+    scenario = Anytime(answers, **kwargs)
+    scenario.replans = {}
+    scenario.tools = {**scenario.tools, "Find its river": ("search", {"query": "seine"})}
+    return scenario
+
+
+async def test_the_first_path_carried_through_its_plan_stands_in_for_its_first_answer(
+    make_engine: EngineMaker,
+) -> None:
+    # The alternatives agree with each other but cite a quote their search did not find; the
+    # voter would take the last one shown. The carried answer is kept, with no vote.
+    answers = {
+        "Find the capital": GROUNDED_FIRST,
+        "Find its river": SEINE,
+        **dict.fromkeys(ALTERNATIVES, RHONE),
+    }
+    scenario = _carried(answers, vote=lambda call: {"choice": call.enum[-1]})
+
+    result, models, events = await _run(make_engine, scenario, max_paths=4)
+
+    [ready] = events.of("answer_ready")
+    assert (ready.answer, ready.node_id) == ("Paris.[1]", "n1")
+    assert result.first is not None
+    assert result.first.answer == "Paris.[1]"
+    assert (result.chosen_by, result.chosen_id, result.answer) == (
+        "carried",
+        "n1.1",
+        "The Seine.[1]",
+    )
+    assert models.recorder.by_role("voter") == []
+    [vote] = events.of("vote")
+    assert vote.reason is not None
+    assert "carried" in vote.reason
+
+
+async def test_a_carried_answer_with_a_rejected_citation_leaves_the_first_answer(
+    make_engine: EngineMaker,
+) -> None:
+    # The step run on the first path answers with a quote its search did not find.
+    answers = {"Find the capital": GROUNDED_FIRST, "Find its river": RHONE}
+    scenario = _carried(answers, alternatives=[])
+
+    result, models, _ = await _run(make_engine, scenario, max_paths=4)
+
+    assert [n["id"] for n in result.nodes if n["answer"]] == ["n1", "n1.1"]
+    assert (result.chosen_by, result.chosen_id, result.answer) == ("first", "n1", "Paris.[1]")
+    assert models.recorder.by_role("voter") == []

@@ -4,6 +4,7 @@ first answer's row does not."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from bench.multihop import MultihopConfig, run_multihop, scripted_models
@@ -38,3 +39,6 @@ async def test_final_rows_list_each_answered_path_with_the_chosen_one_as_the_row
     page = "\n".join(section(out))
     assert "Every answer the tree reached (`candidates` in the 2 `anytime` rows" in page
     assert "The first answer was found sufficient" in page
+    counts = Counter(row["chosen_by"] for row in finals if row["config"] == "anytime")
+    said = ", ".join(f"`{how}` {n}" for how, n in counts.most_common())
+    assert f"How the `anytime` answers were chosen: {said}" in page

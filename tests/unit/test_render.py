@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+
 from app.cli.render import JsonLines, Progress, TreePrinter
 from testkit.clock import FakeClock
 
@@ -175,3 +177,25 @@ def test_the_first_answer_prints_as_provisional_and_the_end_says_whether_it_was_
     assert '  [1] "Paris is the capital" — France' in text
     assert "⑂ beside n1.1: n1.2 'ask again' (no new evidence from n1.1)" in text
     assert "answer (the first answer, kept):" in text
+
+
+@pytest.mark.parametrize(
+    ("chosen_id", "chosen_by", "said"),
+    [
+        (
+            "n1.1.1",
+            "carried",
+            "answer (the first path's, once it ran the steps its plan had left):",
+        ),
+        ("n2.1", "vote", "answer (replaces the first answer):"),
+    ],
+)
+def test_the_end_says_how_an_answer_other_than_the_first_was_reached(
+    chosen_id: str, chosen_by: str, said: str
+) -> None:
+    out = io.StringIO()
+    first = {"answer": "Paris.[1]", "node_id": "n1.1", "path": ["n1", "n1.1"]}
+    done = {"type": "done", "answer": "Lyon.", "chosen_id": chosen_id, "chosen_by": chosen_by}
+    TreePrinter(out).handle({**done, "first": first, "stop_reason": "max_paths", "metrics": {}})
+
+    assert said in out.getvalue()

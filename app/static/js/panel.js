@@ -327,6 +327,7 @@ function valueText(node) {
 const CHOSEN_BY = {
   single: "one candidate answer: no vote needed",
   first: "the first answer kept: no alternative was backed by more agreeing paths and verified quotes",
+  carried: "the first path's answer once it had run the steps its plan had left: every quote verified",
   vote: "the voter model chose among the answers the choice rule admits",
   rule: "the voter failed: the choice rule's ranking decided",
   fallback: "the voter failed: the best-valued path was taken",

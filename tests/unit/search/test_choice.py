@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.choice import Option, may_replace, options_of, rule_rank
+from agents.choice import Option, carried, may_replace, options_of, rule_rank
 from agents.grounding.verify import Grounding
 from agents.state import NodeRecord, new_node
 from tests.unit.search.trees import answered, cited, grounding
@@ -117,3 +117,58 @@ def test_an_options_figures_show_its_representatives_token_confidence_when_known
     )
     assert other.confidence is None
     assert "log-probability" not in other.figures()
+
+
+def _chain(*answers: tuple[str, Grounding | None]) -> list[NodeRecord]:
+    """The first path n1, n1.1, …: the first node left the second planned step undone; a node
+    with an answer of None did not answer."""
+    path: list[NodeRecord] = []
+    for index, (answer, found) in enumerate(answers):
+        node = new_node(
+            parent=path[-1] if path else None,
+            index=1,
+            step=f"step {index}",
+            planned=["run the second step"] if index == 0 else [],
+        )
+        path.append(answered(node, answer, found) if found is not None else node)
+    return path
+
+
+def test_the_first_path_carried_through_its_undone_steps_stands_in_for_the_first_answer() -> None:
+    path = _chain(
+        ("Johnny.[1]", GROUNDED),
+        ("", None),
+        ("George.[1]", grounding(1.0, [cited("n1.1.1", "George Raft starred")])),
+    )
+
+    assert carried(path[0], path)["id"] == "n1.1.1"
+
+
+@pytest.mark.parametrize(
+    "deeper",
+    [
+        pytest.param(grounding(1.0, [cited("n1.1", "x")], rejected=1), id="a_rejected_citation"),
+        pytest.param(grounding(0.5, [cited("n1.1", "x")], ["George."]), id="less_grounded"),
+        pytest.param(grounding(0.0, [], ["George."]), id="no_citation"),
+    ],
+)
+def test_a_carried_answer_that_is_less_verified_leaves_the_first_answer(
+    deeper: Grounding,
+) -> None:
+    path = _chain(("Johnny.[1]", GROUNDED), ("George.[1]", deeper))
+
+    assert carried(path[0], path) is path[0]
+
+
+def test_a_first_answer_with_nothing_left_undone_is_not_carried() -> None:
+    path = _chain(("Johnny.[1]", GROUNDED), ("George.[1]", GROUNDED))
+    path[0]["planned"] = []
+
+    assert carried(path[0], path) is path[0]
+
+
+def test_an_ungrounded_first_answer_is_carried_by_a_verified_partly_grounded_one() -> None:
+    half = grounding(0.5, [cited("n1.1", "George Raft starred")], ["He was born in 1895."])
+    path = _chain(("Johnny.", grounding(0.0, [], ["Johnny."])), ("George.[1] 1895.", half))
+
+    assert carried(path[0], path)["id"] == "n1.1"
