@@ -6,7 +6,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
@@ -42,6 +42,16 @@ from calls.errors import BudgetExhausted, ConfigError, LatsError
 from calls.models import ModelChooser, ModelFactory, RunModels
 
 logger = logging.getLogger(__name__)
+
+
+class Resumption(TypedDict, total=False):
+    """How a run goes on: the keywords of `Engine.resume`, which hands them to
+    `Engine.resume_search` (where their defaults are)."""
+
+    sink: EventSink
+    sink_all: EventBatchSink | None
+    answer: dict[str, Any] | None
+    run_tools: Sequence[BaseTool]
 
 
 class Engine:
@@ -206,28 +216,14 @@ class Engine:
         )
         return Outcome(result, result.done_event())
 
-    async def resume(
-        self,
-        run_id: str,
-        *,
-        sink: EventSink = discard,
-        sink_all: EventBatchSink | None = None,
-        answer: dict[str, Any] | None = None,
-        run_tools: Sequence[BaseTool] = (),
-    ) -> RunResult:
+    async def resume(self, run_id: str, **how: Unpack[Resumption]) -> RunResult:
         """Continue a checkpointed run from its last completed step, emitting its events to
         `sink`, the terminal one last (as `run` does). Completed nodes are never executed
         again; jobs that were in flight start over. A run waiting for its plan's approval goes
         on with `answer` (`agents/nodes/approval.py: PlanAnswer`), sent as LangGraph's
         `Command(resume=...)`; without one it stops there again (`AwaitingApproval`).
         `resume_search` hands the end back instead, as `search` does."""
-        return await _told(
-            sink,
-            run_id,
-            self.resume_search(
-                run_id, sink=sink, sink_all=sink_all, answer=answer, run_tools=run_tools
-            ),
-        )
+        return await _told(how.get("sink", discard), run_id, self.resume_search(run_id, **how))
 
     async def resume_search(
         self,

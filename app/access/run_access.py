@@ -12,7 +12,7 @@ import builtins
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from agents.errors import RunNotFound
 from agents.nodes.approval import PlanAnswer, PlanDecision
@@ -21,7 +21,7 @@ from app.access.limits import KeyLimits, StreamSlot
 from app.errors import ServiceError
 from app.keys.tenancy import SINGLE_USER, Caller
 from app.runs.following import RunItem
-from app.runs.manager import NewRun, RunEnded, RunManager, RunNotWaiting
+from app.runs.manager import NewRun, RunEnded, RunManager, RunNotWaiting, RunPlace
 from app.store.base import (
     FINISHED,
     UNFINISHED,
@@ -67,30 +67,25 @@ class Runs:
     caller: Caller = SINGLE_USER
     limits: KeyLimits | None = None
 
-    async def submit(
-        self,
-        task: str,
-        params: RunParams,
-        thread_id: str | None = None,
-        webhook: str | None = None,
-    ) -> RunRecord:
-        """Queue a run of the caller, on one of its threads when `thread_id` is given, its end
-        POSTed to `webhook` when given; raises `ThreadNotFound`, `QueueFull` like the run API,
-        `RunOptionRefused` for a model, tool or webhook the server does not accept, or
-        `RateLimited` when the caller's key has its most runs."""
-        record, _ = await self._start(task, params, thread_id, webhook)
+    async def submit(self, task: str, params: RunParams, **place: Unpack[RunPlace]) -> RunRecord:
+        """Queue a run of the caller, on one of its threads when `place` names a `thread_id`,
+        its end POSTed to its `webhook` when given; raises `ThreadNotFound`, `QueueFull` like
+        the run API, `RunOptionRefused` for a model, tool or webhook the server does not
+        accept, or `RateLimited` when the caller's key has its most runs."""
+        record, _ = await self._start(task, params, place)
         return record
 
     async def _start(
-        self, task: str, params: RunParams, thread_id: str | None, webhook: str | None
+        self, task: str, params: RunParams, place: RunPlace
     ) -> tuple[RunRecord, StoredEvent]:
+        thread_id = place.get("thread_id")
         if thread_id is not None:
             await self.thread(thread_id)
         limits = self.limits
         try:
             max_open = limits.max_runs(self.caller) if limits is not None else None
             return await self.manager.submit_with_event(
-                NewRun(task, params, self.caller.tenant, thread_id, webhook, max_open)
+                NewRun(task, params, self.caller.tenant, **place, max_open=max_open)
             )
         except TooManyOpen as refused:
             if limits is None:
@@ -102,17 +97,13 @@ class Runs:
         return await self.limits.stream_slot(self.caller) if self.limits else StreamSlot(None)
 
     async def submit_streamed(
-        self,
-        task: str,
-        params: RunParams,
-        thread_id: str | None = None,
-        webhook: str | None = None,
+        self, task: str, params: RunParams, **place: Unpack[RunPlace]
     ) -> NewStream:
         """Queue a run whose events the caller will stream: a stream slot is taken first, so
         no run starts when none is free."""
         slot = await self.stream_slot()
         try:
-            record, first = await self._start(task, params, thread_id, webhook)
+            record, first = await self._start(task, params, place)
         except BaseException:
             slot.release()
             raise
@@ -232,7 +223,7 @@ class Runs:
         rule; the run API lets a thread's runs overlap)."""
         if any(r.status in UNFINISHED for r in await self.thread_runs(thread_id)):
             raise ThreadNotFinished(f"a run of thread {thread_id} has not ended (one at a time)")
-        return await self.submit(task, params, thread_id)
+        return await self.submit(task, params, thread_id=thread_id)
 
     async def answer_thread(self, thread_id: str, decision: PlanDecision) -> tuple[RunRecord, int]:
         """Answer the plan that one of the caller's threads waits for: an answer goes to the

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -63,6 +63,14 @@ class RunNotWaiting(ServiceError, code="run_not_waiting"):
     """The run is not waiting for an answer (it never did, was answered already, or ended)."""
 
 
+class RunPlace(TypedDict, total=False):
+    """Where a new run goes besides its tenant, each optional: the thread it continues, the
+    URL its end is POSTed to (the keywords of every way to submit a run)."""
+
+    thread_id: str | None
+    webhook: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class NewRun:
     """What a new run is made of."""
@@ -70,7 +78,7 @@ class NewRun:
     task: str
     params: RunParams
     tenant: str | None
-    thread_id: str | None
+    thread_id: str | None = None
     webhook: str | None = None
     max_open: int | None = None  # the tenant's most unfinished runs (the store enforces it)
 
@@ -162,20 +170,14 @@ class RunManager:
 
     # -- starting ------------------------------------------------------------------------------
     async def submit(
-        self,
-        task: str,
-        params: RunParams,
-        tenant: str | None = None,
-        *,
-        thread_id: str | None = None,
-        webhook: str | None = None,
+        self, task: str, params: RunParams, tenant: str | None = None, **place: Unpack[RunPlace]
     ) -> RunRecord:
-        """Create a run of `tenant` (an API key's name), on `thread_id` when given, its end
-        POSTed to `webhook` when given. A worker process with a free slot takes it on at once;
-        otherwise it is stored for whichever worker frees up first, if fewer than
+        """Create a run of `tenant` (an API key's name), on `place`'s `thread_id` when given,
+        its end POSTed to its `webhook` when given. A worker process with a free slot takes it
+        on at once; otherwise it is stored for whichever worker frees up first, if fewer than
         `max_queued_runs` runs already wait in the store (else `QueueFull`). A model, tool or
         webhook the server does not accept raises `RunOptionRefused`."""
-        record, _ = await self.submit_with_event(NewRun(task, params, tenant, thread_id, webhook))
+        record, _ = await self.submit_with_event(NewRun(task, params, tenant, **place))
         return record
 
     async def submit_with_event(self, new: NewRun) -> tuple[RunRecord, StoredEvent]:

@@ -221,8 +221,7 @@ async def _put(saver: GuardedWrites, thread_id: str, t: CheckpointTuple) -> None
     parent = RunnableConfig(configurable={"thread_id": thread_id, "checkpoint_ns": ns})
     if (parent_id := _checkpoint_id(t.parent_config)) is not None:
         parent["configurable"]["checkpoint_id"] = parent_id
-    # Every channel's version is "new" to the target: it holds none of them yet.
-    stored = await saver.acopy(parent, t.checkpoint, t.metadata, t.checkpoint["channel_versions"])
+    stored = await saver.acopy(parent, t.checkpoint, t.metadata)
     by_task: dict[str, list[tuple[str, Any]]] = {}
     for task_id, channel, value in _writes(t):
         by_task.setdefault(task_id, []).append((channel, value))

@@ -86,19 +86,18 @@ class GuardedWrites(BaseCheckpointSaver[str]):
                 **{channel: current[channel] for channel in held if channel in current},
                 **new_versions,
             }
-        return await self.acopy(config, checkpoint, metadata, new_versions)
-
-    async def acopy(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Save `checkpoint` whatever its source: checkpoints copied from another store
-        (`lats migrate`) are kept as they were."""
         put = super().aput
         return await self._guard(config, lambda: put(config, checkpoint, metadata, new_versions))
+
+    async def acopy(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    ) -> RunnableConfig:
+        """Save `checkpoint` whatever its source, every channel's version new to this store
+        (it holds none of them yet): checkpoints copied from another store (`lats migrate`)
+        are kept as they were."""
+        put = super().aput
+        versions = checkpoint["channel_versions"]
+        return await self._guard(config, lambda: put(config, checkpoint, metadata, versions))
 
     async def adelete_thread(self, thread_id: str) -> None:
         self._held_inputs.pop(thread_id, None)

@@ -28,6 +28,7 @@ from bench.multihop_report import section
 from calls.models import ModelFactory
 from testkit.multihop_reader import TITLE_QUESTION
 from tests.support.bench import run_bench
+from tests.support.multihop_lines import MUSIQUE_LINE, TWOWIKI_LINE
 from tests.support.text import assert_says
 
 # The rows one question gives under the default configurations: the chain's, and the default
@@ -237,39 +238,6 @@ async def test_chosen_questions_run_alone_and_leave_their_trees_as_traces(
     assert trace["result"]["chosen_id"] in {node["id"] for node in nodes}
     with pytest.raises(ValueError, match="no question's id starts with"):
         await run_multihop(MultihopConfig(limit=3, ids=("nope",)), scripted_models, tmp_path)
-
-
-# A 2WikiMultihopQA line as the shared file has it: `level` null, one paragraph given twice.
-TWOWIKI_LINE: dict[str, Any] = {
-    "id": "w1",
-    "question": "Which film did Kora Lind direct in 1951?",
-    "answer": "Cold Moon",
-    "type": "compositional",
-    "level": None,
-    "supporting_facts": [["Cold Moon", 0], ["Kora Lind", 0]],
-    "context": [
-        ["Cold Moon", ["Cold Moon is a 1951 film directed by Kora Lind.", " It is lost."]],
-        ["Kora Lind", ["Kora Lind was a film director."]],
-        ["Cold Moon", ["Cold Moon is a 1951 film directed by Kora Lind.", " It is lost."]],
-    ],
-    "extra": {"official_dev_index": 8},
-}
-# A MuSiQue line: two paragraphs titled "Liberal Party", the second the supporting one; the
-# reader's answer (the top passage's title) is right by an alias only.
-MUSIQUE_LINE: dict[str, Any] = {
-    "id": "2hop__1_2",
-    "question": "Which party did Robert Menzies found in 1944?",
-    "answer": "the Liberals",
-    "type": "2hop",
-    "level": None,
-    "supporting_facts": [["Liberal Party", 0], ["Leeds", 0]],
-    "context": [
-        ["Liberal Party", ["The Liberal Party of Canada is a party."]],
-        ["Leeds", ["Leeds is a city."]],
-        ["Liberal Party", ["The Liberal Party was founded by Robert Menzies in 1944."]],
-    ],
-    "extra": {"supporting_paragraph_idx": [2, 1], "answer_aliases": ["Liberal Party"]},
-}
 
 
 async def test_a_2wikimultihopqa_line_without_a_level_runs_and_scores(tmp_path: Path) -> None:

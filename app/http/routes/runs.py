@@ -23,6 +23,7 @@ from app.http.sse import (
     stream_error,
 )
 from app.runs.following import Broken, Ended, Heartbeat, Paused, RunItem, Step
+from app.runs.manager import RunPlace
 from app.store.base import RunStatus
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,10 @@ async def _framed(run_id: str, items: AsyncIterator[RunItem]) -> AsyncIterator[b
                 return
 
 
+def _place(body: SolveRequest) -> RunPlace:
+    return RunPlace(thread_id=body.thread_id, webhook=body.webhook)
+
+
 def _stream(frames: AsyncIterator[bytes], run_id: str) -> StreamingResponse:
     return sse_response(frames, {"Content-Location": f"/runs/{run_id}"})
 
@@ -71,13 +76,13 @@ async def solve(
     """Starts a run and streams its events as SSE (the run goes on if the client leaves).
     With `Accept: application/json`, waits and returns the finished run instead."""
     if accept and "application/json" in accept and "text/event-stream" not in accept:
-        record = await runs.submit(body.task, body.params(), body.thread_id, body.webhook)
+        record = await runs.submit(body.task, body.params(), **_place(body))
         done = await runs.wait(record.id)
         return JSONResponse(
             view(done, await runs.tree(done)).model_dump(mode="json"),
             headers={"Content-Location": f"/runs/{record.id}"},
         )
-    new = await runs.submit_streamed(body.task, body.params(), body.thread_id, body.webhook)
+    new = await runs.submit_streamed(body.task, body.params(), **_place(body))
     events = runs.follow_new(new)
     return _stream(new.slot.hold(_framed(new.record.id, events)), new.record.id)
 
@@ -90,7 +95,7 @@ async def solve(
     responses=ERRORS,
 )
 async def start_run(body: SolveRequest, runs: CallerRuns, response: Response) -> RunAccepted:
-    record = await runs.submit(body.task, body.params(), body.thread_id, body.webhook)
+    record = await runs.submit(body.task, body.params(), **_place(body))
     response.headers["Location"] = f"/runs/{record.id}"
     return RunAccepted(run_id=record.id, status=record.status, events=f"/runs/{record.id}/events")
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,7 +23,7 @@ from bench.multihop_data import (
     load,
     parse_question,
 )
-from tests.support.multihop_lines import book_line
+from tests.support.multihop_lines import MUSIQUE_LINE, TWOWIKI_LINE, book_line
 
 README_SHA256 = "ad99ca54eb53f1ace984c7dffe4b1074074b61f0aa4d0e3e11fe67622ab53dfb"
 VENDORED = {
@@ -195,55 +194,17 @@ def test_a_malformed_paragraph_is_named(tmp_path: Path, context: object, field: 
     assert error.field == field
 
 
-# A 2WikiMultihopQA line as the shared file has it: no level, one paragraph given twice.
-TWOWIKI_LINE: dict[str, Any] = {
-    "id": "w1",
-    "question": "Who was born first, Ann Lee or Bo Park?",
-    "answer": "Ann Lee",
-    "type": "comparison",
-    "level": None,
-    "supporting_facts": [["Ann Lee", 0], ["Bo Park", 0]],
-    "context": [
-        ["Ann Lee", ["Ann Lee (born 1901) was a painter."]],
-        ["Cold Moon", ["Cold Moon is a film."]],
-        ["Bo Park", ["Bo Park (born 1950) was a poet."]],
-        ["Cold Moon", ["Cold Moon is a film."]],
-    ],
-    "extra": {"official_dev_index": 8},
-}
-# A MuSiQue line: two different paragraphs titled "Liberal Party", the second one supporting;
-# one paragraph a sentence; aliases.
-MUSIQUE_LINE: dict[str, Any] = {
-    "id": "2hop__1_2",
-    "question": "Who founded the party of the premier of Leeds?",
-    "answer": "Robert Menzies",
-    "type": "2hop",
-    "level": None,
-    "supporting_facts": [["Liberal Party", 0], ["Leeds", 0]],
-    "context": [
-        ["Liberal Party", ["The Liberal Party of Canada is a party."]],
-        ["Leeds", ["The premier of Leeds is of the Liberal Party."]],
-        ["Liberal Party", ["The Liberal Party was founded by Robert Menzies."]],
-    ],
-    "extra": {
-        "supporting_paragraph_idx": [1, 2],
-        "answer_aliases": ["Sir Robert Menzies", "Menzies"],
-        "answerable": True,
-    },
-}
-
-
 def test_a_question_without_a_level_is_read() -> None:
     question = parse_question(json.dumps(TWOWIKI_LINE))
 
     assert question.level is None
-    assert question.supporting_facts == (("Ann Lee", 0), ("Bo Park", 0))
+    assert question.supporting_facts == (("Cold Moon", 0), ("Kora Lind", 0))
 
 
 def test_a_paragraph_given_twice_word_for_word_is_kept_once() -> None:
     question = parse_question(json.dumps(TWOWIKI_LINE))
 
-    assert [p.id for p in question.context] == ["Ann Lee", "Cold Moon", "Bo Park"]
+    assert [p.id for p in question.context] == ["Cold Moon", "Kora Lind"]
 
 
 def test_paragraphs_that_share_a_title_are_told_apart_by_their_place() -> None:
@@ -292,7 +253,7 @@ def test_a_supporting_paragraph_index_outside_the_context_is_refused(
 def test_answer_aliases_are_right_answers_too() -> None:
     question = parse_question(json.dumps(MUSIQUE_LINE))
 
-    assert question.answers == ("Robert Menzies", "Sir Robert Menzies", "Menzies")
+    assert question.answers == ("the Liberals", "Liberal Party")
     assert parse_question(json.dumps(book_line())).answers == ("Ann",)
 
 
