@@ -191,7 +191,8 @@ def section(data: dict[str, Any]) -> list[str]:
         f"each query {config['rounds']} times at each number of concurrent searchers, the "
         "backends taking turns round by round after a pass that warms the caches. SQLite "
         f"searches on the store's {SEARCHERS} searching connections (more searches wait for "
-        "one), Postgres on its pool of 10." + _settled(data),
+        "one, first come first served), each mapping the file into memory (`SEARCH_MMAP_BYTES`"
+        " in app/store/sqlite/db.py), Postgres on its pool of 10." + _settled(data),
         "",
         "| search latency, ms | " + " | ".join(f"{n} p50 | {n} p99" for n in names) + " |",
         "| --- | " + " | ".join("--- | ---" for _ in names) + " |",

@@ -2,8 +2,8 @@
 through one `BatchWriter` (group commit on its own connection, under the full-disk rules of
 app/store/disk.py); reads through a second connection, which in WAL mode never waits for them;
 full-text searches through connections of their own (`SEARCHERS`), so that a long search holds
-up neither the other reads nor more than its share of the searches. With the helpers the parts'
-writes share."""
+up neither the other reads nor more than its share of the searches: they are lent in the order
+searches ask for them (`Lender`). With the helpers the parts' writes share."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import asyncio
 import contextlib
 import json
 import sqlite3
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import aiosqlite
 
@@ -26,11 +27,49 @@ from app.store.sqlite_writer import BatchWriter
 BUSY_TIMEOUT_MS = 30_000
 SEARCHERS = 2
 """Connections for full-text searches: as many searches run at once (the cores of a small
-machine); more wait for one."""
+machine); more wait for one, first come first served."""
+SEARCH_MMAP_BYTES = 256 * 1024 * 1024
+"""How much of the file the reading connections map into memory (`PRAGMA mmap_size`): a search
+then reads the index's pages where they lie instead of copying each into SQLite's cache, about a
+quarter less CPU a search (docs/benchmarks.md §17). The pages are the OS's page cache, counted
+in the process's resident memory while mapped."""
 T = TypeVar("T")
 
 OPEN = OPEN_SQL
 ENDED = "status IN ('done', 'failed', 'cancelled')"  # base.FINISHED
+
+
+class Lender(Generic[T]):
+    """Things lent one borrower at a time, first come first served: a returned one goes
+    straight to the borrower that has waited longest, so one that returns it and asks again at
+    once queues behind the others (an `asyncio.Queue` would let it take it back first, and at
+    8 searches on 2 connections kept some waiting for seconds)."""
+
+    def __init__(self, things: Sequence[T]) -> None:
+        self._idle: deque[T] = deque(things)
+        self._waiting: deque[asyncio.Future[T]] = deque()
+
+    async def borrow(self) -> T:
+        if self._idle and not self._waiting:
+            return self._idle.popleft()
+        waiter: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.give_back(waiter.result())  # handed over as the borrower was cancelled
+            elif waiter in self._waiting:
+                self._waiting.remove(waiter)
+            raise
+
+    def give_back(self, thing: T) -> None:
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(thing)
+                return
+        self._idle.append(thing)
 
 
 class SqliteDb:
@@ -51,9 +90,7 @@ class SqliteDb:
         self._reader = reader
         self.disk = disk
         self._searchers = list(searchers)
-        self._free: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
-        for searcher in self._searchers:
-            self._free.put_nowait(searcher)
+        self._free = Lender(self._searchers)
 
     @contextlib.asynccontextmanager
     async def searching(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -63,11 +100,11 @@ class SqliteDb:
         if not self._searchers:
             yield self._reader
             return
-        searcher = await self._free.get()
+        searcher = await self._free.borrow()
         try:
             yield searcher
         finally:
-            self._free.put_nowait(searcher)
+            self._free.give_back(searcher)
 
     async def write(self, write: Callable[[sqlite3.Connection], T], kind: WriteKind = "other") -> T:
         """`write` through the batch writer, under the full-disk rules (`DiskSpace.write`)."""

@@ -16,7 +16,7 @@ from app.store.disk import DiskSpace
 from app.store.sqlite.assistants import SqliteAssistants
 from app.store.sqlite.collections import SqliteCollections
 from app.store.sqlite.commands import SqliteCommands
-from app.store.sqlite.db import BUSY_TIMEOUT_MS, SEARCHERS, SqliteDb
+from app.store.sqlite.db import BUSY_TIMEOUT_MS, SEARCH_MMAP_BYTES, SEARCHERS, SqliteDb
 from app.store.sqlite.deliveries import SqliteDeliveries
 from app.store.sqlite.events import SqliteEvents
 from app.store.sqlite.leases import SqliteLeases
@@ -66,6 +66,7 @@ class SqliteRunStore:
                 readers.append(reader)
                 reader.row_factory = aiosqlite.Row
                 await reader.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                await reader.execute(f"PRAGMA mmap_size={SEARCH_MMAP_BYTES}")
         except BaseException:
             for reader in readers:
                 await reader.close()
