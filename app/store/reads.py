@@ -16,15 +16,7 @@ from pydantic import BaseModel
 
 from agents.params import RunParams
 from agents.steering import SteerCommand
-from app.store.base import (
-    UNFINISHED,
-    Held,
-    Lease,
-    RunRecord,
-    RunStatus,
-    StoredEvent,
-    ThreadRecord,
-)
+from app.store.base import UNFINISHED, Held, RunRecord, RunStatus, StoredEvent, ThreadRecord
 
 # Literal, so that neither dialect needs a parameter for it.
 OPEN_SQL = "status IN ({})".format(", ".join(f"'{status}'" for status in UNFINISHED))
@@ -100,25 +92,7 @@ async def count(db: Reader, sql: str, args: tuple[Any, ...]) -> int:
 
 
 class RunReads(Part[DbT]):
-    """`RunRecords`' reads, and its `create` declared once for both dialects: each dialect
-    writes the run in `_insert`."""
-
-    async def create(
-        self,
-        record: RunRecord,
-        *,
-        started: str | None = None,
-        lease: Lease | None = None,
-        max_open: int | None = None,
-    ) -> None:
-        await self._insert(record, started, lease, max_open)
-
-    async def _insert(
-        self, record: RunRecord, started: str | None, lease: Lease | None, max_open: int | None
-    ) -> None:
-        """Store `record` with its first event `started` (when given), held under `lease`,
-        refused with `TooManyOpen` at `max_open` (`RunRecords.create`)."""
-        raise NotImplementedError
+    """`RunRecords`' reads."""
 
     async def get(self, run_id: str) -> RunRecord | None:
         row = await self._db.one(f"SELECT * FROM {self._db.dialect.runs} WHERE id = ?", (run_id,))

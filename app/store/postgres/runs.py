@@ -43,8 +43,13 @@ _DELETE = (
 class PostgresRuns(RunReads[PostgresDb]):
     """`RunRecords` on Postgres."""
 
-    async def _insert(
-        self, record: RunRecord, started: str | None, lease: Lease | None, max_open: int | None
+    async def create(
+        self,
+        record: RunRecord,
+        *,
+        started: str | None = None,
+        lease: Lease | None = None,
+        max_open: int | None = None,
     ) -> None:
         owner = lease.owner if lease is not None else None
         args = {

@@ -15,8 +15,13 @@ from app.store.sqlite.db import ENDED, OPEN, SqliteDb, marks
 class SqliteRuns(RunReads[SqliteDb]):
     """`RunRecords` on SQLite."""
 
-    async def _insert(
-        self, record: RunRecord, started: str | None, lease: Lease | None, max_open: int | None
+    async def create(
+        self,
+        record: RunRecord,
+        *,
+        started: str | None = None,
+        lease: Lease | None = None,
+        max_open: int | None = None,
     ) -> None:
         owner = lease.owner if lease is not None else None
         until = time.time() + lease.ttl_s if lease is not None else 0.0
