@@ -135,16 +135,20 @@ def _queued(data: dict[str, Any]) -> list[str]:
         busy = sqlite["latency"]["questions"][levels[-1]]["p50_ms"]
         queued = (
             f"At {levels[-1]} searchers a SQLite search waits for one of the {SEARCHERS} "
-            f"searching connections: its p50 is {busy / alone:.1f} times its p50 at {levels[0]}. "
+            f"searching connections: its p50 is {busy / alone:.1f} times its p50 at {levels[0]} "
+            f"({levels[-1]} searches at once share the machine's {data.get('cores', '?')} cores, "
+            "and their Python steps one interpreter lock). "
         )
-    if "candidates" not in data:
+    index = data.get("index")
+    if index is None:
         return [queued, ""] if queued else []
     return [
-        queued + "Both backends rank only the passages holding one of a query's rarer words "
-        f"(the rarest while they hold at most {data['candidates']:,} passages together; "
-        "`split_terms` in app/store/query_words.py), each by every word of the query, which "
-        "bounds the work of a search whatever the collection's size; the modules of "
-        "app/store/*/collections.py say how.",
+        queued + "Both backends keep the same index in their own tables "
+        "(app/store/passage_index.py): each word's passages ordered by their weight, so that a "
+        f"search reads every passage of a word at most {index['whole']:,} passages hold, and "
+        f"the best {index['best']:,} of a commoner one, then scores the best "
+        f"{index['rescored']:,} of its guesses exactly by BM25: its work is bounded by the "
+        "query's words whatever the collection's size.",
         "",
     ]
 

@@ -5,10 +5,11 @@ limits before a write, and a search's words, bound and hits, around each dialect
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from app.store.collection_base import (
     MAX_SEARCH_K,
@@ -28,8 +29,9 @@ from app.store.collection_reads import (
     document_record,
     passage_hit,
 )
+from app.store.passage_index import DocumentWords, IndexSql, Plan, search
 from app.store.query_words import query_terms
-from app.store.reads import DbT, Dialect, Row
+from app.store.reads import DbT, Row
 from tools.documents.passages import Passage
 
 
@@ -41,13 +43,17 @@ class WriteSql:
     mine: str  # a row when the collection (id) belongs to the tenant
     used_bytes: str  # the bytes of the tenant's documents together, as `n`
     same_content: str  # the collection's (id) document of a SHA-256, if any
-    delete_collection: tuple[str, ...]  # a collection (id), its documents, their passages
+    delete_collection: tuple[str, ...]  # a collection (id): its index, documents, passages
     insert_collection: str  # a `collection_row`
     insert_document: str  # a `document_row`
     insert_passage: str  # a row of `passage_rows`
 
     @classmethod
-    def of(cls, dialect: Dialect, mark: str = "?") -> WriteSql:
+    def of(cls, index: IndexSql) -> WriteSql:
+        """The statements in the dialect and placeholder of `index`, the full-text index's
+        (whose rows a collection's deletion removes first)."""
+        dialect, mark = index.dialect, index.mark
+
         def sql(text: str) -> str:
             return text.replace("?", mark)
 
@@ -63,6 +69,7 @@ class WriteSql:
                 " WHERE d.collection_id = ? AND d.sha256 = ?"
             ),
             delete_collection=(
+                *index.delete_collection,
                 sql(f"DELETE FROM {passages} WHERE collection_id = ?"),
                 sql(f"DELETE FROM {documents} WHERE collection_id = ?"),
                 sql(f"DELETE FROM {collections} WHERE id = ?"),
@@ -90,6 +97,8 @@ class CollectionStore(CollectionReads[DbT], ABC):
         super().__init__(db)
         self._limits = limits or CollectionLimits()
 
+    _index: ClassVar[IndexSql]  # the full-text index's statements in the dialect's spelling
+
     async def create(self, collection: CollectionRecord) -> None:
         if not await self._insert(collection):
             raise CollectionNameTaken(collection.name)
@@ -102,19 +111,25 @@ class CollectionStore(CollectionReads[DbT], ABC):
     async def add_document(self, tenant: str | None, document: NewDocument) -> AddedDocument:
         check_document(document, self._limits)
         record = document.record()
-        same = await self._add(tenant, record, passage_rows(record, document.passages))
+        # The words are counted off the event loop: a large document's take a while.
+        words = await asyncio.to_thread(DocumentWords.of, document.passages)
+        same = await self._add(tenant, record, passage_rows(record, document.passages), words)
         if same is not None:
             return AddedDocument(document_record(same), created=False)
         return AddedDocument(record, created=True)
 
     @abstractmethod
     async def _add(
-        self, tenant: str | None, record: DocumentRecord, passages: list[tuple[Any, ...]]
+        self,
+        tenant: str | None,
+        record: DocumentRecord,
+        passages: list[tuple[Any, ...]],
+        words: DocumentWords,
     ) -> Row | None:
         """In one transaction: the row of the collection's document of the same content
         (`same_content`), or, when it holds none, None and the document stored with its
-        passages (the rows of `passage_rows`). Raises `CollectionNotFound`, or what
-        `_check_room` raises, and stores nothing."""
+        passages (the rows of `passage_rows`) and their index (`index_document` of `words`).
+        Raises `CollectionNotFound`, or what `_check_room` raises, and stores nothing."""
 
     def _check_room(self, used: int, record: DocumentRecord) -> None:
         """Raises `QuotaExceeded` when the document would take its tenant's `used` bytes over
@@ -130,15 +145,13 @@ class CollectionStore(CollectionReads[DbT], ABC):
         ids = list(dict.fromkeys(collection_ids))
         if not words or not ids or k <= 0:
             return []
-        rows = await self._ranked(tenant, ids, words, min(k, MAX_SEARCH_K))
-        return [passage_hit(r) for r in rows]
+        plan = search(self._index, tenant, ids, words, min(k, MAX_SEARCH_K))
+        return [passage_hit(r) for r in await self._search(plan)]
 
     @abstractmethod
-    async def _ranked(
-        self, tenant: str | None, ids: list[str], words: list[str], limit: int
-    ) -> Sequence[Row]:
-        """The best `limit` passages of the tenant's collections among `ids` holding any of
-        `words`, best first, as rows `passage_hit` reads."""
+    async def _search(self, plan: Plan[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """What a search's steps (app/store/passage_index.py `search`) return, run on a
+        connection of the dialect's."""
 
 
 def collection_row(collection: CollectionRecord, created_at: Any) -> tuple[Any, ...]:
@@ -169,12 +182,3 @@ def passage_rows(document: DocumentRecord, passages: Sequence[Passage]) -> list[
         (document.id, document.collection_id, p.page or 0, p.number, p.heading, p.text)
         for p in passages
     ]
-
-
-def filled(rows: Sequence[Row], more: Sequence[Row], limit: int) -> list[Row]:
-    """The best `limit` of a search's rows and of those a second pass found (a passage found
-    by both kept once), best first; ties in the order found."""
-    found = {(r["document_id"], r["page"], r["number"]): r for r in rows}
-    for r in more:
-        found.setdefault((r["document_id"], r["page"], r["number"]), r)
-    return sorted(found.values(), key=lambda r: -float(r["score"]))[:limit]

@@ -2,15 +2,16 @@
 and a collection read or written whole (its record, its documents, their passages), on the
 connection of the side's run tables (app/store/migrate_tables.py).
 
-A collection is written in one transaction, what the target held under its id deleted first;
-the target's own full-text index follows its passages as any write's does (SQLite's triggers,
-Postgres's generated column), so nothing of the index is copied. Content is kept in an order
+A collection is written in one transaction, what the target held under its id deleted first,
+its passages indexed in the target as any write's are (app/store/passage_index.py): nothing of
+the index is copied. Content is kept in an order
 both dialects agree on (sorted here, by code point), so that its digest is the same on both.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, Protocol
@@ -22,14 +23,26 @@ from psycopg.rows import dict_row
 from app.store.collection_base import CollectionRecord, DocumentRecord
 from app.store.collection_reads import DOCUMENT_COLUMNS, collection_record, document_record
 from app.store.collection_writes import WriteSql, collection_row, document_row
+from app.store.passage_index import (
+    DocumentWords,
+    IndexSql,
+    Plan,
+    Step,
+    index_document,
+    run_steps,
+)
 from app.store.postgres.collections import COPY_PASSAGES
-from app.store.postgres.db import PostgresDb
-from app.store.reads import Dialect
+from app.store.postgres.collections import INDEX as POSTGRES_INDEX
+from app.store.postgres.db import PostgresDb, run_plan
+from app.store.reads import Dialect, Row
+from app.store.sqlite.collections import INDEX as SQLITE_INDEX
 from app.store.sqlite.db import SqliteDb
+from tools.documents.passages import Passage
 
 _PASSAGE_COLUMNS = ("document_id", "page", "number", "heading", "text")
-_LITE = WriteSql.of(SqliteDb.dialect)
-_PG = WriteSql.of(PostgresDb.dialect, "%s")
+_LITE = WriteSql.of(SQLITE_INDEX)
+_PG = WriteSql.of(POSTGRES_INDEX)
+
 # A collection's own row; what it holds is compared as its documents, so its counts are 0 here.
 _COLLECTION = (
     "SELECT id, tenant, name, created_at, 0 AS documents, 0 AS bytes FROM {table} WHERE id = ?"
@@ -59,6 +72,16 @@ class CollectionContent:
             ],
             "passages": [list(p) for p in self.passages],
         }
+
+
+def _indexed(content: CollectionContent, sql: IndexSql) -> Plan[None]:
+    """The index of a collection's documents, their passages' rows written."""
+    by_document: dict[str, list[Passage]] = {}
+    for document_id, page, number, heading, text in content.passages:
+        by_document.setdefault(document_id, []).append(Passage(page, number, heading, text))
+    for document_id, passages in by_document.items():
+        words = DocumentWords.of(passages)
+        yield from index_document(sql, content.collection.id, document_id, words)
 
 
 class CollectionTables(Protocol):
@@ -114,8 +137,14 @@ class SqliteCollectionTables(_Reads):
 
     async def _dicts(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
         async with self._conn.execute(sql, args) as cur:
-            names = [c[0] for c in cur.description]
+            names = [c[0] for c in cur.description or ()]
             return [dict(zip(names, row, strict=True)) for row in await cur.fetchall()]
+
+    async def _run(self, step: Step) -> Sequence[Row]:
+        if step.rows is not None:
+            await self._conn.executemany(step.sql, step.rows)
+            return []
+        return await self._dicts(step.sql, step.args)
 
     async def ids(self, after: str, limit: int) -> list[str]:
         rows = await self._conn.execute_fetchall(
@@ -142,6 +171,7 @@ class SqliteCollectionTables(_Reads):
             await self._conn.executemany(
                 _LITE.insert_passage, [(p[0], key, *p[1:]) for p in content.passages]
             )
+            await run_steps(_indexed(content, SQLITE_INDEX), self._run)
             await self._conn.execute("COMMIT")
         except BaseException:
             await self._conn.execute("ROLLBACK")
@@ -184,3 +214,4 @@ class PostgresCollectionTables(_Reads):
             async with self._conn.cursor() as cur, cur.copy(COPY_PASSAGES) as copy:
                 for p in content.passages:
                     await copy.write_row((p[0], key, *p[1:]))
+            await run_plan(self._conn, _indexed(content, POSTGRES_INDEX))

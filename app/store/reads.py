@@ -40,6 +40,11 @@ class Dialect:
     documents: str  # the documents of collections
     passages: str  # the documents' passages
     assistants: str  # a tenant's assistants (run parameters under an id)
+    index_sizes: str  # the full-text index (app/store/passage_index.py): collections' sizes,
+    index_words: str  # their words,
+    index_postings: str  # each word's passages,
+    index_fresh: str  # those written since the last merge,
+    index_passages: str  # and each passage's words
     same: str  # null-safe equality ("IS" or "IS NOT DISTINCT FROM")
     no_limit: int | None  # a LIMIT that limits nothing
 
@@ -55,6 +60,11 @@ class Dialect:
             documents=f"{prefix}documents",
             passages=f"{prefix}passages",
             assistants=f"{prefix}assistants",
+            index_sizes=f"{prefix}index_sizes",
+            index_words=f"{prefix}index_words",
+            index_postings=f"{prefix}index_postings",
+            index_fresh=f"{prefix}index_fresh",
+            index_passages=f"{prefix}index_passages",
             same=same,
             no_limit=no_limit,
         )

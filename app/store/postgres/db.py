@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import AsyncConnection
@@ -24,6 +24,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from agents.result import RunResult
 from app.store.base import UNFINISHED, RunRecord, StoreUnavailable
+from app.store.passage_index import Plan, Step, run_steps
 from app.store.reads import Dialect, Row, run_record
 
 EVENTS_CHANNEL = "lats_events"
@@ -36,6 +37,7 @@ COMMAND_CHANNEL = "lats_command"
 POOL_TIMEOUT_S = 10.0
 CALL_TIMEOUT_S = 20.0
 OPEN = list(UNFINISHED)
+T = TypeVar("T")
 
 
 class PostgresDb:
@@ -95,3 +97,24 @@ class PostgresDb:
 def jsonb(result: RunResult | None) -> Jsonb | None:
     """A run's result as its JSONB column holds it."""
     return Jsonb(result.model_dump(mode="json")) if result is not None else None
+
+
+async def run_plan(conn: AsyncConnection[Any], plan: Plan[T]) -> T:
+    """Run a plan's steps (app/store/passage_index.py) on `conn`, in its caller's transaction:
+    bulk rows by COPY where the step names one."""
+
+    async def run(step: Step) -> list[dict[str, Any]]:
+        if step.rows is None:
+            async with conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(step.sql, step.args)
+                return await cur.fetchall() if cur.description else []
+        if step.copy is not None:
+            async with conn.cursor() as cur, cur.copy(step.copy) as copy:
+                for row in step.rows:
+                    await copy.write_row(row)
+        elif step.rows:
+            async with conn.cursor() as cur:
+                await cur.executemany(step.sql, step.rows)
+        return []
+
+    return await run_steps(plan, run)

@@ -21,6 +21,7 @@ import aiosqlite
 from agents.result import RunResult
 from app.store.base import RunRecord, WebhookDelivery
 from app.store.disk import DiskSpace, WriteKind
+from app.store.passage_index import Plan
 from app.store.reads import OPEN_SQL, Dialect, Row, run_record
 from app.store.sqlite_writer import BatchWriter
 
@@ -81,11 +82,12 @@ class SqliteDb:
         self,
         writer: BatchWriter,
         reader: aiosqlite.Connection,
+        searchers: Sequence[sqlite3.Connection],
         disk: DiskSpace | None = None,
-        searchers: Sequence[aiosqlite.Connection] = (),
     ) -> None:
-        """`searchers`: connections of their own for full-text searches (none: searches read
-        on the reading connection)."""
+        """`searchers`: connections of their own for full-text searches (at least one)."""
+        if not searchers:
+            raise ValueError("a store needs a connection to search on")
         self._writer = writer
         self._reader = reader
         self.disk = disk
@@ -93,18 +95,28 @@ class SqliteDb:
         self._free = Lender(self._searchers)
 
     @contextlib.asynccontextmanager
-    async def searching(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A connection for one full-text search: a search, which can take a while, runs on
-        one of the searchers, side by side with the others, and never holds up the store's
-        other reads (the reading connection's)."""
-        if not self._searchers:
-            yield self._reader
-            return
+    async def searching(self) -> AsyncIterator[sqlite3.Connection]:
+        """One of the searchers, lent until the block ends: a search, which can take a while,
+        runs on one side by side with the others, and never holds up the store's other reads
+        (the reading connection's)."""
         searcher = await self._free.borrow()
         try:
             yield searcher
         finally:
             self._free.give_back(searcher)
+
+    async def search(self, plan: Plan[T]) -> T:
+        """A search's steps run on a searcher, in one trip to a thread and one read transaction
+        (every step reads the same snapshot of the file). A caller cancelled meanwhile stops
+        waiting; the searcher is lent again once the steps are done."""
+        searcher = await self._free.borrow()
+        try:
+            work = asyncio.ensure_future(asyncio.to_thread(_read_plan, searcher, plan))
+        except BaseException:
+            self._free.give_back(searcher)
+            raise
+        work.add_done_callback(lambda _: self._free.give_back(searcher))
+        return await asyncio.shield(work)
 
     async def write(self, write: Callable[[sqlite3.Connection], T], kind: WriteKind = "other") -> T:
         """`write` through the batch writer, under the full-disk rules (`DiskSpace.write`)."""
@@ -143,8 +155,9 @@ class SqliteDb:
         try:
             await self._writer.close()
         finally:
-            for connection in (self._reader, *self._searchers):
-                await connection.close()
+            await self._reader.close()
+            for searcher in self._searchers:
+                searcher.close()
 
 
 def now() -> str:
@@ -156,6 +169,28 @@ def row(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> sqlite3.Ro
     """The first row of `sql` inside a write, or None."""
     found: sqlite3.Row | None = conn.execute(sql, args).fetchone()
     return found
+
+
+def run_plan(conn: sqlite3.Connection, plan: Plan[T]) -> T:
+    """Run a plan's steps (app/store/passage_index.py) on `conn`, in its caller's transaction."""
+    try:
+        step = next(plan)
+        while True:
+            if step.rows is not None:
+                conn.executemany(step.sql, step.rows)
+                step = plan.send([])
+            else:
+                step = plan.send(conn.execute(step.sql, step.args).fetchall())
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+def _read_plan(conn: sqlite3.Connection, plan: Plan[T]) -> T:
+    conn.execute("BEGIN")
+    try:
+        return run_plan(conn, plan)
+    finally:
+        conn.execute("COMMIT")  # it wrote nothing: this only ends the snapshot
 
 
 def marks(values: list[Any]) -> str:

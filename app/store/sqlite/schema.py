@@ -3,15 +3,19 @@ first transaction."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 
-from app.store.sqlite.db import OPEN, SqliteDb
+from app.store.passage_index import reindex
+from app.store.sqlite.collections import INDEX
+from app.store.sqlite.db import OPEN, SqliteDb, run_plan
 from app.store.sqlite.events import end_run
 from app.store.tables import Tables, Types
 from app.store.upgrade import TERMINAL, result_of_terminal
 
 # The tables both dialects create alike (app/store/tables.py) in this one's type names.
 _TABLES = Tables.of(SqliteDb.dialect, Types(time="TEXT", json="TEXT", big="INTEGER"))
+logger = logging.getLogger(__name__)
 _RUNS = """CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
     task TEXT NOT NULL,
@@ -40,10 +44,9 @@ _SCHEMA = (
     _TABLES.threads,
 )
 # A tenant's document collections (app/store/collection_base.py). A passage's page is 0 in a
-# document without pages. The full-text index (FTS5, Porter stemming as Postgres's `english`
-# does) holds no copy of the text: it reads `passages` (external content), and the triggers
-# keep it in step inside whichever transaction writes a passage, so it never holds a passage
-# the table lacks, or the other way round. One statement each: a trigger holds semicolons.
+# document without pages. The full-text index's tables (app/store/passage_index.py) are written
+# in the same transaction as the passages they index; a word's postings are kept in its key
+# range best first (WITHOUT ROWID: the key is the row).
 _COLLECTIONS = (
     _TABLES.collections,
     "CREATE UNIQUE INDEX IF NOT EXISTS collections_name ON collections (IFNULL(tenant, ''), name)",
@@ -62,15 +65,47 @@ _COLLECTIONS = (
 )""",
     "CREATE UNIQUE INDEX IF NOT EXISTS passages_id ON passages (document_id, page, number)",
     "CREATE INDEX IF NOT EXISTS passages_collection ON passages (collection_id)",
-    """CREATE VIRTUAL TABLE IF NOT EXISTS passages_fts USING fts5(
-    text, content='passages', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+    """CREATE TABLE IF NOT EXISTS index_sizes (
+    collection_id TEXT PRIMARY KEY,
+    passages INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    fresh INTEGER NOT NULL
+) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS index_words (
+    id INTEGER PRIMARY KEY,
+    collection_id TEXT NOT NULL,
+    word TEXT NOT NULL,
+    passages INTEGER NOT NULL
 )""",
-    """CREATE TRIGGER IF NOT EXISTS passages_indexed AFTER INSERT ON passages BEGIN
-    INSERT INTO passages_fts (rowid, text) VALUES (new.id, new.text);
-END""",
-    """CREATE TRIGGER IF NOT EXISTS passages_unindexed AFTER DELETE ON passages BEGIN
-    INSERT INTO passages_fts (passages_fts, rowid, text) VALUES ('delete', old.id, old.text);
-END""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS index_words_word ON index_words (collection_id, word)",
+    """CREATE TABLE IF NOT EXISTS index_postings (
+    word_id INTEGER NOT NULL,
+    weight REAL NOT NULL,
+    passage_id INTEGER NOT NULL,
+    PRIMARY KEY (word_id, weight DESC, passage_id DESC)
+) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS index_fresh (
+    word_id INTEGER NOT NULL,
+    weight REAL NOT NULL,
+    passage_id INTEGER NOT NULL,
+    PRIMARY KEY (word_id, weight DESC, passage_id DESC)
+) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS index_passages (
+    passage_id INTEGER PRIMARY KEY,
+    collection_id TEXT NOT NULL,
+    length INTEGER NOT NULL,
+    average REAL NOT NULL,
+    words BLOB NOT NULL,
+    counts BLOB NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS index_passages_collection ON index_passages (collection_id)",
+)
+# Files written before that index held SQLite's FTS5 index of the passages (and the triggers that
+# kept it): dropped, and their passages indexed anew (`migrate`).
+_FTS5 = (
+    "DROP TRIGGER IF EXISTS passages_indexed",
+    "DROP TRIGGER IF EXISTS passages_unindexed",
+    "DROP TABLE IF EXISTS passages_fts",
 )
 # A tenant's assistants (app/store/assistant_base.py): an id is unique within its tenant.
 _ASSISTANTS = (
@@ -104,7 +139,8 @@ WHERE {OPEN} AND events.type IN ({", ".join(f"'{t}'" for t in TERMINAL)})
 
 def migrate(conn: sqlite3.Connection) -> None:
     """The tables (the collections' with their full-text index, the assistants'), their added
-    columns and indexes, and the ends of runs logged without their status. Idempotent."""
+    columns and indexes, the passages the index lacks indexed, and the ends of runs logged
+    without their status. Idempotent."""
     for statement in _SCHEMA:
         conn.execute(statement)
     have = {row["name"] for row in conn.execute("PRAGMA table_info(runs)").fetchall()}
@@ -113,8 +149,11 @@ def migrate(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
     conn.execute(_TENANT_INDEX)
     conn.execute(_THREAD_INDEX)
-    for statement in (*_COLLECTIONS, *_ASSISTANTS):
+    for statement in (*_COLLECTIONS, *_ASSISTANTS, *_FTS5):
         conn.execute(statement)
+    indexed = run_plan(conn, reindex(INDEX))
+    if indexed:
+        logger.info("store: %d documents' passages indexed", indexed)
     _end_logged_runs(conn)
 
 

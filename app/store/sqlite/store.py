@@ -58,21 +58,23 @@ class SqliteRunStore:
         if disk is not None:
             disk.open()
         writer = await BatchWriter.open(path, BUSY_TIMEOUT_MS)
-        readers: list[aiosqlite.Connection] = []
+        reader: aiosqlite.Connection | None = None
+        searchers: list[sqlite3.Connection] = []
         try:
             await writer.write(migrate)
-            for _ in range(1 + SEARCHERS):
-                reader = await aiosqlite.connect(path, isolation_level=None)
-                readers.append(reader)
-                reader.row_factory = aiosqlite.Row
-                await reader.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-                await reader.execute(f"PRAGMA mmap_size={SEARCH_MMAP_BYTES}")
+            reader = await aiosqlite.connect(path, isolation_level=None)
+            reader.row_factory = aiosqlite.Row
+            await reader.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            for _ in range(SEARCHERS):
+                searchers.append(_searcher(path))
         except BaseException:
-            for reader in readers:
+            for searcher in searchers:
+                searcher.close()
+            if reader is not None:
                 await reader.close()
             await writer.close()
             raise
-        db = SqliteDb(writer, readers[0], disk, searchers=readers[1:])
+        db = SqliteDb(writer, reader, searchers, disk)
         return cls(db, collection_limits)
 
     @property
@@ -94,3 +96,13 @@ class SqliteRunStore:
 
     async def close(self) -> None:
         await self._db.close()
+
+
+def _searcher(path: Path) -> sqlite3.Connection:
+    """A connection for searches, used by one thread at a time (`SqliteDb.search`), reading
+    the file's pages where they are mapped (`SEARCH_MMAP_BYTES`)."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA mmap_size={SEARCH_MMAP_BYTES}")
+    return conn

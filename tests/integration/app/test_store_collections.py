@@ -30,9 +30,9 @@ from app.store.collection_base import (
     NewDocument,
     QuotaExceeded,
 )
+from app.store.passage_index import WHOLE
 from app.store.postgres.store import PostgresRunStore
 from app.store.protocols import RunStore
-from app.store.query_words import CANDIDATES
 from app.store.sqlite.db import SEARCHERS
 from app.store.sqlite.store import SqliteRunStore
 from testkit.pdfs import text_pdf
@@ -378,12 +378,12 @@ async def test_the_passage_holding_more_of_the_query_words_ranks_first(store: Ru
     assert hits[0].score > hits[1].score
 
 
-async def test_a_common_word_in_more_passages_than_a_search_ranks_leaves_the_rare_one_first(
+async def test_a_common_word_in_more_passages_than_a_search_reads_leaves_the_rare_one_first(
     store: RunStore,
 ) -> None:
     collection = await _collection(store)
-    filler = [Passage(None, n, None, f"Herons wait number {n}.") for n in range(1, CANDIDATES + 2)]
-    rare = Passage(None, CANDIDATES + 2, None, "Herons wait beside the kingfisher.")
+    filler = [Passage(None, n, None, f"Herons wait number {n}.") for n in range(1, WHOLE + 2)]
+    rare = Passage(None, WHOLE + 2, None, "Herons wait beside the kingfisher.")
     await store.collections.add_document("alice", _made(collection.id, [*filler, rare]))
 
     both = await store.collections.search("alice", [collection.id], "kingfisher herons", 3)
@@ -447,3 +447,34 @@ async def test_on_sqlite_searches_have_connections_of_their_own(tmp_path: Path) 
 
     assert read is not None
     assert [hit.text for hit in found] == ["Tails."]
+
+
+async def test_on_sqlite_a_cancelled_search_gives_its_searcher_back(tmp_path: Path) -> None:
+    """Searches cancelled while they wait for a searcher or while their steps run in its
+    thread: every searcher is lent again, so as many searches as there are searchers, and
+    more, still finish."""
+    store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
+    try:
+        collection = await _collection(store)
+        await store.collections.add_document("alice", _text(collection.id, "# Comets\n\nTails."))
+        for delay in (0.0, 0.0005, 0.001, 0.002, 0.005) * 4:
+            started = asyncio.create_task(
+                store.collections.search("alice", [collection.id], "tails", 5)
+            )
+            await asyncio.sleep(delay)
+            started.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await started
+        found = await asyncio.wait_for(
+            asyncio.gather(
+                *(
+                    store.collections.search("alice", [collection.id], "tails", 5)
+                    for _ in range(SEARCHERS + 2)
+                )
+            ),
+            10,
+        )
+    finally:
+        await store.close()
+
+    assert [[hit.text for hit in hits] for hits in found] == [["Tails."]] * (SEARCHERS + 2)
