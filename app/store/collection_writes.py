@@ -29,7 +29,7 @@ from app.store.collection_reads import (
     document_record,
     passage_hit,
 )
-from app.store.passage_index import DocumentWords, IndexSql, Plan, search
+from app.store.passage_index import DocumentWords, IndexSql, Plan, index_document, search
 from app.store.query_words import query_terms
 from app.store.reads import DbT, Row
 from tools.documents.passages import Passage
@@ -88,6 +88,20 @@ class WriteSql:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentWrite:
+    """What adding a document writes: its record, its passages' rows (`passage_rows`) and
+    their words, counted for the index."""
+
+    record: DocumentRecord
+    passages: list[tuple[Any, ...]]
+    words: DocumentWords
+
+    def index(self, sql: IndexSql) -> Plan[None]:
+        """The steps that index the passages, once their rows are written."""
+        return index_document(sql, self.record.collection_id, self.record.id, self.words)
+
+
 class CollectionStore(CollectionReads[DbT], ABC):
     """`Collections` but each dialect's transactions and ranking: the reads, the refusals (a
     name taken, a document over the limits, checked before its transaction), what adding a
@@ -113,23 +127,18 @@ class CollectionStore(CollectionReads[DbT], ABC):
         record = document.record()
         # The words are counted off the event loop: a large document's take a while.
         words = await asyncio.to_thread(DocumentWords.of, document.passages)
-        same = await self._add(tenant, record, passage_rows(record, document.passages), words)
+        rows = passage_rows(record, document.passages)
+        same = await self._add(tenant, DocumentWrite(record, rows, words))
         if same is not None:
             return AddedDocument(document_record(same), created=False)
         return AddedDocument(record, created=True)
 
     @abstractmethod
-    async def _add(
-        self,
-        tenant: str | None,
-        record: DocumentRecord,
-        passages: list[tuple[Any, ...]],
-        words: DocumentWords,
-    ) -> Row | None:
+    async def _add(self, tenant: str | None, document: DocumentWrite) -> Row | None:
         """In one transaction: the row of the collection's document of the same content
         (`same_content`), or, when it holds none, None and the document stored with its
-        passages (the rows of `passage_rows`) and their index (`index_document` of `words`).
-        Raises `CollectionNotFound`, or what `_check_room` raises, and stores nothing."""
+        passages and their index. Raises `CollectionNotFound`, or what `_check_room` raises,
+        and stores nothing."""
 
     def _check_room(self, used: int, record: DocumentRecord) -> None:
         """Raises `QuotaExceeded` when the document would take its tenant's `used` bytes over

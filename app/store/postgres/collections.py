@@ -16,14 +16,11 @@ from app.store.collection_base import (
     CollectionInUse,
     CollectionNotFound,
     CollectionRecord,
-    DocumentRecord,
 )
-from app.store.collection_writes import CollectionStore, WriteSql, document_row
+from app.store.collection_writes import CollectionStore, DocumentWrite, WriteSql, document_row
 from app.store.passage_index import (
-    DocumentWords,
     IndexSql,
     Plan,
-    index_document,
     unindex_document,
 )
 from app.store.postgres.db import CALL_TIMEOUT_S, OPEN, PostgresDb, run_plan
@@ -76,13 +73,8 @@ class PostgresCollections(CollectionStore[PostgresDb]):
 
     _index = INDEX
 
-    async def _add(
-        self,
-        tenant: str | None,
-        record: DocumentRecord,
-        passages: list[tuple[Any, ...]],
-        words: DocumentWords,
-    ) -> Row | None:
+    async def _add(self, tenant: str | None, document: DocumentWrite) -> Row | None:
+        record, passages = document.record, document.passages
         bound = CALL_TIMEOUT_S + len(passages) / MIN_PASSAGES_PER_S
         async with self._db.connection(bound) as conn, conn.transaction():
             await _lock(conn, tenant)
@@ -100,9 +92,7 @@ class PostgresCollections(CollectionStore[PostgresDb]):
             async with conn.cursor() as cur, cur.copy(COPY_PASSAGES) as copy:
                 for passage in passages:
                     await copy.write_row(passage)
-            await run_plan(
-                conn, index_document(self._index, record.collection_id, record.id, words)
-            )
+            await run_plan(conn, document.index(self._index))
         return None
 
     async def delete_document(

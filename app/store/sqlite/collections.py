@@ -15,19 +15,17 @@ from app.store.collection_base import (
     CollectionInUse,
     CollectionNotFound,
     CollectionRecord,
-    DocumentRecord,
 )
 from app.store.collection_writes import (
     CollectionStore,
+    DocumentWrite,
     WriteSql,
     collection_row,
     document_row,
 )
 from app.store.passage_index import (
-    DocumentWords,
     IndexSql,
     Plan,
-    index_document,
     unindex_document,
 )
 from app.store.reads import Row
@@ -73,13 +71,8 @@ class SqliteCollections(CollectionStore[SqliteDb]):
 
         return await self._db.write(write)
 
-    async def _add(
-        self,
-        tenant: str | None,
-        record: DocumentRecord,
-        passages: list[tuple[Any, ...]],
-        words: DocumentWords,
-    ) -> Row | None:
+    async def _add(self, tenant: str | None, document: DocumentWrite) -> Row | None:
+        record = document.record
         values = document_row(record, record.created_at.isoformat())
 
         def write(conn: sqlite3.Connection) -> Row | None:
@@ -91,8 +84,8 @@ class SqliteCollections(CollectionStore[SqliteDb]):
             used = row(conn, _SQL.used_bytes, (tenant,))
             self._check_room(int(used["n"]) if used else 0, record)
             conn.execute(_SQL.insert_document, values)
-            conn.executemany(_SQL.insert_passage, passages)
-            run_plan(conn, index_document(self._index, record.collection_id, record.id, words))
+            conn.executemany(_SQL.insert_passage, document.passages)
+            run_plan(conn, document.index(self._index))
             return None
 
         return await self._db.write(write, "new")
