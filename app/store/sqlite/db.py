@@ -152,12 +152,22 @@ class SqliteDb:
         )
 
     async def close(self) -> None:
+        """Close the connections, the searchers once the searches in flight are done with
+        them (waiting at most the busy timeout). A search asked for later fails as on any
+        closed connection."""
         try:
             await self._writer.close()
         finally:
             await self._reader.close()
+            held = []
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(BUSY_TIMEOUT_MS / 1000):
+                    for _ in self._searchers:
+                        held.append(await self._free.borrow())
             for searcher in self._searchers:
                 searcher.close()
+            for searcher in held:
+                self._free.give_back(searcher)
 
 
 def now() -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -478,3 +479,18 @@ async def test_on_sqlite_a_cancelled_search_gives_its_searcher_back(tmp_path: Pa
         await store.close()
 
     assert [[hit.text for hit in hits] for hits in found] == [["Tails."]] * (SEARCHERS + 2)
+
+
+async def test_on_sqlite_closing_lets_a_search_in_flight_finish(tmp_path: Path) -> None:
+    store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
+    collection = await _collection(store)
+    await store.collections.add_document("alice", _text(collection.id, "# Comets\n\nTails."))
+    search = asyncio.create_task(store.collections.search("alice", [collection.id], "tails", 5))
+    await asyncio.sleep(0)  # the search has its searcher
+
+    await asyncio.wait_for(store.close(), 10)
+    hits = await asyncio.wait_for(search, 10)
+
+    assert [hit.text for hit in hits] == ["Tails."]
+    with pytest.raises(sqlite3.ProgrammingError):
+        await asyncio.wait_for(store.collections.search("alice", [collection.id], "tails", 5), 10)
