@@ -115,7 +115,13 @@ class SqliteDb:
         except BaseException:
             self._free.give_back(searcher)
             raise
-        work.add_done_callback(lambda _: self._free.give_back(searcher))
+
+        def done(finished: asyncio.Future[T]) -> None:
+            if not finished.cancelled():
+                finished.exception()  # seen, though the caller may have stopped waiting
+            self._free.give_back(searcher)
+
+        work.add_done_callback(done)
         return await asyncio.shield(work)
 
     async def write(self, write: Callable[[sqlite3.Connection], T], kind: WriteKind = "other") -> T:
