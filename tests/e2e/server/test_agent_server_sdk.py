@@ -34,6 +34,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         start_timeout_s=180,
         LATS_API_KEYS="one:k1,two:k2",
         LATS_SSE_HEARTBEAT_S="1",
+        # Not a test of a key's rate: on a quiet machine this module's requests, one server
+        # for all of them, come faster than the default 20 a second (burst 40).
+        LATS_KEY_RPS="1000",
+        LATS_KEY_BURST="1000",
     ) as process:
         yield process
     log = process.log()  # killed
