@@ -54,7 +54,8 @@ BEST = 100
 RESCORED = 300
 """How many of the best-guessed passages are scored exactly."""
 CHUNK = 500
-"""Words upserted in one statement on SQLite (3 values each; its bound is 32,766)."""
+"""Rows named in one statement: words upserted on SQLite (3 values each; its bound is 32,766),
+passage ids."""
 _INDEXED = "passage_id, collection_id, length, average, words, counts"
 MERGE_AT = 500_000
 """A collection's postings written since the last merge that have the next write merge them."""
@@ -101,7 +102,7 @@ class IndexSql:
     insert_passage: str
     copy_passages: str
     indexed: str  # a document's passages' index rows
-    orphans: str  # the index rows of passages that are gone
+    orphans: str  # the ids of index rows whose passage is gone
     delete_posting: tuple[str, ...]  # a posting, from each postings table
     take_word: str  # a word id's passages count lowered
     drop_word: str  # a word id removed once no passage holds it
@@ -167,7 +168,8 @@ class IndexSql:
                 f" (SELECT id FROM {d.passages} WHERE document_id = ?)"
             ),
             orphans=(
-                f"SELECT {_INDEXED} FROM {indexed} i WHERE NOT EXISTS"
+                # Ids only: the scan reads a narrow index, not the rows' blobs.
+                f"SELECT i.passage_id FROM {indexed} i WHERE NOT EXISTS"
                 f" (SELECT 1 FROM {d.passages} p WHERE p.id = i.passage_id)"
             ),
             delete_posting=tuple(
@@ -256,9 +258,10 @@ class IndexSql:
             f" GROUP BY passage_id ORDER BY guess DESC, passage_id LIMIT {m}"
         )
 
-    def candidates(self, n: int) -> str:
+    def passages(self, n: int) -> str:
+        """The index rows of `n` passage ids."""
         return (
-            f"SELECT passage_id, length, words, counts FROM {self.dialect.index_passages}"
+            f"SELECT {_INDEXED} FROM {self.dialect.index_passages}"
             f" WHERE passage_id IN ({self._marks(n)})"
         )
 
@@ -293,10 +296,6 @@ class DocumentWords:
         """Of stored passages' rows (`page`, `number`, `text`)."""
         return cls.of([Passage(int(r["page"]), int(r["number"]), None, r["text"]) for r in rows])
 
-    @property
-    def length(self) -> int:
-        return sum(sum(c.values()) for c in self.counts)
-
 
 def index_document(
     sql: IndexSql, collection_id: str, document_id: str, words: DocumentWords
@@ -308,16 +307,17 @@ def index_document(
         (int(r["page"]), int(r["number"])): int(r["id"])
         for r in (yield Step(sql.passage_ids, (document_id,)))
     }
-    written = sum(len(c) for c in words.counts) if sql.merge else 0  # fresh postings
-    (size,) = yield Step(sql.add_size, (collection_id, len(words.counts), words.length, written))
+    sizes = np.array([len(c) for c in words.counts], np.int64)  # words a passage holds
+    lengths = np.array([sum(c.values()) for c in words.counts], np.int64)
+    written = int(sizes.sum()) if sql.merge else 0  # fresh postings
+    added = (collection_id, len(words.counts), int(lengths.sum()), written)
+    (size,) = yield Step(sql.add_size, added)
     average = int(size["length"]) / max(int(size["passages"]), 1)
     # In the words' order, so that two writers to a collection lock its words in one order.
     word_ids: dict[str, int] = {}
     for step in sql.add_words(collection_id, sorted(words.held.items())):
         word_ids.update((str(r["word"]), int(r["id"])) for r in (yield step))
     passage_ids = np.array([ids[key] for key in words.keys], np.int64)
-    sizes = np.array([len(c) for c in words.counts], np.int64)
-    lengths = np.array([sum(c.values()) for c in words.counts], np.int64)
     owner = np.repeat(np.arange(len(sizes)), sizes)
     word_col = np.fromiter((word_ids[w] for c in words.counts for w in c), np.int64, owner.size)
     counts = np.minimum(
@@ -393,7 +393,10 @@ def reindex(sql: IndexSql) -> Plan[int]:
     gone taken out, and every document with a passage the index lacks (a store written before
     the index, or whose tables were changed by hand) indexed anew, its index rows removed, then
     written whole. How many documents it indexed."""
-    yield from _unindex((yield Step(sql.orphans)), sql)
+    orphans = [int(r["passage_id"]) for r in (yield Step(sql.orphans))]
+    for start in range(0, len(orphans), CHUNK):
+        chunk = tuple(orphans[start : start + CHUNK])
+        yield from _unindex((yield Step(sql.passages(len(chunk)), chunk)), sql)
     documents = [r["document_id"] for r in (yield Step(sql.unindexed))]
     for document_id in documents:
         yield from unindex_document(sql, document_id)
@@ -435,7 +438,7 @@ def search(
     guessed = yield Step(sql.guesses(len(lists)), (*args, max(RESCORED, k)))
     if not guessed:
         return []
-    rows = yield Step(sql.candidates(len(guessed)), tuple(int(r["passage_id"]) for r in guessed))
+    rows = yield Step(sql.passages(len(guessed)), tuple(int(r["passage_id"]) for r in guessed))
     candidates = [
         Candidate(int(r["passage_id"]), int(r["length"]), bytes(r["words"]), bytes(r["counts"]))
         for r in rows

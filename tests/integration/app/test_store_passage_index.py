@@ -141,7 +141,7 @@ async def _index_rows(store: RunStore, collection_id: str) -> dict[str, object]:
             f"SELECT COUNT(*) AS n FROM {table} WHERE"
             f" (word_id NOT IN (SELECT id FROM {d.index_words})"
             f" OR passage_id NOT IN (SELECT id FROM {d.passages}))"
-            for table in dict.fromkeys(db_tables(store))
+            for table in store.collections._index.tables  # type: ignore[attr-defined]
         ),
     }
     found: dict[str, object] = {}
@@ -153,16 +153,6 @@ async def _index_rows(store: RunStore, collection_id: str) -> dict[str, object]:
     )
     found["size"] = None if size is None else (int(size["passages"]), int(size["length"]))
     return found
-
-
-def db_tables(store: RunStore) -> list[str]:
-    """The store's postings tables: the fresh ones are SQLite's alone."""
-    d = store._db.dialect  # type: ignore[attr-defined]
-    return (
-        [d.index_postings, d.index_fresh]
-        if isinstance(store, SqliteRunStore)
-        else [d.index_postings]
-    )
 
 
 async def test_a_sqlite_file_written_with_fts5_is_indexed_when_opened(tmp_path: Path) -> None:
