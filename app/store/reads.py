@@ -8,7 +8,7 @@ writes."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -50,24 +50,12 @@ class Dialect:
 
     @classmethod
     def named(cls, prefix: str, *, same: str, no_limit: int | None) -> Dialect:
-        """The dialect whose tables are named for their concern after `prefix`."""
-        return cls(
-            runs=f"{prefix}runs",
-            events=f"{prefix}events",
-            threads=f"{prefix}threads",
-            commands=f"{prefix}commands",
-            collections=f"{prefix}collections",
-            documents=f"{prefix}documents",
-            passages=f"{prefix}passages",
-            assistants=f"{prefix}assistants",
-            index_sizes=f"{prefix}index_sizes",
-            index_words=f"{prefix}index_words",
-            index_postings=f"{prefix}index_postings",
-            index_fresh=f"{prefix}index_fresh",
-            index_passages=f"{prefix}index_passages",
-            same=same,
-            no_limit=no_limit,
-        )
+        """The dialect whose tables are named for their concern after `prefix`: every field
+        but the two spellings is a table, named `prefix` and the field's name."""
+        tables: dict[str, Any] = {
+            f.name: f"{prefix}{f.name}" for f in fields(cls) if f.name not in ("same", "no_limit")
+        }
+        return cls(**tables, same=same, no_limit=no_limit)
 
 
 class Reader(Protocol):
