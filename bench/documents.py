@@ -43,6 +43,7 @@ from app.store.collection_base import CollectionRecord, NewDocument
 from app.store.passage_index import BEST, RESCORED, WHOLE
 from app.store.postgres.store import PostgresRunStore
 from app.store.protocols import RunStore
+from app.store.sqlite.library import without_memory_statistics
 from app.store.sqlite.store import SqliteRunStore
 from bench.documents_report import goals
 from bench.documents_search import Search, as_search, latencies, mapped, mean_recall
@@ -182,6 +183,7 @@ async def run_documents(config: DocumentsConfig, work: Path) -> dict[str, Any]:
     loads["end"] = os.getloadavg()
     out["load_average"] = {k: [round(x, 2) for x in v] for k, v in loads.items()}
     out["cores"] = os.cpu_count()
+    out["sqlite_memory_statistics"] = "off" if without_memory_statistics() else "on"
     # The store's bounds on a search's work (app/store/passage_index.py).
     out["index"] = {"whole": WHOLE, "best": BEST, "rescored": RESCORED}
     out["goals"] = goals(out)

@@ -139,6 +139,15 @@ def _queued(data: dict[str, Any]) -> list[str]:
             f"({levels[-1]} searches at once share the machine's {data.get('cores', '?')} cores, "
             "and their Python steps one interpreter lock). "
         )
+        statistics = data.get("sqlite_memory_statistics")
+        if statistics is not None:
+            queued += (
+                f"SQLite's memory statistics were {statistics} in the process "
+                "(app/store/sqlite/library.py: with them on, every allocation takes one "
+                "process-wide mutex, and two searches at once ran hardly faster than one), and "
+                "a search's candidates come back packed in one row, not a row each (a thread "
+                "reading rows takes the interpreter's lock back after each). "
+            )
     index = data.get("index")
     if index is None:
         return [queued, ""] if queued else []

@@ -17,7 +17,7 @@ The tables (each dialect's schema.py creates them, under its table names):
   `index_postings` in key order, one pass over it. A search reads both. (SQLite's: Postgres
   writes to `index_postings` straight away, its shared buffers taking the scattered inserts.)
 - `index_passages`: per passage, its length in words, the average length it was weighed by, and
-  its words' ids and counts (app/store/ranking.py `Candidate`): what a search scores exactly and
+  its words' ids and counts (app/store/ranking.py `Candidates`): what a search scores exactly and
   a deletion takes back out.
 
 A search reads, for each of the query's words, every passage holding it when few do (`WHOLE`),
@@ -43,7 +43,16 @@ from typing import Any, TypeVar
 import numpy as np
 
 from app.store.query_words import passage_words
-from app.store.ranking import COUNTS, MAX_COUNT, TERM_IDS, Candidate, idf, impacts, scores
+from app.store.ranking import (
+    COUNTS,
+    MAX_COUNT,
+    TERM_IDS,
+    Candidates,
+    best,
+    idf,
+    impacts,
+    scores,
+)
 from app.store.reads import Dialect, Row
 from tools.documents.passages import Passage
 
@@ -241,10 +250,16 @@ class IndexSql:
             f" AND word IN ({self._marks(words)})"
         )
 
-    def guesses(self, lists: int) -> str:
+    def candidates(self, lists: int) -> str:
         """The passages of `lists` word ids' postings, fresh and merged (for each word and
         table: the word's inverse document frequency, its id, how many of its passages to
-        read, best first), each with its guessed score, the best `?` of them."""
+        read, best first), the best `?` by their guessed scores, in one row
+        (`Candidates.of_packed`): their ids, their lengths, their words' ids and counts one
+        after another, and each one's number of words (as many as its counts' bytes halved).
+
+        One row, not a row a candidate: a thread that reads rows into Python takes the
+        interpreter's lock back after each one, and two searches reading theirs at once
+        spend more time handing it over than reading."""
         m = self.mark
         parts = " UNION ALL ".join(
             f"SELECT passage_id, weight * {m} AS part FROM (SELECT passage_id, weight"
@@ -253,9 +268,26 @@ class IndexSql:
             for i in range(lists)
             for t, table in enumerate(self.tables)
         )
-        return (
+        guessed = (
             f"SELECT passage_id, SUM(part) AS guess FROM ({parts}) AS found"
             f" GROUP BY passage_id ORDER BY guess DESC, passage_id LIMIT {m}"
+        )
+        if self.arrays:
+            ids, lengths = "array_agg(i.passage_id)", "array_agg(i.length)"
+            terms, counts = "string_agg(i.words, ''::bytea)", "string_agg(i.counts, ''::bytea)"
+            sizes = "array_agg(octet_length(i.counts))"
+        else:
+            ids, lengths = "group_concat(i.passage_id)", "group_concat(i.length)"
+            terms = "CAST(group_concat(i.words, '') AS BLOB)"
+            counts = "CAST(group_concat(i.counts, '') AS BLOB)"
+            sizes = "group_concat(length(i.counts))"
+        packed = (
+            f"{ids} AS ids, {lengths} AS lengths, {terms} AS terms, {counts} AS counts,"
+            f" {sizes} AS sizes"
+        )
+        return (
+            f"SELECT {packed} FROM ({guessed}) AS g"
+            f" JOIN {self.dialect.index_passages} i ON i.passage_id = g.passage_id"
         )
 
     def passages(self, n: int) -> str:
@@ -435,23 +467,13 @@ def search(
         for word_id, held in lists
         for x in (weights[word_id], word_id, held if held <= WHOLE else BEST) * len(sql.tables)
     )
-    guessed = yield Step(sql.guesses(len(lists)), (*args, max(RESCORED, k)))
-    if not guessed:
+    packed = yield Step(sql.candidates(len(lists)), (*args, max(RESCORED, k)))
+    candidates = Candidates.of_packed(packed[0])
+    top = best(candidates, scores(candidates, weights, average), k)
+    if not top:
         return []
-    rows = yield Step(sql.passages(len(guessed)), tuple(int(r["passage_id"]) for r in guessed))
-    candidates = [
-        Candidate(int(r["passage_id"]), int(r["length"]), bytes(r["words"]), bytes(r["counts"]))
-        for r in rows
-    ]
-    scored = scores(candidates, weights, average)
-    best = sorted(
-        ((float(s), c.passage_id) for s, c in zip(scored, candidates, strict=True) if s > 0),
-        key=lambda pair: (-pair[0], pair[1]),
-    )[:k]
-    if not best:
-        return []
-    score = {passage_id: s for s, passage_id in best}
-    found_rows = yield Step(sql.hits(len(best)), tuple(score))
+    score = dict(top)
+    found_rows = yield Step(sql.hits(len(top)), tuple(score))
     hits = [{**_row(r), "score": score[int(r["id"])]} for r in found_rows]
     return sorted(hits, key=lambda h: (-h["score"], int(h["id"])))
 

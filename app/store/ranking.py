@@ -18,9 +18,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from app.store.reads import Row
 
 K1 = 1.2
 B = 0.75
@@ -51,36 +54,83 @@ def impacts(
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
-    """A passage a search may return, as the index keeps it: its id, its length in words, and
-    its words' ids and counts (blobs of `TERM_IDS` and `COUNTS`)."""
+class Candidates:
+    """Passages a search may return, as the index keeps them, column by column: their ids,
+    their lengths in words, how many distinct words each holds, and all their words' ids and
+    counts one passage after another (the blobs of `TERM_IDS` and `COUNTS`, joined)."""
 
-    passage_id: int
-    length: int
+    ids: npt.NDArray[np.int64]
+    lengths: npt.NDArray[np.float64]
+    sizes: npt.NDArray[np.int64]
     terms: bytes
     counts: bytes
 
+    @classmethod
+    def of_rows(cls, rows: Sequence[Sequence[Any]]) -> Candidates:
+        """Of the index's rows of (passage id, length, words blob, counts blob)."""
+        return cls(
+            np.array([r[0] for r in rows], np.int64),
+            np.array([r[1] for r in rows], np.float64),
+            np.array([len(r[3]) // COUNTS.itemsize for r in rows], np.int64),
+            b"".join(bytes(r[2]) for r in rows),
+            b"".join(bytes(r[3]) for r in rows),
+        )
+
+    @classmethod
+    def of_packed(cls, row: Row) -> Candidates:
+        """Of one row packing those columns (app/store/passage_index.py `candidates`): the
+        `ids`, the `lengths` and each one's counts' bytes (`sizes`) as lists or as
+        comma-separated text, the `terms` and `counts` blobs joined; nulls when there are
+        none."""
+        return cls(
+            _numbers(row["ids"], np.int64),
+            _numbers(row["lengths"], np.float64),
+            _numbers(row["sizes"], np.int64) // COUNTS.itemsize,
+            bytes(row["terms"] or b""),
+            bytes(row["counts"] or b""),
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def _numbers(values: str | Sequence[int] | None, dtype: type[Any]) -> npt.NDArray[Any]:
+    if values is None:
+        return np.zeros(0, dtype)
+    if isinstance(values, str):
+        return np.array(values.split(","), np.int64).astype(dtype)
+    return np.array(values, dtype)
+
 
 def scores(
-    candidates: Sequence[Candidate], weights: Mapping[int, float], average: float
+    candidates: Candidates, weights: Mapping[int, float], average: float
 ) -> npt.NDArray[np.float64]:
     """Each candidate's BM25 score: `weights` gives each word id of the query its inverse
     document frequency (a word of several collections has an id in each); `average` is the
     average passage length of the collections searched."""
-    if not candidates or not weights:
+    if not len(candidates) or not weights:
         return np.zeros(len(candidates))
-    sizes = np.fromiter((len(c.counts) // COUNTS.itemsize for c in candidates), np.int64)
-    terms = np.frombuffer(b"".join(c.terms for c in candidates), TERM_IDS)
-    counts = np.frombuffer(b"".join(c.counts for c in candidates), COUNTS).astype(np.float64)
-    owner = np.repeat(np.arange(len(candidates)), sizes)
+    ends = np.cumsum(candidates.sizes)
+    terms = np.frombuffer(candidates.terms, TERM_IDS)
     wanted = np.fromiter(weights.keys(), np.int64)
     order = np.argsort(wanted)
     wanted, idfs = wanted[order], np.fromiter(weights.values(), np.float64)[order]
-    at = np.clip(np.searchsorted(wanted, terms), 0, len(wanted) - 1)
-    held = wanted[at] == terms
-    lengths = np.fromiter((c.length for c in candidates), np.float64)[owner[held]]
-    parts = idfs[at[held]] * impacts(counts[held], lengths, average)
+    held = np.flatnonzero(np.isin(terms, wanted))
+    owner = np.searchsorted(ends, held, side="right")
+    counts = np.frombuffer(candidates.counts, COUNTS)[held].astype(np.float64)
+    parts = idfs[np.searchsorted(wanted, terms[held])] * impacts(
+        counts, candidates.lengths[owner], average
+    )
     summed: npt.NDArray[np.float64] = np.bincount(
-        owner[held], weights=parts, minlength=len(candidates)
+        owner, weights=parts, minlength=len(candidates)
     ).astype(np.float64)
     return summed
+
+
+def best(
+    candidates: Candidates, scored: npt.NDArray[np.float64], k: int
+) -> list[tuple[int, float]]:
+    """The `k` candidates of the highest positive scores, as (id, score), the higher score first
+    and the lower id first between equal ones."""
+    order = np.lexsort((candidates.ids, -scored))[:k]
+    return [(int(candidates.ids[i]), float(scored[i])) for i in order if scored[i] > 0]

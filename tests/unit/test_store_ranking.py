@@ -9,17 +9,22 @@ import math
 import numpy as np
 import pytest
 
-from app.store.ranking import COUNTS, K1, TERM_IDS, B, Candidate, idf, impacts, scores
+from app.store.ranking import COUNTS, K1, TERM_IDS, B, Candidates, best, idf, impacts, scores
 
 
-def _candidate(passage_id: int, held: dict[int, int]) -> Candidate:
-    words = sorted(held)
-    return Candidate(
-        passage_id=passage_id,
-        length=sum(held.values()),
-        terms=np.array(words, TERM_IDS).tobytes(),
-        counts=np.array([held[w] for w in words], COUNTS).tobytes(),
-    )
+def _candidates(held: list[dict[int, int]], ids: list[int] | None = None) -> Candidates:
+    """Passages holding each word id of a `held` the times it gives (ids 0, 1, … unless
+    given), as rows of the index."""
+    rows = [
+        (
+            passage_id,
+            sum(words.values()),
+            np.array(sorted(words), TERM_IDS).tobytes(),
+            np.array([words[w] for w in sorted(words)], COUNTS).tobytes(),
+        )
+        for passage_id, words in zip(ids or range(len(held)), held, strict=True)
+    ]
+    return Candidates.of_rows(rows)
 
 
 def _by_formula(held: dict[int, int], weights: dict[int, float], average: float) -> float:
@@ -36,7 +41,7 @@ def test_each_candidate_scores_as_the_formula_word_by_word() -> None:
     weights = {9: 2.5, 1: 0.7, 40: 1.1}
     average = 4.5
 
-    found = scores([_candidate(i, h) for i, h in enumerate(held)], weights, average)
+    found = scores(_candidates(held), weights, average)
 
     expected = [_by_formula(h, weights, average) for h in held]
     assert found.tolist() == pytest.approx(expected, rel=1e-12)
@@ -45,8 +50,21 @@ def test_each_candidate_scores_as_the_formula_word_by_word() -> None:
 
 
 def test_no_candidates_or_no_words_score_nothing() -> None:
-    assert scores([], {1: 1.0}, 3.0).tolist() == []
-    assert scores([_candidate(7, {1: 1})], {}, 3.0).tolist() == [0.0]
+    assert scores(_candidates([]), {1: 1.0}, 3.0).tolist() == []
+    assert scores(_candidates([{1: 1}], [7]), {}, 3.0).tolist() == [0.0]
+
+
+def test_the_best_are_the_highest_positive_scores_the_lower_id_first_between_equals() -> None:
+    held = [{1: 1}, {2: 1}, {1: 1}, {3: 1}, {1: 3}]
+    candidates = _candidates(held, [40, 30, 20, 10, 50])
+    scored = scores(candidates, {1: 1.0, 3: 2.0}, 1.0)
+
+    ranked = best(candidates, scored, 4)
+
+    assert [passage_id for passage_id, _ in ranked] == [10, 50, 20, 40]
+    assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
+    assert best(candidates, scored, 10)[-1][0] == 40  # 30 holds no word of the query
+    assert best(candidates, scored, 0) == []
 
 
 def test_a_rarer_word_weighs_more_and_weights_never_go_negative() -> None:
@@ -75,3 +93,29 @@ def test_weights_computed_again_from_the_same_numbers_are_the_same_bits() -> Non
     ]
 
     assert together.tobytes() == np.array(apart).tobytes()
+
+
+def test_a_packed_row_reads_as_the_rows_it_packs_on_both_dialects() -> None:
+    """SQLite packs numbers as comma-separated text, Postgres as arrays; none packs as nulls."""
+    held = [{3: 2, 8: 1}, {1: 1}, {2: 4, 3: 1, 9: 1}]
+    rows = _candidates(held, [11, 12, 13])
+    terms, counts = rows.terms, rows.counts
+    sqlite = {
+        "ids": "11,12,13",
+        "lengths": "3,1,6",
+        "terms": terms,
+        "counts": counts,
+        "sizes": "4,2,6",
+    }
+    postgres = {**sqlite, "ids": [11, 12, 13], "lengths": [3, 1, 6], "sizes": [4, 2, 6]}
+    weights = {3: 1.5, 9: 0.5}
+
+    for packed in (Candidates.of_packed(sqlite), Candidates.of_packed(postgres)):
+        assert packed.ids.tolist() == [11, 12, 13]
+        assert packed.sizes.tolist() == [2, 1, 3]
+        assert scores(packed, weights, 3.0).tolist() == scores(rows, weights, 3.0).tolist()
+    none = dict.fromkeys(("ids", "lengths", "terms", "counts", "sizes"))
+    assert len(Candidates.of_packed(none)) == 0
+    assert (
+        best(Candidates.of_packed(none), scores(Candidates.of_packed(none), weights, 3.0), 5) == []
+    )

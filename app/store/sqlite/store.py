@@ -20,6 +20,7 @@ from app.store.sqlite.db import BUSY_TIMEOUT_MS, SEARCH_MMAP_BYTES, SEARCHERS, S
 from app.store.sqlite.deliveries import SqliteDeliveries
 from app.store.sqlite.events import SqliteEvents
 from app.store.sqlite.leases import SqliteLeases
+from app.store.sqlite.library import without_memory_statistics
 from app.store.sqlite.runs import SqliteRuns
 from app.store.sqlite.schema import migrate
 from app.store.sqlite.threads import SqliteThreads
@@ -53,6 +54,7 @@ class SqliteRunStore:
         """The store in the SQLite file `path`; with `reserve_bytes`, a reserve of that many
         bytes is kept beside it for a full disk (app/store/disk.py); its collections held to
         `collection_limits` (the defaults without)."""
+        without_memory_statistics()
         path.parent.mkdir(parents=True, exist_ok=True)
         disk = DiskSpace(path.parent, reserve_bytes) if reserve_bytes is not None else None
         if disk is not None:
