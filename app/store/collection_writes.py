@@ -29,7 +29,8 @@ from app.store.collection_reads import (
     document_record,
     passage_hit,
 )
-from app.store.passage_index import DocumentWords, IndexSql, Plan, index_document, search
+from app.store.index_sql import IndexSql, Plan
+from app.store.passage_index import DocumentWords, index_document, search
 from app.store.query_words import query_terms
 from app.store.reads import DbT, Row
 from tools.documents.passages import Passage

@@ -23,14 +23,8 @@ from psycopg.rows import dict_row
 from app.store.collection_base import CollectionRecord, DocumentRecord
 from app.store.collection_reads import DOCUMENT_COLUMNS, collection_record, document_record
 from app.store.collection_writes import WriteSql, collection_row, document_row
-from app.store.passage_index import (
-    DocumentWords,
-    IndexSql,
-    Plan,
-    Step,
-    index_document,
-    run_steps,
-)
+from app.store.index_sql import IndexSql, Plan, Step, run_steps
+from app.store.passage_index import DocumentWords, index_document
 from app.store.postgres.collections import COPY_PASSAGES
 from app.store.postgres.collections import INDEX as POSTGRES_INDEX
 from app.store.postgres.db import PostgresDb, run_plan

@@ -78,7 +78,7 @@ class Candidates:
 
     @classmethod
     def of_packed(cls, row: Row) -> Candidates:
-        """Of one row packing those columns (app/store/passage_index.py `candidates`): the
+        """Of one row packing those columns (app/store/index_sql.py `IndexSql.candidates`): the
         `ids`, the `lengths` and each one's counts' bytes (`sizes`) as lists or as
         comma-separated text, the `terms` and `counts` blobs joined; nulls when there are
         none."""

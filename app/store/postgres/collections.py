@@ -18,11 +18,8 @@ from app.store.collection_base import (
     CollectionRecord,
 )
 from app.store.collection_writes import CollectionStore, DocumentWrite, WriteSql, document_row
-from app.store.passage_index import (
-    IndexSql,
-    Plan,
-    unindex_document,
-)
+from app.store.index_sql import IndexSql, Plan
+from app.store.passage_index import unindex_document
 from app.store.postgres.db import CALL_TIMEOUT_S, OPEN, PostgresDb, run_plan
 from app.store.reads import Row
 
@@ -35,7 +32,7 @@ COPY_PASSAGES = (
 )
 _LOCK = "SELECT pg_advisory_xact_lock(hashtext('lats_collections'), hashtext(%s))"
 INDEX = IndexSql.of(PostgresDb.dialect, "%s", staged=False, arrays=True)
-"""The full-text index's statements on Postgres (app/store/passage_index.py)."""
+"""The full-text index's statements on Postgres (app/store/index_sql.py)."""
 _SQL = WriteSql.of(INDEX)
 # An unfinished run that lists the collection among its parameters' collection ids.
 _IN_USE = (

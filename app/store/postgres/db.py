@@ -24,7 +24,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from agents.result import RunResult
 from app.store.base import UNFINISHED, RunRecord, StoreUnavailable
-from app.store.passage_index import Plan, Step, run_steps
+from app.store.index_sql import Plan, Step, run_steps
 from app.store.reads import Dialect, Row, run_record
 
 EVENTS_CHANNEL = "lats_events"
@@ -100,7 +100,7 @@ def jsonb(result: RunResult | None) -> Jsonb | None:
 
 
 async def run_plan(conn: AsyncConnection[Any], plan: Plan[T]) -> T:
-    """Run a plan's steps (app/store/passage_index.py) on `conn`, in its caller's transaction:
+    """Run a plan's steps (app/store/index_sql.py) on `conn`, in its caller's transaction:
     bulk rows by COPY where the step names one."""
 
     async def run(step: Step) -> list[dict[str, Any]]:

@@ -23,16 +23,13 @@ from app.store.collection_writes import (
     collection_row,
     document_row,
 )
-from app.store.passage_index import (
-    IndexSql,
-    Plan,
-    unindex_document,
-)
+from app.store.index_sql import IndexSql, Plan
+from app.store.passage_index import unindex_document
 from app.store.reads import Row
 from app.store.sqlite.db import OPEN, SqliteDb, row, run_plan
 
 INDEX = IndexSql.of(SqliteDb.dialect)
-"""The full-text index's statements on SQLite (app/store/passage_index.py)."""
+"""The full-text index's statements on SQLite (app/store/index_sql.py)."""
 _SQL = WriteSql.of(INDEX)
 # An unfinished run that lists the collection among its parameters' collection ids.
 _IN_USE = (

@@ -21,7 +21,7 @@ import aiosqlite
 from agents.result import RunResult
 from app.store.base import RunRecord, WebhookDelivery
 from app.store.disk import DiskSpace, WriteKind
-from app.store.passage_index import Plan
+from app.store.index_sql import Plan
 from app.store.reads import OPEN_SQL, Dialect, Row, run_record
 from app.store.sqlite_writer import BatchWriter
 
@@ -190,7 +190,7 @@ def row(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> sqlite3.Ro
 
 
 def run_plan(conn: sqlite3.Connection, plan: Plan[T]) -> T:
-    """Run a plan's steps (app/store/passage_index.py) on `conn`, in its caller's transaction."""
+    """Run a plan's steps (app/store/index_sql.py) on `conn`, in its caller's transaction."""
     try:
         step = next(plan)
         while True:
