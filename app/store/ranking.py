@@ -66,17 +66,6 @@ class Candidates:
     counts: bytes
 
     @classmethod
-    def of_rows(cls, rows: Sequence[Sequence[Any]]) -> Candidates:
-        """Of the index's rows of (passage id, length, words blob, counts blob)."""
-        return cls(
-            np.array([r[0] for r in rows], np.int64),
-            np.array([r[1] for r in rows], np.float64),
-            np.array([len(r[3]) // COUNTS.itemsize for r in rows], np.int64),
-            b"".join(bytes(r[2]) for r in rows),
-            b"".join(bytes(r[3]) for r in rows),
-        )
-
-    @classmethod
     def of_packed(cls, row: Row) -> Candidates:
         """Of one row packing those columns (app/store/index_sql.py `IndexSql.candidates`): the
         `ids`, the `lengths` and each one's counts' bytes (`sizes`) as lists or as

@@ -14,17 +14,17 @@ from app.store.ranking import COUNTS, K1, TERM_IDS, B, Candidates, best, idf, im
 
 def _candidates(held: list[dict[int, int]], ids: list[int] | None = None) -> Candidates:
     """Passages holding each word id of a `held` the times it gives (ids 0, 1, … unless
-    given), as rows of the index."""
-    rows = [
-        (
-            passage_id,
-            sum(words.values()),
-            np.array(sorted(words), TERM_IDS).tobytes(),
-            np.array([words[w] for w in sorted(words)], COUNTS).tobytes(),
-        )
-        for passage_id, words in zip(ids or range(len(held)), held, strict=True)
-    ]
-    return Candidates.of_rows(rows)
+    given), as the index keeps them: each one's words by id, with their counts."""
+    words = [sorted(h) for h in held]
+    return Candidates(
+        ids=np.array(ids if ids is not None else range(len(held)), np.int64),
+        lengths=np.array([sum(h.values()) for h in held], np.float64),
+        sizes=np.array([len(w) for w in words], np.int64),
+        terms=b"".join(np.array(w, TERM_IDS).tobytes() for w in words),
+        counts=b"".join(
+            np.array([h[x] for x in w], COUNTS).tobytes() for h, w in zip(held, words, strict=True)
+        ),
+    )
 
 
 def _by_formula(held: dict[int, int], weights: dict[int, float], average: float) -> float:

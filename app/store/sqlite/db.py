@@ -29,8 +29,9 @@ BUSY_TIMEOUT_MS = 30_000
 SEARCHERS = 3
 """Connections for full-text searches: as many searches run at once; more wait for one, first
 come first served. One more than a small machine's 2 cores: a search holds the interpreter's
-lock only part of its time, and at 8 concurrent searches 3 connections gave a p50 of 14.7 ms
-against 17.0 with 2 (4 and 8 no better than 3; docs/benchmarks.md §17)."""
+lock only part of its time: at 8 concurrent searches over 100,000 passages (the questions of
+docs/benchmarks.md §17), 3 connections gave a p50 of 14.7 ms against 17.0 with 2, and 4 or 8
+no better than 3."""
 SEARCH_MMAP_BYTES = 256 * 1024 * 1024
 """How much of the file the reading connections map into memory (`PRAGMA mmap_size`): a search
 then reads the index's pages where they lie instead of copying each into SQLite's cache, about a
