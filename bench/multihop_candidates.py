@@ -200,4 +200,40 @@ def chosen_lines(multihop: Mapping[str, Any], config: str, first_config: str) ->
                 for r, first in changed
             )
         )
-    return ["", text + "."]
+    return ["", text + ".", *_by_way(rows, first_rows)]
+
+
+def _by_way(
+    rows: Sequence[Mapping[str, Any]], first_rows: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> list[str]:
+    """Per way of choosing, the final answers against the first answers of the same runs: mean
+    differences in answer and supporting-fact F1, and the model calls spent past the first
+    answer."""
+    ways: dict[str, list[tuple[float, float, float]]] = {}
+    for r in rows:
+        first = first_rows.get((r["id"], r["corpus"]))
+        if first is not None:
+            ways.setdefault(r["chosen_by"], []).append(
+                (
+                    r["f1"] - first["f1"],
+                    r["sp_f1"] - first["sp_f1"],
+                    r["llm_calls"] - first["llm_calls"],
+                )
+            )
+    if not ways:
+        return []
+    parts = [
+        f"`{how}` on {len(diffs)}: answer F1 {fmean(d[0] for d in diffs):+.3f}, "
+        f"supporting-fact F1 {fmean(d[1] for d in diffs):+.3f}, "
+        f"{fmean(d[2] for d in diffs):.1f} calls"
+        for how, diffs in sorted(ways.items(), key=lambda item: -len(item[1]))
+    ]
+    return [
+        "",
+        "Against the first answer of the same run, by how the final answer was chosen (mean "
+        "differences, and the model calls spent after the first answer was ready): "
+        + "; ".join(parts)
+        + ". Where the first answer is kept (`first`), its supporting facts may still differ: "
+        "the final answer also carries the verified quotes of the other paths that reached the "
+        "same answer (agents/grounding/corroborate.py).",
+    ]

@@ -42,3 +42,7 @@ async def test_final_rows_list_each_answered_path_with_the_chosen_one_as_the_row
     counts = Counter(row["chosen_by"] for row in finals if row["config"] == "anytime")
     said = ", ".join(f"`{how}` {n}" for how, n in counts.most_common())
     assert f"How the `anytime` answers were chosen: {said}" in page
+    # Each way of choosing against the first answers of the same runs, with its question count.
+    by_way = next(line for line in page.splitlines() if line.startswith("Against the first"))
+    for how, n in counts.items():
+        assert f"`{how}` on {n}: answer F1 " in by_way
