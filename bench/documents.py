@@ -183,7 +183,8 @@ async def run_documents(config: DocumentsConfig, work: Path) -> dict[str, Any]:
     loads["end"] = os.getloadavg()
     out["load_average"] = {k: [round(x, 2) for x in v] for k, v in loads.items()}
     out["cores"] = os.cpu_count()
-    out["sqlite_memory_statistics"] = "off" if without_memory_statistics() else "on"
+    if "sqlite" in config.backends:  # decided when its store opened
+        out["sqlite_memory_statistics"] = "off" if without_memory_statistics() else "on"
     # The store's bounds on a search's work (app/store/passage_index.py).
     out["index"] = {"whole": WHOLE, "best": BEST, "rescored": RESCORED}
     out["goals"] = goals(out)

@@ -69,7 +69,7 @@ class IndexSql:
     unindexed: str  # documents with a passage the index lacks
     document_passages: str  # a document's collection, passages' page, number and text
     tables: tuple[str, ...]  # the postings tables a search reads
-    arrays: bool  # whether the dialect takes a list as an array parameter (Postgres)
+    arrays: bool  # whether the dialect has arrays: list parameters, array aggregates (Postgres)
     dialect: Dialect
     mark: str
 
@@ -80,7 +80,8 @@ class IndexSql:
         """`staged`: postings are written to the fresh table and merged (SQLite); without,
         straight to the postings (Postgres, whose shared buffers take a B-tree's scattered
         inserts and write back only what they must). `arrays`: the dialect takes lists as
-        array parameters (Postgres)."""
+        array parameters and packs a search's candidates with array aggregates (Postgres; without,
+        as comma-separated text: SQLite)."""
 
         def sql(text: str) -> str:
             return text.replace("?", mark)
