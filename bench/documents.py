@@ -44,6 +44,7 @@ from app.store.passage_index import BEST, RESCORED, WHOLE
 from app.store.postgres.store import PostgresRunStore
 from app.store.protocols import RunStore
 from app.store.sqlite.library import without_memory_statistics
+from app.store.sqlite.search_processes import SearchProcesses
 from app.store.sqlite.store import SqliteRunStore
 from bench.documents_report import goals
 from bench.documents_search import Search, as_search, latencies, mapped, mean_recall
@@ -162,7 +163,16 @@ async def run_documents(config: DocumentsConfig, work: Path) -> dict[str, Any]:
         searches: dict[str, Search] = {
             side.name: side.searcher(side.out["collection"], config.k) for side in sides
         }
+        processes = _search_processes(sides)
+        before = processes.answered if processes is not None else 0
         measured = await latencies(searches, queries, config.searchers, config.rounds)
+        if processes is not None:
+            # How many of SQLite's measured searches its search processes answered (the rest
+            # ran on its connections: none, unless a process was lost).
+            out["search_processes"] = {
+                "processes": processes.count,
+                "answered": processes.answered - before,
+            }
         for side in sides:
             side.out["latency"] = measured[side.name]
             logger.info("documents %s: latency %s", side.name, side.out["latency"])
@@ -189,6 +199,13 @@ async def run_documents(config: DocumentsConfig, work: Path) -> dict[str, Any]:
     out["index"] = {"whole": WHOLE, "best": BEST, "rescored": RESCORED}
     out["goals"] = goals(out)
     return out
+
+
+def _search_processes(sides: list[_Side]) -> SearchProcesses | None:
+    for side in sides:
+        if isinstance(side.store, SqliteRunStore):
+            return side.store.search_processes
+    return None
 
 
 def _no_tool(runtime: Any) -> Any:

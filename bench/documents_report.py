@@ -133,12 +133,28 @@ def _queued(data: dict[str, Any]) -> list[str]:
     if sqlite is not None and len(levels) > 1:
         alone = sqlite["latency"]["questions"][levels[0]]["p50_ms"]
         busy = sqlite["latency"]["questions"][levels[-1]]["p50_ms"]
+        processes = data.get("search_processes")
+        if processes is None:
+            waits = f"one of the {SEARCHERS} searching connections"
+            shared = "and their Python steps one interpreter lock"
+        else:
+            waits = f"one of the {processes['processes']} search processes"
+            shared = "each process its own interpreter"
         queued = (
-            f"At {levels[-1]} searchers a SQLite search waits for one of the {SEARCHERS} "
-            f"searching connections: its p50 is {busy / alone:.1f} times its p50 at {levels[0]} "
-            f"({levels[-1]} searches at once share the machine's {data.get('cores', '?')} cores, "
-            "and their Python steps one interpreter lock). "
+            f"At {levels[-1]} searchers a SQLite search waits for {waits}: its p50 is "
+            f"{busy / alone:.1f} times its p50 at {levels[0]} ({levels[-1]} searches at once "
+            f"share the machine's {data.get('cores', '?')} cores, {shared}). "
         )
+        if processes is not None:
+            searched = sum(
+                level["n"] for kind in sqlite["latency"].values() for level in kind.values()
+            )
+            queued += (
+                f"The search processes answered {processes['answered']:,} of SQLite's "
+                f"{searched:,} measured searches and the warm-up pass before them (a search "
+                "runs on the store's own connections only until a process is ready, or when "
+                "one is lost). "
+            )
         statistics = data.get("sqlite_memory_statistics")
         if statistics is not None:
             queued += (
@@ -160,6 +176,20 @@ def _queued(data: dict[str, Any]) -> list[str]:
         "query's words whatever the collection's size.",
         "",
     ]
+
+
+def _sqlite_searchers(data: dict[str, Any]) -> str:
+    processes = data.get("search_processes")
+    if processes is None:
+        return (
+            f"searches on the store's {SEARCHERS} searching connections (more searches wait "
+            "for one, first come first served)"
+        )
+    return (
+        f"searches in the store's {processes['processes']} search processes "
+        "(app/store/sqlite/search_processes.py, started by the first search; more searches "
+        "wait for one, first come first served)"
+    )
 
 
 def _settled(data: dict[str, Any]) -> str:
@@ -203,9 +233,9 @@ def section(data: dict[str, Any]) -> list[str]:
         f"titles of their gold paragraphs (a tool's short query); {k} passages a search, "
         f"each query {config['rounds']} times at each number of concurrent searchers, the "
         "backends taking turns round by round after a pass that warms the caches. SQLite "
-        f"searches on the store's {SEARCHERS} searching connections (more searches wait for "
-        "one, first come first served), each mapping the file into memory (`SEARCH_MMAP_BYTES`"
-        " in app/store/sqlite/db.py), Postgres on its pool of 10." + _settled(data),
+        + _sqlite_searchers(data)
+        + ", each connection mapping the file into memory (`SEARCH_MMAP_BYTES` in "
+        "app/store/sqlite/db.py), Postgres on its pool of 10." + _settled(data),
         "",
         "| search latency, ms | " + " | ".join(f"{n} p50 | {n} p99" for n in names) + " |",
         "| --- | " + " | ".join("--- | ---" for _ in names) + " |",

@@ -30,7 +30,7 @@ from app.store.collection_reads import (
     passage_hit,
 )
 from app.store.index_sql import IndexSql, Plan
-from app.store.passage_index import DocumentWords, index_document, search
+from app.store.passage_index import DocumentWords, SearchQuery, index_document
 from app.store.query_words import query_terms
 from app.store.reads import DbT, Row
 from tools.documents.passages import Passage
@@ -155,13 +155,13 @@ class CollectionStore(CollectionReads[DbT], ABC):
         ids = list(dict.fromkeys(collection_ids))
         if not words or not ids or k <= 0:
             return []
-        plan = search(self._index, tenant, ids, words, min(k, MAX_SEARCH_K))
-        return [passage_hit(r) for r in await self._search(plan)]
+        asked = SearchQuery(tenant, tuple(ids), tuple(words), min(k, MAX_SEARCH_K))
+        return [passage_hit(r) for r in await self._search(asked)]
 
     @abstractmethod
-    async def _search(self, plan: Plan[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-        """What a search's steps (app/store/passage_index.py `search`) return, run on a
-        connection of the dialect's."""
+    async def _search(self, query: SearchQuery) -> list[dict[str, Any]]:
+        """What a search's steps (app/store/passage_index.py `search`) return for `query`,
+        run where the dialect runs them."""
 
 
 def collection_row(collection: CollectionRecord, created_at: Any) -> tuple[Any, ...]:

@@ -80,8 +80,9 @@ class IndexSql:
         """`staged`: postings are written to the fresh table and merged (SQLite); without,
         straight to the postings (Postgres, whose shared buffers take a B-tree's scattered
         inserts and write back only what they must). `arrays`: the dialect takes lists as
-        array parameters and packs a search's candidates with array aggregates (Postgres; without,
-        as comma-separated text: SQLite)."""
+        array parameters, packs a search's candidates with array aggregates and ranks their
+        guesses in SQL (Postgres, `ranked_candidates`); without, as comma-separated text, the
+        guesses ranked by the search (SQLite, `postings` and `candidates`)."""
 
         def sql(text: str) -> str:
             return text.replace("?", mark)
@@ -200,28 +201,55 @@ class IndexSql:
             f" AND word IN ({self._marks(words)})"
         )
 
-    def candidates(self, lists: int) -> str:
-        """The passages of `lists` word ids' postings, fresh and merged (for each word and
-        table: the word's inverse document frequency, its id, how many of its passages to
-        read, best first), the best `?` by their guessed scores, in one row
+    def _read(self, lists: int, part: str) -> str:
+        """The postings of `lists` word ids, fresh and merged (for each word and table: the
+        factor of its weights, its id, how many of its passages to read, best first), each as
+        a row of its passage's id and its `part` (of `weight` and the factor `?`)."""
+        m = self.mark
+        return " UNION ALL ".join(
+            f"SELECT passage_id, {part} AS part FROM (SELECT passage_id, weight"
+            f" FROM {table} WHERE word_id = {m}"
+            f" ORDER BY weight DESC, passage_id DESC LIMIT {m}) AS w{i}_{t}"
+            for i in range(lists)
+            for t, table in enumerate(self.tables)
+        )
+
+    def postings(self, lists: int) -> str:
+        """SQLite's first read of a search's candidates: the postings of `lists` word ids
+        (`_read`; each word's factor its inverse document frequency times `GUESS_SCALE`) in
+        one row: their passages' ids and their guessed parts as integers, comma-separated
+        (`ranking.Guesses`), which the search sums and ranks itself.
+
+        Grouping and ranking two to three thousand postings (a question's, over 100,000
+        passages) in SQL took more than half of a search's time; packed into one row as
+        integers and summed in numpy they take about half as long (docs/benchmarks.md §17)."""
+        parts = self._read(lists, f"CAST(weight * {self.mark} AS INTEGER)")
+        return f"SELECT group_concat(passage_id) AS ids, group_concat(part) AS parts FROM ({parts})"
+
+    def candidates(self) -> str:
+        """SQLite's second read: the index rows of the passages whose ids the one parameter
+        lists (JSON text), packed (`pack`)."""
+        return self._pack(f"WHERE i.passage_id IN (SELECT value FROM json_each({self.mark}))")
+
+    def ranked_candidates(self, lists: int) -> str:
+        """Postgres's one read of a search's candidates: the postings of `lists` word ids
+        (`_read`; each word's factor its inverse document frequency) summed by passage, the
+        best `?` of those guessed scores, their index rows packed (`pack`)."""
+        m = self.mark
+        guessed = (
+            f"SELECT passage_id, SUM(part) AS guess FROM ({self._read(lists, f'weight * {m}')})"
+            f" AS found GROUP BY passage_id ORDER BY guess DESC, passage_id LIMIT {m}"
+        )
+        return self._pack(f"JOIN ({guessed}) AS g ON g.passage_id = i.passage_id")
+
+    def _pack(self, chosen: str) -> str:
+        """The index rows of the passages `chosen` (a join or a condition on `i`) in one row
         (`Candidates.of_packed`): their ids, their lengths, their words' ids and counts one
         after another, and each one's number of words (as many as its counts' bytes halved).
 
         One row, not a row a candidate: a thread that reads rows into Python takes the
         interpreter's lock back after each one, and two searches reading theirs at once
         spend more time handing it over than reading."""
-        m = self.mark
-        parts = " UNION ALL ".join(
-            f"SELECT passage_id, weight * {m} AS part FROM (SELECT passage_id, weight"
-            f" FROM {table} WHERE word_id = {m}"
-            f" ORDER BY weight DESC, passage_id DESC LIMIT {m}) AS w{i}_{t}"
-            for i in range(lists)
-            for t, table in enumerate(self.tables)
-        )
-        guessed = (
-            f"SELECT passage_id, SUM(part) AS guess FROM ({parts}) AS found"
-            f" GROUP BY passage_id ORDER BY guess DESC, passage_id LIMIT {m}"
-        )
         if self.arrays:
             ids, lengths = "array_agg(i.passage_id)", "array_agg(i.length)"
             terms, counts = "string_agg(i.words, ''::bytea)", "string_agg(i.counts, ''::bytea)"
@@ -231,13 +259,10 @@ class IndexSql:
             terms = "CAST(group_concat(i.words, '') AS BLOB)"
             counts = "CAST(group_concat(i.counts, '') AS BLOB)"
             sizes = "group_concat(length(i.counts))"
-        packed = (
-            f"{ids} AS ids, {lengths} AS lengths, {terms} AS terms, {counts} AS counts,"
-            f" {sizes} AS sizes"
-        )
         return (
-            f"SELECT {packed} FROM ({guessed}) AS g"
-            f" JOIN {self.dialect.index_passages} i ON i.passage_id = g.passage_id"
+            f"SELECT {ids} AS ids, {lengths} AS lengths, {terms} AS terms,"
+            f" {counts} AS counts, {sizes} AS sizes"
+            f" FROM {self.dialect.index_passages} i {chosen}"
         )
 
     def passages(self, n: int) -> str:

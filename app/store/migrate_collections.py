@@ -29,7 +29,7 @@ from app.store.postgres.collections import COPY_PASSAGES
 from app.store.postgres.collections import INDEX as POSTGRES_INDEX
 from app.store.postgres.db import PostgresDb, run_plan
 from app.store.reads import Dialect, Row
-from app.store.sqlite.collections import INDEX as SQLITE_INDEX
+from app.store.sqlite.db import INDEX as SQLITE_INDEX
 from app.store.sqlite.db import SqliteDb
 from tools.documents.passages import Passage
 

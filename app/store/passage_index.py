@@ -33,10 +33,11 @@ transaction its caller holds.
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,9 +45,11 @@ from app.store.index_sql import CHUNK, IndexSql, Plan, Step
 from app.store.query_words import passage_words
 from app.store.ranking import (
     COUNTS,
+    GUESS_SCALE,
     MAX_COUNT,
     TERM_IDS,
     Candidates,
+    Guesses,
     best,
     idf,
     impacts,
@@ -198,13 +201,22 @@ def reindex(sql: IndexSql) -> Plan[int]:
     return len(documents)
 
 
-def search(
-    sql: IndexSql, tenant: str | None, ids: Sequence[str], words: Sequence[str], k: int
-) -> Plan[list[dict[str, Any]]]:
-    """The best `k` passages of the tenant's collections among `ids` holding any of `words`
-    (app/store/query_words.py `query_terms`), best first: rows with the passage's `id`,
+class SearchQuery(NamedTuple):
+    """What a search is asked: the best `k` passages of the `tenant`'s collections among `ids`
+    holding any of `words` (app/store/query_words.py `query_terms`). Plain values, so that it
+    can be sent to another process (app/store/sqlite/search_processes.py)."""
+
+    tenant: str | None
+    ids: tuple[str, ...]
+    words: tuple[str, ...]
+    k: int
+
+
+def search(sql: IndexSql, query: SearchQuery) -> Plan[list[dict[str, Any]]]:
+    """The passages `query` asks for, best first: rows with the passage's `id`,
     `collection_id`, `document_id`, `page`, `number`, `text`, its document's `title` and
     `name`, and its `score`."""
+    tenant, ids, words, k = query
     sizes = yield Step(sql.sizes(len(ids)), (*ids, tenant))
     passages = sum(int(r["passages"]) for r in sizes)
     if passages <= 0 or not words:
@@ -221,12 +233,18 @@ def search(
     if not weights:
         return []
     lists = sorted((int(r["id"]), int(r["passages"])) for r in found if int(r["id"]) in weights)
-    args = tuple(
-        x
-        for word_id, held in lists
-        for x in (weights[word_id], word_id, held if held <= WHOLE else BEST) * len(sql.tables)
-    )
-    packed = yield Step(sql.candidates(len(lists)), (*args, max(RESCORED, k)))
+    rescored = max(RESCORED, k)
+    if sql.arrays:
+        # Postgres sums and ranks the postings itself, in the statement that packs them.
+        args = (*_read(lists, weights, len(sql.tables)), rescored)
+        packed = yield Step(sql.ranked_candidates(len(lists)), args)
+    else:
+        scaled = {word_id: weight * GUESS_SCALE for word_id, weight in weights.items()}
+        read = yield Step(sql.postings(len(lists)), _read(lists, scaled, len(sql.tables)))
+        chosen = Guesses.of_packed(read[0]).best(rescored)
+        if not chosen:
+            return []
+        packed = yield Step(sql.candidates(), (json.dumps(chosen),))
     candidates = Candidates.of_packed(packed[0])
     top = best(candidates, scores(candidates, weights, average), k)
     if not top:
@@ -235,6 +253,19 @@ def search(
     found_rows = yield Step(sql.hits(len(top)), tuple(score))
     hits = [{**_row(r), "score": score[int(r["id"])]} for r in found_rows]
     return sorted(hits, key=lambda h: (-h["score"], int(h["id"])))
+
+
+def _read(
+    lists: Sequence[tuple[int, int]], factors: dict[int, float], tables: int
+) -> tuple[Any, ...]:
+    """The parameters of `IndexSql._read` for word ids and how many passages hold each
+    (`lists`), each word's weights times its factor: all its passages when few hold it
+    (`WHOLE`), else its `BEST`, from each of the `tables` postings tables."""
+    return tuple(
+        x
+        for word_id, held in lists
+        for x in (factors[word_id], word_id, held if held <= WHOLE else BEST) * tables
+    )
 
 
 def _row(row: Row) -> dict[str, Any]:

@@ -83,11 +83,42 @@ class Candidates:
         return len(self.ids)
 
 
+GUESS_SCALE = 1_000_000
+"""A posting's guessed part (its word's inverse document frequency times its weight) is read as
+an integer of millionths: a guess only chooses which passages are scored exactly."""
+
+
+@dataclass(frozen=True, slots=True)
+class Guesses:
+    """The postings a search read, column by column: each one's passage id and its guessed part
+    (`GUESS_SCALE`); a passage read for several words has a posting for each."""
+
+    ids: npt.NDArray[np.int64]
+    parts: npt.NDArray[np.int64]
+
+    @classmethod
+    def of_packed(cls, row: Row) -> Guesses:
+        """Of one row packing those columns (app/store/index_sql.py `IndexSql.postings`): the
+        `ids` and `parts` as lists or as comma-separated text; nulls when there are none."""
+        return cls(_numbers(row["ids"], np.int64), _numbers(row["parts"], np.int64))
+
+    def best(self, n: int) -> list[int]:
+        """The ids of the `n` passages of the highest guessed scores (their parts summed), the
+        higher first and the lower id first between equal ones."""
+        if not len(self.ids):
+            return []
+        passages, owner = np.unique(self.ids, return_inverse=True)
+        # Sums of integers below 2**53: exact in floating point.
+        summed = np.bincount(owner, weights=self.parts, minlength=len(passages))
+        order = np.lexsort((passages, -summed))[:n]
+        return [int(i) for i in passages[order]]
+
+
 def _numbers(values: str | Sequence[int] | None, dtype: type[Any]) -> npt.NDArray[Any]:
     if values is None:
         return np.zeros(0, dtype)
-    if isinstance(values, str):
-        return np.array(values.split(","), np.int64).astype(dtype)
+    if isinstance(values, str):  # integers, as SQLite's group_concat writes them
+        return np.fromstring(values, np.int64, sep=",").astype(dtype)
     return np.array(values, dtype)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from app.store.sqlite.search_processes import PROCESSES
 from bench.documents import DocumentsConfig, run_documents
 from bench.documents_report import section, summary
 
@@ -57,6 +58,14 @@ async def test_sqlite_is_measured_at_a_tiny_size(tmp_path: Path) -> None:
     ]
     assert "## 17. Documents" in section(out)[0]
     assert summary(out)[0].startswith("documents SQLite")
+    # The searches measured ran in the store's search processes, started by the first search
+    # (of the pool's recall), and the page says so.
+    processes = out["search_processes"]
+    assert processes["processes"] == PROCESSES
+    latency = out["backends"]["sqlite"]["latency"]
+    measured = sum(timing["n"] for kind in latency.values() for timing in kind.values())
+    assert processes["answered"] >= measured
+    assert f"The search processes answered {processes['answered']:,} of" in "\n".join(section(out))
 
 
 async def test_both_backends_are_measured_side_by_side(tmp_path: Path, postgres_url: str) -> None:

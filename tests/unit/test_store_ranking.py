@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from app.store import ranking
 from app.store.ranking import COUNTS, K1, TERM_IDS, B, Candidates, best, idf, impacts, scores
 
 
@@ -119,3 +120,32 @@ def test_a_packed_row_reads_as_the_rows_it_packs_on_both_dialects() -> None:
     assert (
         best(Candidates.of_packed(none), scores(Candidates.of_packed(none), weights, 3.0), 5) == []
     )
+
+
+def test_guesses_sum_a_passage_s_parts_and_rank_the_higher_first_the_lower_id_between_equals() -> (
+    None
+):
+    """A passage read for several words has a posting for each: their parts are summed."""
+    guesses = ranking.Guesses.of_packed({"ids": "7,3,9,3,5,9", "parts": "10,4,1,6,10,9"})
+
+    assert guesses.best(10) == [3, 5, 7, 9]  # 3: 4 + 6; 9: 1 + 9; 5 and 7: 10 each
+    assert guesses.best(2) == [3, 5]
+    assert guesses.best(0) == []
+
+
+def test_guesses_read_alike_from_text_and_from_arrays_and_none_from_nulls() -> None:
+    text = ranking.Guesses.of_packed({"ids": "1,2,2", "parts": "5,1,3"})
+    arrays = ranking.Guesses.of_packed({"ids": [1, 2, 2], "parts": [5, 1, 3]})
+
+    assert text.best(5) == arrays.best(5) == [1, 2]
+    assert ranking.Guesses.of_packed({"ids": None, "parts": None}).best(5) == []
+
+
+def test_guessed_sums_stay_exact_at_the_largest_parts_a_search_can_read() -> None:
+    """Parts are millionths: a word's part is at most its inverse document frequency (under 25
+    for any collection) times K1 + 1, and a query has at most 32 words."""
+    largest = int(25 * (K1 + 1) * 1_000_000)
+    ids = [1] * 32 + [2] * 32
+    parts = [largest] * 32 + [largest] * 31 + [largest - 1]
+
+    assert ranking.Guesses.of_packed({"ids": ids, "parts": parts}).best(2) == [1, 2]

@@ -18,8 +18,8 @@ from app.store.collection_base import (
     CollectionRecord,
 )
 from app.store.collection_writes import CollectionStore, DocumentWrite, WriteSql, document_row
-from app.store.index_sql import IndexSql, Plan
-from app.store.passage_index import unindex_document
+from app.store.index_sql import IndexSql
+from app.store.passage_index import SearchQuery, search, unindex_document
 from app.store.postgres.db import CALL_TIMEOUT_S, OPEN, PostgresDb, run_plan
 from app.store.reads import Row
 
@@ -104,9 +104,9 @@ class PostgresCollections(CollectionStore[PostgresDb]):
             await conn.execute("DELETE FROM lats_documents WHERE id = %s", (document_id,))
         return True
 
-    async def _search(self, plan: Plan[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    async def _search(self, query: SearchQuery) -> list[dict[str, Any]]:
         async with self._db.connection() as conn:
-            return await run_plan(conn, plan)
+            return await run_plan(conn, search(self._index, query))
 
 
 async def _lock(conn: AsyncConnection[Any], tenant: str | None) -> None:

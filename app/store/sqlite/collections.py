@@ -23,13 +23,10 @@ from app.store.collection_writes import (
     collection_row,
     document_row,
 )
-from app.store.index_sql import IndexSql, Plan
-from app.store.passage_index import unindex_document
+from app.store.passage_index import SearchQuery, unindex_document
 from app.store.reads import Row
-from app.store.sqlite.db import OPEN, SqliteDb, row, run_plan
+from app.store.sqlite.db import INDEX, OPEN, SqliteDb, row, run_plan
 
-INDEX = IndexSql.of(SqliteDb.dialect)
-"""The full-text index's statements on SQLite (app/store/index_sql.py)."""
 _SQL = WriteSql.of(INDEX)
 # An unfinished run that lists the collection among its parameters' collection ids.
 _IN_USE = (
@@ -102,5 +99,5 @@ class SqliteCollections(CollectionStore[SqliteDb]):
 
         return await self._db.write(write)
 
-    async def _search(self, plan: Plan[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-        return await self._db.search(plan)
+    async def _search(self, query: SearchQuery) -> list[dict[str, Any]]:
+        return await self._db.search(query)

@@ -1,7 +1,8 @@
 """The embedded store's connections to its one SQLite file, which its parts share: writes go
 through one `BatchWriter` (group commit on its own connection, under the full-disk rules of
 app/store/disk.py); reads through a second connection, which in WAL mode never waits for them;
-full-text searches through connections of their own (`SEARCHERS`), so that a long search holds
+full-text searches in processes of their own (app/store/sqlite/search_processes.py) or, until
+one is ready, through connections of their own here (`SEARCHERS`), so that a long search holds
 up neither the other reads nor more than its share of the searches: they are lent in the order
 searches ask for them (`Lender`). With the helpers the parts' writes share."""
 
@@ -11,23 +12,27 @@ import asyncio
 import contextlib
 import json
 import sqlite3
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from agents.result import RunResult
 from app.store.base import RunRecord, WebhookDelivery
 from app.store.disk import DiskSpace, WriteKind
-from app.store.index_sql import Plan
+from app.store.index_sql import IndexSql, Plan
+from app.store.passage_index import SearchQuery, search
 from app.store.reads import OPEN_SQL, Dialect, Row, run_record
+from app.store.sqlite.lender import Lender
+from app.store.sqlite.search_processes import SearchProcesses
 from app.store.sqlite_writer import BatchWriter
 
 BUSY_TIMEOUT_MS = 30_000
 SEARCHERS = 3
-"""Connections for full-text searches: as many searches run at once; more wait for one, first
+"""Connections for full-text searches in threads (while no search process is ready,
+app/store/sqlite/search_processes.py): as many searches run at once; more wait for one, first
 come first served. One more than a small machine's 2 cores: a search holds the interpreter's
 lock only part of its time: at 8 concurrent searches over 100,000 passages (the questions of
 docs/benchmarks.md §17), 3 connections gave a p50 of 14.7 ms against 17.0 with 2, and 4 or 8
@@ -43,39 +48,6 @@ OPEN = OPEN_SQL
 ENDED = "status IN ('done', 'failed', 'cancelled')"  # base.FINISHED
 
 
-class Lender(Generic[T]):
-    """Things lent one borrower at a time, first come first served: a returned one goes
-    straight to the borrower that has waited longest, so one that returns it and asks again at
-    once queues behind the others (an `asyncio.Queue` would let it take it back first, and at
-    8 searches on 2 connections kept some waiting for seconds)."""
-
-    def __init__(self, things: Sequence[T]) -> None:
-        self._idle: deque[T] = deque(things)
-        self._waiting: deque[asyncio.Future[T]] = deque()
-
-    async def borrow(self) -> T:
-        if self._idle and not self._waiting:
-            return self._idle.popleft()
-        waiter: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._waiting.append(waiter)
-        try:
-            return await waiter
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():
-                self.give_back(waiter.result())  # handed over as the borrower was cancelled
-            elif waiter in self._waiting:
-                self._waiting.remove(waiter)
-            raise
-
-    def give_back(self, thing: T) -> None:
-        while self._waiting:
-            waiter = self._waiting.popleft()
-            if not waiter.done():
-                waiter.set_result(thing)
-                return
-        self._idle.append(thing)
-
-
 class SqliteDb:
     """The writing and the reading connection of one store file, and its disk's reserve."""
 
@@ -87,8 +59,10 @@ class SqliteDb:
         reader: aiosqlite.Connection,
         searchers: Sequence[sqlite3.Connection],
         disk: DiskSpace | None = None,
+        processes: SearchProcesses | None = None,
     ) -> None:
-        """`searchers`: connections of their own for full-text searches (at least one)."""
+        """`searchers`: connections of their own for full-text searches (at least one), on
+        which searches run while no search process is ready (`processes`), or with none."""
         if not searchers:
             raise ValueError("a store needs a connection to search on")
         self._writer = writer
@@ -96,6 +70,7 @@ class SqliteDb:
         self.disk = disk
         self._searchers = list(searchers)
         self._free = Lender(self._searchers)
+        self.processes = processes
 
     @contextlib.asynccontextmanager
     async def searching(self) -> AsyncIterator[sqlite3.Connection]:
@@ -108,13 +83,23 @@ class SqliteDb:
         finally:
             self._free.give_back(searcher)
 
-    async def search(self, plan: Plan[T]) -> T:
+    async def search(self, query: SearchQuery) -> list[dict[str, Any]]:
+        """A full-text search (app/store/passage_index.py `search`): in a search process when
+        one is ready (app/store/sqlite/search_processes.py), else on a searcher here. Both run
+        the same steps on the same file, so they find the same passages."""
+        if self.processes is not None:
+            found = await self.processes.search(query)
+            if found is not None:
+                return found
+        return await self.search_here(search(INDEX, query))
+
+    async def search_here(self, plan: Plan[T]) -> T:
         """A search's steps run on a searcher, in one trip to a thread and one read transaction
         (every step reads the same snapshot of the file). A caller cancelled meanwhile stops
         waiting; the searcher is lent again once the steps are done."""
         searcher = await self._free.borrow()
         try:
-            work = asyncio.ensure_future(asyncio.to_thread(_read_plan, searcher, plan))
+            work = asyncio.ensure_future(asyncio.to_thread(read_plan, searcher, plan))
         except BaseException:
             self._free.give_back(searcher)
             raise
@@ -165,6 +150,8 @@ class SqliteDb:
         them (waiting at most the busy timeout). A search asked for later fails as on any
         closed connection."""
         try:
+            if self.processes is not None:
+                await self.processes.close()
             await self._writer.close()
         finally:
             await self._reader.close()
@@ -177,6 +164,20 @@ class SqliteDb:
                 searcher.close()
             for searcher in held:
                 self._free.give_back(searcher)
+
+
+INDEX = IndexSql.of(SqliteDb.dialect)
+"""The full-text index's statements on SQLite (app/store/index_sql.py)."""
+
+
+def searcher(path: Path) -> sqlite3.Connection:
+    """A connection for searches, used by one thread at a time, reading the file's pages where
+    they are mapped (`SEARCH_MMAP_BYTES`)."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA mmap_size={SEARCH_MMAP_BYTES}")
+    return conn
 
 
 def now() -> str:
@@ -204,7 +205,9 @@ def run_plan(conn: sqlite3.Connection, plan: Plan[T]) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
-def _read_plan(conn: sqlite3.Connection, plan: Plan[T]) -> T:
+def read_plan(conn: sqlite3.Connection, plan: Plan[T]) -> T:
+    """Run a plan that only reads on `conn`, in a read transaction of its own (one snapshot of
+    the file for all its steps)."""
     conn.execute("BEGIN")
     try:
         return run_plan(conn, plan)

@@ -7,8 +7,7 @@ import logging
 import sqlite3
 
 from app.store.passage_index import reindex
-from app.store.sqlite.collections import INDEX
-from app.store.sqlite.db import OPEN, SqliteDb, run_plan
+from app.store.sqlite.db import INDEX, OPEN, SqliteDb, run_plan
 from app.store.sqlite.events import end_run
 from app.store.tables import Tables, Types
 from app.store.upgrade import TERMINAL, result_of_terminal

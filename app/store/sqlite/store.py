@@ -16,13 +16,14 @@ from app.store.disk import DiskSpace
 from app.store.sqlite.assistants import SqliteAssistants
 from app.store.sqlite.collections import SqliteCollections
 from app.store.sqlite.commands import SqliteCommands
-from app.store.sqlite.db import BUSY_TIMEOUT_MS, SEARCH_MMAP_BYTES, SEARCHERS, SqliteDb
+from app.store.sqlite.db import BUSY_TIMEOUT_MS, SEARCHERS, SqliteDb, searcher
 from app.store.sqlite.deliveries import SqliteDeliveries
 from app.store.sqlite.events import SqliteEvents
 from app.store.sqlite.leases import SqliteLeases
 from app.store.sqlite.library import without_memory_statistics
 from app.store.sqlite.runs import SqliteRuns
 from app.store.sqlite.schema import migrate
+from app.store.sqlite.search_processes import PROCESSES, SearchProcesses
 from app.store.sqlite.threads import SqliteThreads
 from app.store.sqlite.waits import SqliteWaits
 from app.store.sqlite_writer import BatchWriter
@@ -50,10 +51,13 @@ class SqliteRunStore:
         *,
         reserve_bytes: int | None = None,
         collection_limits: CollectionLimits | None = None,
+        search_processes: int = PROCESSES,
     ) -> SqliteRunStore:
         """The store in the SQLite file `path`; with `reserve_bytes`, a reserve of that many
         bytes is kept beside it for a full disk (app/store/disk.py); its collections held to
-        `collection_limits` (the defaults without)."""
+        `collection_limits` (the defaults without); its full-text searches run in
+        `search_processes` processes of their own once the first search has started them (none:
+        on its own connections; app/store/sqlite/search_processes.py)."""
         without_memory_statistics()
         path.parent.mkdir(parents=True, exist_ok=True)
         disk = DiskSpace(path.parent, reserve_bytes) if reserve_bytes is not None else None
@@ -68,21 +72,27 @@ class SqliteRunStore:
             reader.row_factory = aiosqlite.Row
             await reader.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             for _ in range(SEARCHERS):
-                searchers.append(_searcher(path))
+                searchers.append(searcher(path))
         except BaseException:
-            for searcher in searchers:
-                searcher.close()
+            for conn in searchers:
+                conn.close()
             if reader is not None:
                 await reader.close()
             await writer.close()
             raise
-        db = SqliteDb(writer, reader, searchers, disk)
+        processes = SearchProcesses(path, search_processes) if search_processes > 0 else None
+        db = SqliteDb(writer, reader, searchers, disk, processes)
         return cls(db, collection_limits)
 
     @property
     def disk(self) -> DiskSpace | None:
         """The reserve kept for a full disk, if any."""
         return self._db.disk
+
+    @property
+    def search_processes(self) -> SearchProcesses | None:
+        """The processes its full-text searches run in, if it has any."""
+        return self._db.processes
 
     async def data_version(self) -> int:
         """Changes whenever another connection (another process) commits to the file. Asked of
@@ -98,13 +108,3 @@ class SqliteRunStore:
 
     async def close(self) -> None:
         await self._db.close()
-
-
-def _searcher(path: Path) -> sqlite3.Connection:
-    """A connection for searches, used by one thread at a time (`SqliteDb.search`), reading
-    the file's pages where they are mapped (`SEARCH_MMAP_BYTES`)."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    conn.execute(f"PRAGMA mmap_size={SEARCH_MMAP_BYTES}")
-    return conn

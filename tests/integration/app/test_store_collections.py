@@ -427,8 +427,9 @@ async def test_a_collection_an_unfinished_run_uses_is_not_deleted(store: RunStor
 
 async def test_on_sqlite_searches_have_connections_of_their_own(tmp_path: Path) -> None:
     """While every search connection is busy, the store's other reads still answer, and a
-    search waits for a searcher rather than taking the reading connection."""
-    store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
+    search waits for a searcher rather than taking the reading connection (no search
+    processes: the searches run on the store's connections)."""
+    store = await SqliteRunStore.open(tmp_path / "runs.sqlite", search_processes=0)
     try:
         collection = await _collection(store)
         await store.collections.add_document("alice", _text(collection.id, "# Comets\n\nTails."))
@@ -454,7 +455,7 @@ async def test_on_sqlite_a_cancelled_search_gives_its_searcher_back(tmp_path: Pa
     """Searches cancelled while they wait for a searcher or while their steps run in its
     thread: every searcher is lent again, so as many searches as there are searchers, and
     more, still finish."""
-    store = await SqliteRunStore.open(tmp_path / "runs.sqlite")
+    store = await SqliteRunStore.open(tmp_path / "runs.sqlite", search_processes=0)
     try:
         collection = await _collection(store)
         await store.collections.add_document("alice", _text(collection.id, "# Comets\n\nTails."))
