@@ -1,7 +1,8 @@
 """The embedded store's searches in processes of their own (app/store/sqlite/search_processes.py),
 real worker processes on a real SQLite file: they find what the store's own connections find, a
 document is searchable in them once its write returns, a lost worker is replaced while the
-searches go on, a cancelled search gives its worker back, and closing the store ends them."""
+searches go on, a cancelled search gives its worker back, and closing the store, or killing its
+process, ends them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -19,6 +21,7 @@ import pytest
 from app.store.collection_base import CollectionRecord
 from app.store.sqlite.search_processes import SearchProcesses
 from app.store.sqlite.store import SqliteRunStore
+from testkit.waiting import wait_for
 from tests.support.new_documents import read_file
 
 TEXTS = {
@@ -192,3 +195,39 @@ async def test_closing_the_store_lets_a_search_in_a_worker_finish(tmp_path: Path
 
     assert await asyncio.wait_for(search, 30) == expected
     assert processes.answered == answered + 1
+
+
+_PARENT = """
+import asyncio, os, signal, sys
+from pathlib import Path
+from tests.integration.app.test_store_search_processes import _found, _opened, _ready
+
+async def main():
+    store, collection_id = await _opened(Path(sys.argv[1]), 2)
+    await _found(store, collection_id, "comets")
+    await _ready(store.search_processes, 2)
+    print(*(w.process.pid for w in store.search_processes._workers), flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+asyncio.run(main())
+"""
+
+
+async def test_the_workers_end_when_their_process_is_killed(tmp_path: Path) -> None:
+    parent = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _PARENT, str(tmp_path / "runs.sqlite"), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(parent.communicate(), 60)
+    pids = [int(pid) for pid in out.split()]
+    assert parent.returncode == -signal.SIGKILL
+    assert len(pids) == 2
+
+    wait_for(lambda: not any(_alive(pid) for pid in pids), "the workers to exit", 30)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
