@@ -152,7 +152,7 @@ def table(multihop: dict[str, Any], results: str | None = None) -> list[str]:
             f"{t['llm_calls']:.1f} | {t['tokens']:.0f} | {_f(t['gold_seen'])} | "
             f"{t['wall_s']:.0f} s |"
         )
-    lines += code_lines(multihop)
+    lines += code_lines(multihop) + wall_lines(multihop)
     fewer = [
         f"`{name}` {totals[name]['n']}" for name in names if totals[name]["n"] < config["questions"]
     ]
@@ -183,6 +183,26 @@ def _heading(multihop: dict[str, Any]) -> str:
     return f"{_dataset(multihop)}, {LABELS[_setting(multihop)]}"
 
 
+def wall_lines(multihop: dict[str, Any]) -> list[str]:
+    """The compute the rows took: each configuration's runs' seconds summed (a run giving two
+    rows, `FIRST_ROWS`, counted once, under its own name)."""
+    walls: dict[str, list[float]] = {}
+    for row in multihop.get("rows", []):
+        if row["config"] not in FIRST_ROWS.values() and "wall_s" in row:
+            walls.setdefault(row["config"], []).append(float(row["wall_s"]))
+    if not walls:
+        return []
+    parts = [
+        f"{name} {sum(w) / 3600:.1f} h over {len(w)} runs"
+        for name, w in sorted(walls.items(), key=_order)
+    ]
+    return [
+        "",
+        "Wall, each run's seconds summed: " + "; ".join(parts) + " (the benchmark's processes "
+        "shared the machine, a run in each, so these hours overlap).",
+    ]
+
+
 def code_lines(multihop: dict[str, Any]) -> list[str]:
     """Which code made the rows (the commit each row records; rows from before rows recorded
     it say nothing), per configuration."""
@@ -206,7 +226,7 @@ def _chosen(multihop: dict[str, Any]) -> list[str]:
     return chosen_lines(multihop, default, FIRST_ROWS.get(default, ""))
 
 
-def _order(item: tuple[str, int]) -> int:
+def _order(item: tuple[str, Any]) -> int:
     return ORDER.index(item[0]) if item[0] in ORDER else len(ORDER)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.multihop_compare import head_to_head
-from bench.multihop_report import code_lines, command, headline, section
+from bench.multihop_report import code_lines, command, headline, section, wall_lines
 from bench.multihop_versus import (
     again_lines,
     agreement_lines,
@@ -268,6 +268,24 @@ def test_the_rows_are_counted_by_the_commit_that_made_them() -> None:
         "`40fb87c`: mcts 1; not recorded (earlier runs): beam 1.",
     ]
     assert code_lines({"rows": []}) == []
+
+
+def test_the_wall_sums_each_configuration_s_runs_counting_a_run_of_two_rows_once() -> None:
+    rows = [
+        {"id": "q1", "config": "anytime", "wall_s": 3000.0},
+        {"id": "q1", "config": "chain@first", "wall_s": 1000.0},  # the same run's first answer
+        {"id": "q2", "config": "anytime", "wall_s": 4200.0},
+        {"id": "q2", "config": "chain@first", "wall_s": 900.0},
+        {"id": "q1", "config": "chain", "wall_s": 1800.0},
+        {"id": "q3", "config": "beam"},  # read back from before rows recorded it
+    ]
+
+    assert wall_lines({"rows": rows}) == [
+        "",
+        "Wall, each run's seconds summed: chain 0.5 h over 1 runs; anytime 2.0 h over 2 runs "
+        "(the benchmark's processes shared the machine, a run in each, so these hours overlap).",
+    ]
+    assert wall_lines({"rows": []}) == []
 
 
 def test_the_questions_the_default_lost_are_named_with_what_its_search_did() -> None:
