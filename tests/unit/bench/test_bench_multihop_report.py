@@ -271,14 +271,12 @@ def test_the_rows_are_counted_by_the_commit_that_made_them() -> None:
 
 
 def test_the_wall_sums_each_configuration_s_runs_counting_a_run_of_two_rows_once() -> None:
-    rows = [
-        {"id": "q1", "config": "anytime", "wall_s": 3000.0},
-        {"id": "q1", "config": "chain@first", "wall_s": 1000.0},  # the same run's first answer
-        {"id": "q2", "config": "anytime", "wall_s": 4200.0},
-        {"id": "q2", "config": "chain@first", "wall_s": 900.0},
-        {"id": "q1", "config": "chain", "wall_s": 1800.0},
-        {"id": "q3", "config": "beam"},  # read back from before rows recorded it
+    # Each anytime run's first answer is a row of its own (chain@first), within its wall.
+    walls = {"anytime": [3000.0, 4200.0], "chain@first": [1000.0, 900.0], "chain": [1800.0]}
+    rows: list[dict[str, object]] = [
+        {"config": name, "wall_s": wall} for name, runs in walls.items() for wall in runs
     ]
+    rows.append({"config": "beam"})  # read back from before rows recorded it
 
     assert wall_lines({"rows": rows}) == [
         "",
