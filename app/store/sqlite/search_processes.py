@@ -86,7 +86,8 @@ class _Worker:
         with contextlib.suppress(ConnectionError):
             await self.writer.wait_closed()
         try:
-            await asyncio.wait_for(self.process.wait(), 5)
+            async with asyncio.timeout(5):
+                await self.process.wait()
         except TimeoutError:
             self.process.kill()
             await self.process.wait()
@@ -121,7 +122,8 @@ class SearchProcesses:
         if not self._workers:
             return None
         try:
-            worker = await asyncio.wait_for(self._free.borrow(), WAIT_S)
+            async with asyncio.timeout(WAIT_S):
+                worker = await self._free.borrow()
         except TimeoutError:
             return None
         if worker not in self._workers:  # lost while it waited to be lent
@@ -167,7 +169,8 @@ class SearchProcesses:
 
     async def _start(self) -> None:
         try:
-            worker = await asyncio.wait_for(self._started(), START_S)
+            async with asyncio.timeout(START_S):
+                worker = await self._started()
         except Exception as e:  # no process, or one that exited or said nothing in time
             logger.warning(
                 "search process could not start (%r); searching here for %.0f s", e, BROKEN_S
