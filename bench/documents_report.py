@@ -146,14 +146,15 @@ def _queued(data: dict[str, Any]) -> list[str]:
             f"share the machine's {data.get('cores', '?')} cores, {shared}). "
         )
         if processes is not None:
-            searched = sum(
+            measured = sum(
                 level["n"] for kind in sqlite["latency"].values() for level in kind.values()
             )
+            warming = sum(data["queries"].values())
             queued += (
                 f"The search processes answered {processes['answered']:,} of SQLite's "
-                f"{searched:,} measured searches and the warm-up pass before them (a search "
-                "runs on the store's own connections only until a process is ready, or when "
-                "one is lost). "
+                f"{measured + warming:,} searches here ({measured:,} measured, {warming:,} "
+                "warming up; a search runs on the store's own connections only until a process "
+                "is ready, or when one is lost). "
             )
         statistics = data.get("sqlite_memory_statistics")
         if statistics is not None:
