@@ -29,6 +29,7 @@ import logging
 import os
 import pickle
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -53,7 +54,14 @@ ANSWER_S = 30.0
 """How long a worker may take to answer one search (the connections' busy timeout)."""
 BROKEN_S = 60.0
 """How long searches stay on the connections after a worker could not be started."""
-_HEADER_BYTES = 4
+HEADER = struct.Struct(">I")
+"""A frame's length, before its pickle: frames both ways are a length, then a pickle."""
+
+
+def frame(message: Any) -> bytes:
+    """`message` as one frame, as both ends write them (app/store/sqlite/search_worker.py)."""
+    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return HEADER.pack(len(body)) + body
 
 
 class WorkerLost(Exception):
@@ -68,8 +76,7 @@ class _Worker:
 
     async def ask(self, query: SearchQuery) -> list[dict[str, Any]] | None:
         """The rows of `query`'s search, or None when SQLite failed it in the worker."""
-        body = pickle.dumps(tuple(query), protocol=pickle.HIGHEST_PROTOCOL)
-        self.writer.write(len(body).to_bytes(_HEADER_BYTES, "big") + body)
+        self.writer.write(frame(tuple(query)))
         try:
             await self.writer.drain()
         except ConnectionError as e:
@@ -237,8 +244,8 @@ async def _read(reader: asyncio.StreamReader, within_s: float) -> Any:
     """The next frame's message."""
     try:
         async with asyncio.timeout(within_s):
-            header = await reader.readexactly(_HEADER_BYTES)
-            body = await reader.readexactly(int.from_bytes(header, "big"))
+            header = await reader.readexactly(HEADER.size)
+            body = await reader.readexactly(HEADER.unpack(header)[0])
     except (asyncio.IncompleteReadError, ConnectionError, TimeoutError) as e:
         raise WorkerLost(type(e).__name__) from e
     return pickle.loads(body)

@@ -2,9 +2,9 @@
 (app/store/sqlite/search_processes.py): it opens its own reading connection to the store's file
 and answers each search it is sent, one at a time, until the other end closes.
 
-Frames both ways: a 4-byte big-endian length, then a pickle. It sends `("ready",)` once its
-connection is open, then for each query (`SearchQuery`) `("ok", rows)` with the search's rows,
-or `("error", message)` when SQLite failed it. Started as
+Frames both ways are `search_processes.frame`: a 4-byte big-endian length, then a pickle. It
+sends `("ready",)` once its connection is open, then for each query (`SearchQuery`)
+`("ok", rows)` with the search's rows, or `("error", message)` when SQLite failed it. Started as
 `python -m app.store.sqlite.search_worker --fd N --path FILE`, the socket's end inherited as
 file descriptor N. It writes nothing to its standard output; its log goes to standard error.
 """
@@ -16,24 +16,13 @@ import logging
 import pickle
 import socket
 import sqlite3
-import struct
 from pathlib import Path
 from typing import Any
 
 from app.store.passage_index import SearchQuery, search
 from app.store.sqlite.db import INDEX, read_plan, searcher
 from app.store.sqlite.library import without_memory_statistics
-
-HEADER = struct.Struct(">I")
-"""A frame's length, before its pickle."""
-
-logger = logging.getLogger(__name__)
-
-
-def frame(message: Any) -> bytes:
-    """`message` as one frame."""
-    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    return HEADER.pack(len(body)) + body
+from app.store.sqlite.search_processes import HEADER, frame
 
 
 def serve(channel: socket.socket, path: Path) -> None:
