@@ -92,6 +92,11 @@ __all__ = [
 # layer. `reserve` is `mcts` with `reserve: true`: pruned candidates run once nothing else is
 # left, their paths corroborate. `<name>-again` is `<name>` once more: how far two runs of one
 # configuration differ (rerun agreement), or whether a loss held (with `--ids`).
+# `<name>-threads` is `<name>` run as the service runs it (`THREADED`): every blocking call,
+# the model's included, in a worker thread of the loop's pool, where the other configurations
+# make them inline (bench/quality.py `inline_threads`), one at a time in the order the engine
+# reaches them. Its answers against `<name>`'s say whether a run's answer depends on how its
+# calls were scheduled (docs/models.md: it should not).
 CONFIGS: dict[str, dict[str, Any]] = {
     "chain": {**STRATEGIES["chain"], "max_paths": 1},
     "anytime": {},
@@ -102,7 +107,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "chain-again": {**STRATEGIES["chain"], "max_paths": 1},
     "anytime-again": {},
     "mcts-again": STRATEGIES["mcts"],
+    "anytime-threads": {},
 }
+THREADED = frozenset({"anytime-threads"})
 DEFAULT = "anytime"
 # What a benchmark run compares unless told otherwise: the default search's two rows (final
 # and first answer), and the chain run on its own.
@@ -200,7 +207,7 @@ async def run_one(
     )
     params = params_for(name, config.max_llm_calls)
     started = time.monotonic()
-    with inline_threads():
+    with contextlib.nullcontext() if name in THREADED else inline_threads():
         task = TASK.format(question=question.question)
         result = await engine.run(task, params, run_id=f"{question.id}-{name}")
     wall = time.monotonic() - started

@@ -30,7 +30,11 @@ from bench.multihop_metrics import Scores, score_question, supporting_fact_score
 
 logger = logging.getLogger(__name__)
 
-FIRST_ROWS: dict[str, str] = {"anytime": "chain@first", "anytime-again": "chain@first-again"}
+FIRST_ROWS: dict[str, str] = {
+    "anytime": "chain@first",
+    "anytime-again": "chain@first-again",
+    "anytime-threads": "chain@first-threads",
+}
 """Configuration -> the name of the row of its first verified answer."""
 SETTING_OF_OLD_ROWS = "distractor"
 """The setting of rows written before rows named theirs (there was no other)."""

@@ -37,6 +37,8 @@ ORDER = (
     "chain@first-again",
     "anytime-again",
     "mcts-again",
+    "chain@first-threads",
+    "anytime-threads",
 )
 
 
@@ -344,24 +346,33 @@ def again_lines(multihop: dict[str, Any]) -> list[str]:
     return ["", text]
 
 
+_AGREEMENT = {
+    "-again": "Rerun agreement (the same question run again, its answer the same text after the "
+    "official normalisation): ",
+    "-threads": "With the service's threads (`-threads`: every blocking call, the model's "
+    "included, in a worker thread as the service makes it, not inline), the same answer text "
+    "as the benchmark's inline run: ",
+}
+"""A suffix of a configuration run again, and what the agreement of the two runs is called."""
+
+
 def agreement_lines(multihop: dict[str, Any]) -> list[str]:
-    """Rerun agreement: for each configuration run again (`<name>-again`), the share of the
-    questions both runs answered whose answers are the same text after normalisation."""
+    """Rerun agreement: for each configuration run again (`<name>-again`, or `<name>-threads`
+    with the service's threads), the share of the questions both runs answered whose answers
+    are the same text after normalisation."""
     names = _names(multihop)
-    parts = []
-    for name in ORDER:
-        if name.endswith("-again") or name not in names or name + "-again" not in names:
-            continue
-        same, n = same_answers(multihop["rows"], name, name + "-again")
-        if n:
-            parts.append(f"`{name}` {same} of {n} ({same / n:.0%})")
-    if not parts:
-        return []
-    return [
-        "",
-        "Rerun agreement (the same question run again, its answer the same text after the "
-        "official normalisation): " + "; ".join(parts) + ".",
-    ]
+    lines = []
+    for suffix, said in _AGREEMENT.items():
+        parts = []
+        for name in ORDER:
+            if name not in names or name + suffix not in names:
+                continue
+            same, n = same_answers(multihop["rows"], name, name + suffix)
+            if n:
+                parts.append(f"`{name}` {same} of {n} ({same / n:.0%})")
+        if parts:
+            lines += ["", said + "; ".join(parts) + "."]
+    return lines
 
 
 def anytime_lines(multihop: dict[str, Any]) -> list[str]:

@@ -4,7 +4,9 @@ scored by the official metrics; 2WikiMultihopQA's and MuSiQue's lines are read a
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 
 import bench.__main__ as bench_main
+import bench.multihop as bench_multihop
 from app.settings import Settings
 from bench.engine_runs import bench_settings
 from bench.multihop import (
@@ -178,6 +181,35 @@ async def test_shards_split_the_questions_and_a_last_run_reads_every_row_back(
     assert len(set(ran)) == 3
     assert [row["id"] for row in whole["rows"]] == [ran[0], ran[2], ran[1]]
     assert whole["config"]["questions"] == 3
+
+
+async def test_the_threaded_default_runs_with_the_loop_s_threads_and_answers_as_inline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inline = bench_multihop.inline_threads
+    entered: list[str] = []
+
+    @contextlib.contextmanager
+    def noted() -> Iterator[None]:
+        entered.append("inline")
+        with inline():
+            yield
+
+    monkeypatch.setattr(bench_multihop, "inline_threads", noted)
+    configs = ("anytime", "anytime-threads")
+
+    out = await run_multihop(MultihopConfig(limit=2, configs=configs), scripted_models, tmp_path)
+
+    assert entered == ["inline", "inline"]  # the inline runs only, one a question
+    by = {(row["id"], row["config"]): row for row in out["rows"]}
+    for question in {row["id"] for row in out["rows"]}:
+        for inline_name, threaded in (
+            ("anytime", "anytime-threads"),
+            ("chain@first", "chain@first-threads"),
+        ):
+            assert by[question, threaded]["answer"] == by[question, inline_name]["answer"]
+            assert by[question, threaded]["llm_calls"] == by[question, inline_name]["llm_calls"]
+    assert_says("\n".join(section(out)), "With the service's threads", "`anytime` 2 of 2 (100%)")
 
 
 async def test_a_measured_configuration_is_reported_where_it_has_rows_and_never_run(

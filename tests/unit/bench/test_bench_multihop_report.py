@@ -527,12 +527,24 @@ def test_rerun_agreement_is_the_share_of_the_same_normalised_answers() -> None:
         _scored("q2", "chain@first-again", "Lyon", 0.0),
         _scored("q2", "anytime-again", "Lille", 0.0),
     ]
+    # The default run as the service runs it, with threads: said apart from the rerun.
+    rows += [
+        _scored(q, "chain@first-threads", a, 0.0) for q, a in (("q1", "Paris"), ("q2", "Lyon"))
+    ]
+    rows += [_scored("q3", "anytime-threads", "Nancy", 0.0)]  # the inline run: "metz"
     totals = dict(multihop["totals"])
-    totals.update({"chain@first-again": {}, "anytime-again": {}})
+    totals.update({name: {} for name in ("chain@first-again", "anytime-again")})
+    totals.update({name: {} for name in ("chain@first-threads", "anytime-threads")})
 
-    line = _paragraph(agreement_lines({**multihop, "rows": rows, "totals": totals}))
+    blank, rerun, also_blank, threads = agreement_lines(
+        {**multihop, "rows": rows, "totals": totals}
+    )
 
-    assert line.endswith("`chain@first` 2 of 2 (100%); `anytime` 1 of 2 (50%).")
+    assert blank == also_blank == ""
+    assert rerun.startswith("Rerun agreement")
+    assert rerun.endswith("`chain@first` 2 of 2 (100%); `anytime` 1 of 2 (50%).")
+    assert threads.startswith("With the service's threads (`-threads`")
+    assert threads.endswith("`chain@first` 2 of 2 (100%); `anytime` 0 of 1 (0%).")
     assert agreement_lines(_anytime_results()) == []
 
 
