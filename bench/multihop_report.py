@@ -265,7 +265,9 @@ def section(multihop: dict[str, Any], more: Sequence[tuple[dict[str, Any], str]]
         "and answers are scored "
         "with HotpotQA's official normalisation. In the open-corpus setting (`--corpus "
         "pooled`) every question searches instead one index of every paragraph of every "
-        "question in the data file, each once: a query can miss, and another query matters. "
+        "question in the data file, each once, in one collection of the embedded store "
+        "searched with the `documents` tool, as a user's collection is: a query can miss, and "
+        "another query matters. "
         "Each table is of one data set and one setting, and rows of two settings are never "
         "compared. MuSiQue's answer aliases count as right answers (the best of them scores). "
         "One run of the default search (`anytime`) gives two rows: its final answer and, as "
@@ -277,7 +279,9 @@ def section(multihop: dict[str, Any], more: Sequence[tuple[dict[str, Any], str]]
         "paragraph) does not find: the goal is 0. To read why an answer came out as it did, "
         "`--traces DIR` writes each run's whole tree (every step, tool call, evidence item, "
         "answer, grounding and score, and the chosen path) beside its question, and `--ids` "
-        "runs chosen questions only.",
+        "runs chosen questions only. The benchmark makes a run's blocking calls (the local "
+        "model's among them) inline, one at a time in the order the engine reaches them; "
+        "`anytime-threads` is the default run as the service runs it, each in a worker thread.",
         "",
         *table(multihop),
     ]
