@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from bench.multihop_across import across_lines
 from bench.multihop_candidates import candidate_lines, chosen_lines, weakness_lines
 from bench.multihop_corpus import LABELS
 from bench.multihop_data import DATASETS, dataset_name
@@ -299,6 +300,7 @@ def section(multihop: dict[str, Any], more: Sequence[tuple[dict[str, Any], str]]
         "",
         *(line for other, results in more for line in more_section(other, results, main)),
     ]
+    lines += across_lines([multihop, *(other for other, _ in more)])
     reference = ", ".join(f"{name} {em:.2f}" for name, em in REFERENCE)
     lines += [
         f"Published points of reference (the LATS paper's HotpotQA table, exact match): "

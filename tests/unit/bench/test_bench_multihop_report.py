@@ -582,6 +582,28 @@ def test_the_report_renders_both_settings_each_under_its_own_heading() -> None:
     assert "for its first answer (a chain's)" in headline(distractor)
 
 
+def test_the_report_takes_one_setting_s_models_together_after_their_tables() -> None:
+    larger = _anytime_results()
+    # The same three questions, their rows renamed as another model's other questions.
+    smaller = {
+        **larger,
+        "model_detail": "another model",
+        "rows": [{**row, "id": row["id"] + "-b"} for row in larger["rows"]],
+    }
+    pooled = _anytime_results("pooled")
+
+    page = "\n".join(section(larger, more=[(pooled, "p"), (smaller, "b")]))
+
+    together = page.split("### The same questions with another model")[1]
+    assert_says(
+        together,
+        "**HotpotQA, distractor setting, the models together** (6 questions at 16 model calls: "
+        "3 with scripted, 3 with another model;",
+    )
+    assert "open-corpus setting, the models together" not in page  # one model measured it
+    assert together.index("the models together") < together.index("Published points")
+
+
 def test_rows_of_two_settings_are_never_paired() -> None:
     rows = [
         _scored("q1", "anytime", "Paris", 1.0),

@@ -1,0 +1,113 @@
+"""The multi-hop benchmark's questions of one data set and setting measured with several models,
+taken together: a question measured by a larger model on the first questions and by a smaller one
+on the rest still pairs the default with its chain from one run, so the paired figures pool.
+
+Results are pooled only where they ran the same default and set it against the same chain
+(`bench.multihop_versus`), at the same call budget, on the same data set and setting. A question
+answered in two of them counts once, from the first (the page's own results first, then the
+others in the page's order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bench.multihop_compare import both, head_to_head, mcnemar, paired, ratio
+from bench.multihop_corpus import LABELS
+from bench.multihop_data import dataset_name
+from bench.multihop_versus import chain_of, default_of
+
+Group = tuple[str, str, int, str, str]
+"""(data set, setting, call budget, default, chain): what results must share to pool."""
+
+
+def _group(multihop: Mapping[str, Any]) -> Group:
+    config = multihop["config"]
+    data = str(config.get("dataset") or dataset_name(config.get("data", "")))
+    setting = str(config.get("corpus", "distractor"))
+    return (
+        data,
+        setting,
+        int(config["max_llm_calls"]),
+        default_of(dict(multihop)),
+        chain_of(dict(multihop)),
+    )
+
+
+def _model(multihop: Mapping[str, Any]) -> str:
+    return str(multihop.get("model_detail", multihop.get("model", "?")))
+
+
+def pooled_rows(
+    measured: Sequence[Mapping[str, Any]],
+) -> tuple[list[Mapping[str, Any]], list[tuple[str, int]]]:
+    """The default's and the chain's rows of every question of `measured` (results of one
+    `Group`), each question from the first results that answered it with both; and how many
+    questions each model gave, in order."""
+    rows: list[Mapping[str, Any]] = []
+    taken: set[str] = set()
+    counts: dict[str, int] = {}
+    for multihop in measured:
+        default, chain = default_of(dict(multihop)), chain_of(dict(multihop))
+        for mine, theirs in both(multihop["rows"], default, chain):
+            if mine["id"] in taken:
+                continue
+            taken.add(mine["id"])
+            rows += [mine, theirs]
+            counts[_model(multihop)] = counts.get(_model(multihop), 0) + 1
+    return rows, list(counts.items())
+
+
+def across_lines(measured: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A paragraph for each group of results measured with two models or more (each followed
+    by a blank line): the default against its chain over all their questions together."""
+    groups: dict[Group, list[Mapping[str, Any]]] = {}
+    for multihop in measured:
+        groups.setdefault(_group(multihop), []).append(multihop)
+    lines: list[str] = []
+    for (data, setting, budget, default, chain), members in groups.items():
+        rows, counts = pooled_rows(members)
+        if len(counts) < 2:
+            continue
+        lines += [
+            _paragraph(f"{data}, {LABELS[setting]}", budget, default, chain, rows, counts),
+            "",
+        ]
+    return lines
+
+
+def _paragraph(
+    heading: str,
+    budget: int,
+    default: str,
+    chain: str,
+    rows: Sequence[Mapping[str, Any]],
+    counts: Sequence[tuple[str, int]],
+) -> str:
+    n = sum(count for _, count in counts)
+    models = ", ".join(f"{count} with {model}" for model, count in counts)
+    scores = []
+    for key, label in (("f1", "answer F1"), ("sp_f1", "supporting-fact F1")):
+        won, lost, tied = head_to_head(rows, default, chain, key)
+        mean, low, high = paired(rows, default, chain, key)
+        mine = sum(float(r[key]) for r in rows if r["config"] == default) / n
+        theirs = sum(float(r[key]) for r in rows if r["config"] == chain) / n
+        scores.append(
+            f"{label} {mine:.2f} against {theirs:.2f} (better on {won}, worse on {lost}, "
+            f"tied on {tied}; mean difference {mean:+.3f}, 95 % paired-bootstrap interval "
+            f"{low:+.3f} to {high:+.3f})"
+        )
+    only_mine, only_theirs, p = mcnemar(rows, default, chain)
+    answers = [r for r in rows if r["config"] == default]
+    misverified = sum(int(r.get("misverified", 0)) for r in answers)
+    citations = sum(int(r.get("citations", 0)) for r in answers)
+    return (
+        f"**{heading}, the models together** ({n} questions at {budget} model calls: "
+        f"{models}; each question's `{default}` and `{chain}` rows from one run, so the pairs "
+        f"pool across models): " + "; ".join(scores) + f". On exact match, right for the "
+        f"default alone on {only_mine} and for the chain alone on {only_theirs} (exact McNemar "
+        f"test, two-sided p = {p:.3f}). Model calls {ratio(rows, default, chain, 'llm_calls'):.2f} "
+        f"times the chain's; of the default's {citations} verified citations, {misverified} "
+        "misverified."
+    )
