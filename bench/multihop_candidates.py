@@ -237,3 +237,44 @@ def _by_way(
         "the final answer also carries the verified quotes of the other paths that reached the "
         "same answer (agents/grounding/corroborate.py).",
     ]
+
+
+def wrong_first_lines(multihop: Mapping[str, Any], config: str, first_config: str) -> list[str]:
+    """Where the first answer (`first_config`'s row) was wrong, what the paths off the first one
+    reached (`config`'s candidates): nothing, the same answer, only other wrong answers, or a
+    right one. The choice can only pick among these, so they bound what the search could add."""
+    first_rows = {_question(r): r for r in multihop["rows"] if r["config"] == first_config}
+    ways: Counter[str] = Counter()
+    for r in multihop["rows"]:
+        if r["config"] != config or "candidates" not in r:
+            continue
+        first = first_rows.get(_question(r))
+        if first is None:
+            continue
+        if first["f1"] >= RIGHT_F1:
+            continue
+        others = [c for c in r["candidates"] if not c["first"]]
+        if not others:
+            ways["none"] += 1
+        elif any(c["f1"] >= RIGHT_F1 for c in others):
+            ways["right"] += 1
+        elif all(agrees(c["predicted"], first["predicted"]) for c in others):
+            ways["same"] += 1
+        else:
+            ways["other"] += 1
+    if not ways:
+        return []
+    return [
+        "",
+        f"Where the first answer was wrong (F1 below {RIGHT_F1}, {ways.total()} of the "
+        f"`{config}` runs that carry their candidates), the paths off the first one reached no "
+        f"answer on {ways['none']}, only the first answer again on {ways['same']}, other "
+        f"answers, none right, on {ways['other']}, and a right answer on {ways['right']}: "
+        "what the choice could have replaced a wrong first answer with.",
+    ]
+
+
+def _question(row: Mapping[str, Any]) -> tuple[str, str]:
+    """A row's question: its id in its setting (rows from before settings were named are of the
+    distractor setting)."""
+    return row["id"], row.get("corpus", "distractor")

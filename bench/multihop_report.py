@@ -8,7 +8,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.multihop_across import across_lines
-from bench.multihop_candidates import candidate_lines, chosen_lines, weakness_lines
+from bench.multihop_candidates import (
+    candidate_lines,
+    chosen_lines,
+    weakness_lines,
+    wrong_first_lines,
+)
 from bench.multihop_corpus import LABELS
 from bench.multihop_data import DATASETS, dataset_name
 from bench.multihop_rows import FIRST_ROWS
@@ -224,7 +229,8 @@ def code_lines(multihop: dict[str, Any]) -> list[str]:
 
 def _chosen(multihop: dict[str, Any]) -> list[str]:
     default = default_of(multihop)
-    return chosen_lines(multihop, default, FIRST_ROWS.get(default, ""))
+    first = FIRST_ROWS.get(default, "")
+    return chosen_lines(multihop, default, first) + wrong_first_lines(multihop, default, first)
 
 
 def _order(item: tuple[str, Any]) -> int:

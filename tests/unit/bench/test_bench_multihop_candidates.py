@@ -13,8 +13,10 @@ from bench.multihop_candidates import (
     candidate_lines,
     candidates_of,
     weakness_lines,
+    wrong_first_lines,
 )
 from bench.multihop_rows import predicted_answer
+from tests.support.text import assert_says
 from tests.unit.search.trees import answered, cited, done, grounding
 
 
@@ -147,3 +149,53 @@ def test_the_report_counts_what_held_the_search_on_past_its_first_answer() -> No
         "brought no new evidence on 1, planned steps not run on 2."
     )
     assert weakness_lines({"rows": rows[4:]}, "anytime") == []
+
+
+def _first_and_final(
+    question: str, first: str, first_f1: float, found: list[Candidate]
+) -> list[Any]:
+    """A run's two rows: its first answer's (`chain@first`) and its final answer's."""
+    return [
+        {"id": question, "config": "chain@first", "f1": first_f1, "predicted": first},
+        {**_row("anytime", first_f1, first, found), "id": question},
+    ]
+
+
+def test_where_the_first_answer_was_wrong_the_report_says_what_the_other_paths_reached() -> None:
+    tree = _tree()
+    paris_only = tree[:1]
+    paris_twice = [*paris_only, answered(done(None, 4, "d"), "paris.", grounding(1.0, []))]
+    rows = [
+        # Gold "Lyon": the first answer "Paris" is wrong and the sibling's "Lyon, ..." (0.4) too.
+        *_first_and_final(
+            "q1", "Paris", 0.0, candidates_of(tree, ["Lyon"], "n1", predicted_answer)
+        ),
+        # Gold "Lyon, said to be": the sibling is right.
+        *_first_and_final(
+            "q2", "Paris", 0.0, candidates_of(tree, ["Lyon said to be"], "n1", predicted_answer)
+        ),
+        # No path off the first one answered; another's only said the first answer again.
+        *_first_and_final(
+            "q3", "Paris", 0.0, candidates_of(paris_only, ["Nice"], "n1", predicted_answer)
+        ),
+        *_first_and_final(
+            "q4", "Paris", 0.0, candidates_of(paris_twice, ["Nice"], "n1", predicted_answer)
+        ),
+        # A right first answer: left out.
+        *_first_and_final(
+            "q5", "Paris", 1.0, candidates_of(tree, ["Paris"], "n1", predicted_answer)
+        ),
+    ]
+    for row in rows:
+        row["corpus"] = "pooled"
+
+    [blank, text] = wrong_first_lines({"rows": rows}, "anytime", "chain@first")
+
+    assert blank == ""
+    assert_says(
+        text,
+        "(F1 below 0.5, 4 of the `anytime` runs that carry their candidates)",
+        "reached no answer on 1, only the first answer again on 1, other answers, none right, "
+        "on 1, and a right answer on 1",
+    )
+    assert wrong_first_lines({"rows": rows}, "anytime", "no-such-row") == []
