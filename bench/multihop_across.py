@@ -11,6 +11,7 @@ others in the page's order).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from statistics import fmean
 from typing import Any
 
 from bench.multihop_compare import both, head_to_head, mcnemar, paired, ratio
@@ -59,22 +60,51 @@ def pooled_rows(
     return rows, list(counts.items())
 
 
-def across_lines(measured: Sequence[Mapping[str, Any]]) -> list[str]:
-    """A paragraph for each group of results measured with two models or more (each followed
-    by a blank line): the default against its chain over all their questions together."""
+def _pooled(
+    measured: Sequence[Mapping[str, Any]],
+) -> list[tuple[Group, list[Mapping[str, Any]], list[tuple[str, int]]]]:
+    """Each group of results measured with two models or more: its pooled rows and how many
+    questions each model gave."""
     groups: dict[Group, list[Mapping[str, Any]]] = {}
     for multihop in measured:
         groups.setdefault(_group(multihop), []).append(multihop)
-    lines: list[str] = []
-    for (data, setting, budget, default, chain), members in groups.items():
+    found = []
+    for group, members in groups.items():
         rows, counts = pooled_rows(members)
-        if len(counts) < 2:
-            continue
-        lines += [
-            _paragraph(f"{data}, {LABELS[setting]}", budget, default, chain, rows, counts),
-            "",
-        ]
+        if len(counts) >= 2:
+            found.append((group, rows, counts))
+    return found
+
+
+def across_lines(measured: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A paragraph for each group of results measured with two models or more (each followed
+    by a blank line): the default against its chain over all their questions together."""
+    lines: list[str] = []
+    for (data, setting, budget, default, chain), rows, counts in _pooled(measured):
+        heading = f"{data}, {LABELS[setting]}"
+        lines += [_paragraph(heading, budget, default, chain, rows, counts), ""]
     return lines
+
+
+def across_headlines(measured: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A sentence for the top of the page for each group of results measured with two models
+    or more."""
+    lines = []
+    for (data, setting, budget, default, chain), rows, counts in _pooled(measured):
+        models = " and ".join(f"{count} with {model}" for model, count in counts)
+        mine, theirs = _means(rows, default, "f1"), _means(rows, chain, "f1")
+        mean, low, high = paired(rows, default, chain, "f1")
+        lines.append(
+            f"On {sum(c for _, c in counts)} {data} questions in the {LABELS[setting]} "
+            f"({models}, {budget} model calls each) the default search scores answer F1 "
+            f"{mine:.2f} against {theirs:.2f} for its first answer (a chain's): "
+            f"{mean:+.3f}, 95 % paired interval {low:+.3f} to {high:+.3f}."
+        )
+    return lines
+
+
+def _means(rows: Sequence[Mapping[str, Any]], config: str, key: str) -> float:
+    return fmean(float(r[key]) for r in rows if r["config"] == config)
 
 
 def _paragraph(
@@ -91,8 +121,7 @@ def _paragraph(
     for key, label in (("f1", "answer F1"), ("sp_f1", "supporting-fact F1")):
         won, lost, tied = head_to_head(rows, default, chain, key)
         mean, low, high = paired(rows, default, chain, key)
-        mine = sum(float(r[key]) for r in rows if r["config"] == default) / n
-        theirs = sum(float(r[key]) for r in rows if r["config"] == chain) / n
+        mine, theirs = _means(rows, default, key), _means(rows, chain, key)
         scores.append(
             f"{label} {mine:.2f} against {theirs:.2f} (better on {won}, worse on {lost}, "
             f"tied on {tied}; mean difference {mean:+.3f}, 95 % paired-bootstrap interval "

@@ -14,6 +14,7 @@ from bench import (
     documents_report,
     faults_report,
     load_report,
+    multihop_across,
     multihop_report,
     quality_report,
     speed_report,
@@ -528,6 +529,7 @@ def write(
     measured = [multihop, *(other for other, _ in multihop_more)] if multihop else []
     for sentence in filter(None, map(multihop_report.headline, measured)):
         headline[-1:-1] = [sentence]
+    headline[-1:-1] = multihop_across.across_headlines(measured)
     lines += headline
     if search is not None:
         lines += _critical(search, doc, results)

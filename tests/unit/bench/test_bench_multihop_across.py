@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.multihop_across import across_lines, pooled_rows
+from bench.multihop_across import across_headlines, across_lines, pooled_rows
 from tests.support.text import assert_says
 
 
@@ -96,3 +96,14 @@ def test_results_that_differ_in_budget_or_come_from_one_model_are_not_pooled() -
 
     assert across_lines([LARGE, other_budget]) == []
     assert across_lines([LARGE]) == []
+
+
+def test_the_page_s_top_gets_a_sentence_for_the_models_together() -> None:
+    [sentence] = across_headlines([LARGE, SMALL])
+
+    assert sentence.startswith(
+        "On 3 HotpotQA questions in the open-corpus setting (2 with local (large) and 1 with "
+        "local (small), 32 model calls each) the default search scores answer F1 0.83 against "
+        "0.50 for its first answer (a chain's): +0.333, 95 % paired interval"
+    )
+    assert across_headlines([LARGE]) == []
