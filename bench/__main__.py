@@ -382,6 +382,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     multihop.add_argument("--limit", type=int, default=None, help="the first N questions")
     multihop.add_argument(
+        "--offset",
+        type=_count,
+        default=0,
+        help="skip the first N questions (with --limit: questions N+1 to N+limit)",
+    )
+    multihop.add_argument(
         "--model",
         default=None,
         help="init_chat_model string, `local` (LATS_LOCAL_MODEL's model) or `scripted` "
@@ -418,6 +424,17 @@ def _parser() -> argparse.ArgumentParser:
         help="i/n: only every n-th question from the i-th (n processes share one run)",
     )
     return parser
+
+
+def _count(text: str) -> int:
+    """A whole number of at least 0, for argparse."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want a whole number, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"want 0 or more, not {value}")
+    return value
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -463,6 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         questions = MultihopConfig(
             data=args.data,
             limit=args.limit,
+            offset=args.offset,
             corpus=args.corpus,
             configs=tuple(c.strip() for c in args.configs.split(",") if c.strip()),
             measured=tuple(c.strip() for c in args.measured.split(",") if c.strip()),

@@ -13,6 +13,7 @@ predicts nothing. Every verified quote is checked once more, independently of th
     .venv/bin/python -m bench --only multihop --limit 10 --model local   # LATS_LOCAL_MODEL's
     .venv/bin/python -m bench --only multihop --limit 2 --model scripted # testkit's reader
     .venv/bin/python -m bench --only multihop --data musique --corpus pooled --model local
+    .venv/bin/python -m bench --only multihop --offset 40 --limit 60 --model local  # 41 to 100
 """
 
 from __future__ import annotations
@@ -135,6 +136,9 @@ class MultihopConfig:
 
     data: Path = HOTPOTQA_DEV_100
     limit: int | None = None
+    offset: int = 0
+    """The questions from the (offset + 1)-th of the file on: with `limit`, the next `limit`
+    (questions 41 to 100 are offset 40, limit 60)."""
     corpus: Setting = "distractor"
     """`distractor`: each question searches its own paragraphs; `pooled`: every question
     searches one index of every paragraph of the data file (`bench.multihop_corpus`)."""
@@ -239,8 +243,11 @@ def write_trace(path: Path, question: Question, corpus: QuestionCorpus, result: 
 
 
 def _chosen(config: MultihopConfig) -> list[Question]:
-    """The questions of this process: `limit`, then `ids`, then its shard."""
-    questions = load(config.data, config.limit)
+    """The questions of this process: `offset` and `limit`, then `ids`, then its shard."""
+    if config.offset < 0:
+        raise ValueError(f"offset must be at least 0, not {config.offset}")
+    end = None if config.limit is None else config.offset + config.limit
+    questions = load(config.data, end)[config.offset :]
     if config.ids:
         questions = [q for q in questions if q.id.startswith(config.ids)]
         if not questions:
@@ -315,6 +322,8 @@ async def run_multihop(
             "corpus": setting,
             "pool": None if pool is None else {"documents": len(pool.documents)},
             "questions": len(questions),
+            "offset": config.offset,
+            "ids": list(config.ids),
             "max_llm_calls": config.max_llm_calls,
             "tool_result_max_chars": config.tool_result_max_chars,
             "passages": config.passages,

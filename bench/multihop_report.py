@@ -106,12 +106,29 @@ def command(multihop: dict[str, Any], results: str | None = None) -> str:
         f"{env}.venv/bin/python -m bench --only multihop"
         + (f" --data {data}" if data else "")
         + (f" --corpus {setting}" if setting != "distractor" else "")
-        + f" --limit {config['questions']} "
-        f"--model {multihop.get('model', 'local')} --configs {','.join(run_as(ran))} "
+        + _questions_option(config)
+        + f" --model {multihop.get('model', 'local')} --configs {','.join(run_as(ran))} "
         f"--budget {config['max_llm_calls']}"
         + (f" --measured {','.join(run_as(measured))}" if measured else "")
         + (f" --results {results}" if results else "")
     )
+
+
+def _which(config: dict[str, Any]) -> str:
+    """How many questions, and which of the file where they are not its first ones."""
+    n, offset = config["questions"], int(config.get("offset") or 0)
+    if config.get("ids") or not offset:
+        return f"{n} questions"
+    return f"{n} questions, numbers {offset + 1} to {offset + n} of the file"
+
+
+def _questions_option(config: dict[str, Any]) -> str:
+    """Which questions the run took: its `--ids` where it was given them, else how many from
+    where."""
+    if config.get("ids"):
+        return f" --ids {','.join(config['ids'])}"
+    offset = int(config.get("offset") or 0)
+    return (f" --offset {offset}" if offset else "") + f" --limit {config['questions']}"
 
 
 def _data_option(data: str) -> str:
@@ -133,7 +150,7 @@ def table(multihop: dict[str, Any], results: str | None = None) -> list[str]:
         command(multihop, results),
         "```",
         "",
-        f"Data: `{config['data']}` ({config['questions']} questions; {_dataset(multihop)}, "
+        f"Data: `{config['data']}` ({_which(config)}; {_dataset(multihop)}, "
         f"{_setting_phrase(multihop)}). Model: "
         f"{multihop.get('model_detail', multihop.get('model', '?'))}."
         + (

@@ -150,6 +150,20 @@ def test_a_results_directory_below_the_results_is_the_same_benchmark_with_anothe
     assert "| anytime | 1 |" in more
 
 
+async def test_an_offset_takes_the_questions_after_the_first_ones(tmp_path: Path) -> None:
+    asked: list[str] = []
+    everything = [q.id for q in load(HOTPOTQA_DEV_100, 4)]
+
+    out = await run_multihop(
+        MultihopConfig(offset=2, limit=2, configs=("chain",)), _noting(asked), tmp_path
+    )
+
+    assert asked == everything[2:4]
+    assert (out["config"]["offset"], out["config"]["questions"]) == (2, 2)
+    with pytest.raises(ValueError, match="offset must be at least 0"):
+        await run_multihop(MultihopConfig(offset=-1), scripted_models, tmp_path / "b")
+
+
 async def test_rows_already_in_the_progress_file_are_kept_not_run_again(tmp_path: Path) -> None:
     data = _data(tmp_path, TITLE_QUESTION)
     progress = tmp_path / "progress.jsonl"
@@ -387,3 +401,14 @@ async def test_the_pool_holds_every_question_of_the_file_as_one_collection(
         assert none is None  # the distractor setting has none
     assert tool.name == "documents"
     assert {corpus.doc_of(s["url"]) for s in found["sources"]} & corpus.gold_documents
+
+
+@pytest.mark.parametrize("offset", ["-1", "two"])
+def test_a_bad_offset_is_refused_before_anything_runs(
+    offset: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        bench_main.main(["--only", "multihop", "--offset", offset])
+
+    assert refused.value.code == 2
+    assert "argument --offset: want" in capsys.readouterr().err

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.multihop_compare import head_to_head
-from bench.multihop_report import code_lines, command, headline, section, wall_lines
+from bench.multihop_report import code_lines, command, headline, section, table, wall_lines
 from bench.multihop_versus import (
     again_lines,
     agreement_lines,
@@ -546,6 +546,19 @@ def test_rerun_agreement_is_the_share_of_the_same_normalised_answers() -> None:
     assert threads.startswith("With the service's threads (`-threads`")
     assert threads.endswith("`chain@first` 2 of 2 (100%); `anytime` 0 of 1 (0%).")
     assert agreement_lines(_anytime_results()) == []
+
+
+def test_the_command_and_the_caption_say_which_questions_the_rows_are_of() -> None:
+    later = _anytime_results()
+    later["config"] = {**later["config"], "offset": 40, "ids": []}
+    chosen = _anytime_results()
+    chosen["config"] = {**chosen["config"], "offset": 0, "ids": ["5a8b57f2", "5a8c7595"]}
+
+    assert " --offset 40 --limit 3 --model" in command(later)
+    assert "(3 questions, numbers 41 to 43 of the file; HotpotQA" in "\n".join(table(later))
+    assert " --ids 5a8b57f2,5a8c7595 --model" in command(chosen)
+    assert "--limit" not in command(chosen)
+    assert "(3 questions; HotpotQA" in "\n".join(table(chosen))
 
 
 def test_the_command_names_the_data_set_and_the_setting() -> None:
