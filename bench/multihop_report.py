@@ -122,6 +122,12 @@ def _which(config: dict[str, Any]) -> str:
     return f"{n} questions, numbers {offset + 1} to {offset + n} of the file"
 
 
+def _later(multihop: dict[str, Any]) -> int:
+    """Where the results' questions start in the file (0: its first ones, or chosen ids)."""
+    config = multihop.get("config", {})
+    return 0 if config.get("ids") else int(config.get("offset") or 0)
+
+
 def _questions_option(config: dict[str, Any]) -> str:
     """Which questions the run took: its `--ids` where it was given them, else how many from
     where."""
@@ -254,12 +260,19 @@ def _order(item: tuple[str, Any]) -> int:
     return ORDER.index(item[0]) if item[0] in ORDER else len(ORDER)
 
 
-def more_section(multihop: dict[str, Any], results: str, main: str = "") -> list[str]:
-    """The same benchmark with another model, data set or setting, its results kept in their
-    own directory; `main` is the heading of the page's own results (`_heading`)."""
+def more_section(
+    multihop: dict[str, Any], results: str, main: dict[str, Any] | None = None
+) -> list[str]:
+    """The same benchmark with another model, data set or setting, or on other questions, its
+    results kept in their own directory; `main` is the page's own results."""
     model = multihop.get("model_detail", multihop.get("model"))
-    same = _heading(multihop) == (main or _heading(multihop))
-    title = f"The same questions with {model}" if same else f"{_heading(multihop)}, with {model}"
+    main = main or multihop
+    if _heading(multihop) != _heading(main):
+        title = f"{_heading(multihop)}, with {model}"
+    elif _later(multihop) != _later(main):
+        title = f"{_heading(multihop)}, {_which(multihop['config'])}, with {model}"
+    else:
+        title = f"The same questions with {model}"
     return [
         f"### {title}",
         "",
@@ -321,7 +334,7 @@ def section(multihop: dict[str, Any], more: Sequence[tuple[dict[str, Any], str]]
     lines += reserve_lines(multihop)
     lines += [
         "",
-        *(line for other, results in more for line in more_section(other, results, main)),
+        *(line for other, results in more for line in more_section(other, results, multihop)),
     ]
     lines += across_lines([multihop, *(other for other, _ in more)])
     reference = ", ".join(f"{name} {em:.2f}" for name, em in REFERENCE)

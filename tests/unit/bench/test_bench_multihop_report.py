@@ -617,6 +617,19 @@ def test_the_report_takes_one_setting_s_models_together_after_their_tables() -> 
     assert together.index("the models together") < together.index("Published points")
 
 
+def test_a_table_of_later_questions_is_titled_with_which_they_are() -> None:
+    first = _anytime_results()
+    later = {**first, "model_detail": "another model"}
+    later["config"] = {**first["config"], "offset": 40}
+
+    page = "\n".join(section(first, more=[(later, "b")]))
+
+    assert (
+        "### HotpotQA, distractor setting, 3 questions, numbers 41 to 43 of the file, with " in page
+    )
+    assert "### The same questions with" not in page
+
+
 def test_rows_of_two_settings_are_never_paired() -> None:
     rows = [
         _scored("q1", "anytime", "Paris", 1.0),
