@@ -3,9 +3,9 @@ taken together: a question measured by a larger model on the first questions and
 on the rest still pairs the default with its chain from one run, so the paired figures pool.
 
 Results are pooled only where they ran the same default and set it against the same chain
-(`bench.multihop_versus`), at the same call budget, on the same data set and setting. A question
-answered in two of them counts once, from the first (the page's own results first, then the
-others in the page's order).
+(`bench.multihop_versus`), at the same call budget, on the same data set and setting. Results that
+answered a question in common are two models on the same questions, not one set of questions,
+and are not pooled.
 """
 
 from __future__ import annotations
@@ -44,20 +44,16 @@ def pooled_rows(
     measured: Sequence[Mapping[str, Any]],
 ) -> tuple[list[Mapping[str, Any]], list[tuple[str, int]]]:
     """The default's and the chain's rows of every question of `measured` (results of one
-    `Group`), each question from the first results that answered it with both; and how many
+    `Group`, on questions none of the others answered) that has both; and how many such
     questions each model gave, in order."""
     rows: list[Mapping[str, Any]] = []
-    taken: set[str] = set()
     counts: dict[str, int] = {}
     for multihop in measured:
         default, chain = default_of(dict(multihop)), chain_of(dict(multihop))
-        for mine, theirs in both(multihop["rows"], default, chain):
-            if mine["id"] in taken:
-                continue
-            taken.add(mine["id"])
-            rows += [mine, theirs]
-            counts[_model(multihop)] = counts.get(_model(multihop), 0) + 1
-    return rows, list(counts.items())
+        pairs = both(multihop["rows"], default, chain)
+        rows += [row for pair in pairs for row in pair]
+        counts[_model(multihop)] = counts.get(_model(multihop), 0) + len(pairs)
+    return rows, [(model, n) for model, n in counts.items() if n]
 
 
 def _pooled(
@@ -71,9 +67,21 @@ def _pooled(
     found = []
     for group, members in groups.items():
         rows, counts = pooled_rows(members)
-        if len(counts) >= 2:
+        if len(counts) >= 2 and not _overlap(members):
             found.append((group, rows, counts))
     return found
+
+
+def _overlap(members: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether two of the results answered a question in common: then they are two models on
+    the same questions, compared table by table, not one set of questions to take together."""
+    seen: set[str] = set()
+    for multihop in members:
+        mine = {row["id"] for row in multihop["rows"]}
+        if seen & mine:
+            return True
+        seen |= mine
+    return False
 
 
 def across_lines(measured: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -97,10 +105,14 @@ def across_headlines(measured: Sequence[Mapping[str, Any]]) -> list[str]:
         lines.append(
             f"On {sum(c for _, c in counts)} {data} questions in the {LABELS[setting]} "
             f"({models}, {budget} model calls each) the default search scores answer F1 "
-            f"{mine:.2f} against {theirs:.2f} for its first answer (a chain's): "
+            f"{mine:.2f} against {theirs:.2f} {_against(chain)}: "
             f"{mean:+.3f}, 95 % paired interval {low:+.3f} to {high:+.3f}."
         )
     return lines
+
+
+def _against(chain: str) -> str:
+    return "for a single chain" if chain == "chain" else "for its first answer (a chain's)"
 
 
 def _means(rows: Sequence[Mapping[str, Any]], config: str, key: str) -> float:

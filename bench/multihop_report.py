@@ -267,12 +267,11 @@ def more_section(
     results kept in their own directory; `main` is the page's own results."""
     model = multihop.get("model_detail", multihop.get("model"))
     main = main or multihop
-    if _heading(multihop) != _heading(main):
-        title = f"{_heading(multihop)}, with {model}"
-    elif _later(multihop) != _later(main):
-        title = f"{_heading(multihop)}, {_which(multihop['config'])}, with {model}"
-    else:
-        title = f"The same questions with {model}"
+    which = f", {_which(multihop['config'])}" if _later(multihop) else ""
+    same = (_heading(multihop), _later(multihop)) == (_heading(main), _later(main))
+    title = (
+        f"The same questions with {model}" if same else f"{_heading(multihop)}{which}, with {model}"
+    )
     return [
         f"### {title}",
         "",

@@ -51,8 +51,6 @@ LARGE = _results(
 SMALL = _results(
     "small",
     [
-        _row("q2", "chain@first", 0.0),  # answered by the large model first: not counted
-        _row("q2", "anytime", 0.0),
         _row("q3", "chain@first", 0.5),
         _row("q3", "anytime", 0.5, citations=2),
         _row("q4", "anytime", 1.0),  # its first answer never came: no pair
@@ -60,7 +58,7 @@ SMALL = _results(
 )
 
 
-def test_each_question_counts_once_from_the_first_results_that_paired_it() -> None:
+def test_each_model_gives_the_questions_it_paired() -> None:
     rows, counts = pooled_rows([LARGE, SMALL])
 
     assert counts == [("local (large)", 2), ("local (small)", 1)]
@@ -91,10 +89,15 @@ def test_two_models_on_one_data_set_and_setting_give_one_paragraph_of_paired_fig
     )
 
 
-def test_results_that_differ_in_budget_or_come_from_one_model_are_not_pooled() -> None:
+def test_results_that_differ_in_budget_share_questions_or_come_from_one_model_are_apart() -> None:
     other_budget = {**SMALL, "config": {**SMALL["config"], "max_llm_calls": 16}}
+    # The small model on one of the large one's questions too: two models on the same
+    # questions, which their own tables compare.
+    shared = {**SMALL, "rows": [*SMALL["rows"], _row("q2", "chain@first", 0.0)]}
 
     assert across_lines([LARGE, other_budget]) == []
+    assert across_lines([LARGE, shared]) == []
+    assert across_headlines([LARGE, shared]) == []
     assert across_lines([LARGE]) == []
 
 
