@@ -17,7 +17,7 @@ from typing import Any
 from bench.multihop_compare import both, head_to_head, mcnemar, paired, ratio
 from bench.multihop_corpus import LABELS
 from bench.multihop_data import dataset_name
-from bench.multihop_versus import chain_of, default_of
+from bench.multihop_versus import against, chain_of, default_of
 
 Group = tuple[str, str, int, str, str]
 """(data set, setting, call budget, default, chain): what results must share to pool."""
@@ -105,14 +105,10 @@ def across_headlines(measured: Sequence[Mapping[str, Any]]) -> list[str]:
         lines.append(
             f"On {sum(c for _, c in counts)} {data} questions in the {LABELS[setting]} "
             f"({models}, {budget} model calls each) the default search scores answer F1 "
-            f"{mine:.2f} against {theirs:.2f} {_against(chain)}: "
+            f"{mine:.2f} against {theirs:.2f} {against(chain)}: "
             f"{mean:+.3f}, 95 % paired interval {low:+.3f} to {high:+.3f}."
         )
     return lines
-
-
-def _against(chain: str) -> str:
-    return "for a single chain" if chain == "chain" else "for its first answer (a chain's)"
 
 
 def _means(rows: Sequence[Mapping[str, Any]], config: str, key: str) -> float:

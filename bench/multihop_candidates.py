@@ -179,9 +179,7 @@ def chosen_lines(multihop: Mapping[str, Any], config: str, first_config: str) ->
     rows = [r for r in multihop["rows"] if r["config"] == config and r.get("chosen_by")]
     if not rows:
         return []
-    first_rows = {
-        (r["id"], r["corpus"]): r for r in multihop["rows"] if r["config"] == first_config
-    }
+    first_rows = {_question(r): r for r in multihop["rows"] if r["config"] == first_config}
     counts = Counter(r["chosen_by"] for r in rows)
     text = f"How the `{config}` answers were chosen: " + ", ".join(
         f"`{how}` {n}" for how, n in counts.most_common()
@@ -190,7 +188,7 @@ def chosen_lines(multihop: Mapping[str, Any], config: str, first_config: str) ->
         (r, first)
         for r in rows
         if r["chosen_by"] not in ("first", "single")
-        and (first := first_rows.get((r["id"], r["corpus"]))) is not None
+        and (first := first_rows.get(_question(r))) is not None
         and not agrees(first["predicted"], r["predicted"])
     ]
     if changed:
@@ -211,7 +209,7 @@ def _by_way(
     answer."""
     ways: dict[str, list[tuple[float, float, float]]] = {}
     for r in rows:
-        first = first_rows.get((r["id"], r["corpus"]))
+        first = first_rows.get(_question(r))
         if first is not None:
             ways.setdefault(r["chosen_by"], []).append(
                 (

@@ -20,6 +20,7 @@ from bench.multihop_rows import FIRST_ROWS
 from bench.multihop_versus import (
     ORDER,
     again_lines,
+    against,
     agreement_lines,
     anytime_lines,
     chain_of,
@@ -68,14 +69,13 @@ def headline(multihop: dict[str, Any]) -> str:
     n = multihop["config"]["questions"]
     if mine is None or theirs is None:
         return ""
-    against = "for a single chain" if chain == "chain" else "for its first answer (a chain's)"
     return (
         f"On {n} {_dataset(multihop)} questions ({_TOOL[_setting(multihop)]}, "
         f"{multihop.get('model_detail', multihop.get('model', 'the model'))}, "
         f"{multihop['config']['max_llm_calls']} model "
         f"calls each) the default search scores answer F1 {mine['f1']:.2f} and "
         f"supporting-fact F1 {mine['sp_f1']:.2f} against {theirs['f1']:.2f} and "
-        f"{theirs['sp_f1']:.2f} {against}; {mine['misverified'] + theirs['misverified']} "
+        f"{theirs['sp_f1']:.2f} {against(chain)}; {mine['misverified'] + theirs['misverified']} "
         f"of {mine['citations'] + theirs['citations']} verified citations failed an "
         "independent re-check."
     )

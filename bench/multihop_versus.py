@@ -62,6 +62,11 @@ def chain_of(multihop: dict[str, Any]) -> str:
     return first if first is not None and first in _names(multihop) else "chain"
 
 
+def against(chain: str) -> str:
+    """What the default is said to be set against, for `chain_of`'s name."""
+    return "for a single chain" if chain == "chain" else "for its first answer (a chain's)"
+
+
 def run_as(rows: Sequence[str]) -> list[str]:
     """The configurations whose runs made rows of these names (a first answer's row comes
     from its configuration's run)."""
