@@ -2,9 +2,11 @@
 
 Cuts fall on headings (a Markdown `#` line, which the HTML reader also writes) and between
 paragraphs; a paragraph longer than a passage is cut between sentences, and a sentence longer
-than that at a space. A passage never spans two pages, so a citation names its page. Each
-passage has an id stable for the same content: its page and its number on that page
-(`p12.3`; `p0.3` for a document without pages), which the store prefixes with the document's.
+than that at a space. A heading that no text follows on its page (before the next heading or
+the page's end) is a passage of its own, so no text of the document is lost. A passage never
+spans two pages, so a citation names its page. Each passage has an id stable for the same
+content: its page and its number on that page (`p12.3`; `p0.3` for a document without pages),
+which the store prefixes with the document's.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def _blocks(text: str, heading: str | None, max_chars: int) -> Iterator[tuple[st
     heading starting a new passage (and carried on to the next page)."""
     buffer: list[str] = []
     size = 0
+    bare: str | None = None  # a heading of this page that no text has followed yet
     for paragraph in _PARAGRAPH_BREAK.split(text):
         paragraph = paragraph.strip()
         if not paragraph:
@@ -63,10 +66,13 @@ def _blocks(text: str, heading: str | None, max_chars: int) -> Iterator[tuple[st
             if buffer:
                 yield heading, "\n\n".join(buffer)
                 buffer, size = [], 0
-            heading = match.group(1)
+            elif bare is not None:
+                yield from _alone(bare, max_chars)
+            heading = bare = match.group(1)
             paragraph = rest.strip()
             if not paragraph:
                 continue
+        bare = None
         for piece in _pieces(paragraph, max_chars):
             if buffer and size + len(piece) + 2 > max_chars:
                 yield heading, "\n\n".join(buffer)
@@ -75,6 +81,14 @@ def _blocks(text: str, heading: str | None, max_chars: int) -> Iterator[tuple[st
             size += len(piece) + 2
     if buffer:
         yield heading, "\n\n".join(buffer)
+    elif bare is not None:
+        yield from _alone(bare, max_chars)
+
+
+def _alone(heading: str, max_chars: int) -> Iterator[tuple[str | None, str]]:
+    """A heading that no text follows, as the passages of its own text."""
+    for piece in _pieces(heading, max_chars):
+        yield heading, piece
 
 
 def _pieces(paragraph: str, max_chars: int) -> Iterator[str]:

@@ -47,3 +47,23 @@ def test_a_passage_never_spans_two_pages_and_its_id_names_the_page() -> None:
 
 def test_the_same_content_gives_the_same_passages() -> None:
     assert passages(_text("a\n\nb")) == passages(_text("a\n\nb"))
+
+
+def test_a_heading_that_no_text_follows_is_a_passage_of_its_own() -> None:
+    found = passages(_text("# Part one\n\n## Otters\n\nThey dove.\n\n# Director Photo Term 1952"))
+
+    assert [(p.heading, p.text) for p in found] == [
+        ("Part one", "Part one"),
+        ("Otters", "They dove."),
+        ("Director Photo Term 1952", "Director Photo Term 1952"),
+    ]
+
+
+def test_a_document_of_one_long_heading_line_keeps_all_its_text() -> None:
+    line = "# " + " ".join(f"Row {i} served 1952 to 1956." for i in range(60))
+
+    found = passages(_text(line), max_chars=200)
+
+    assert found
+    assert all(len(p.text) <= 200 for p in found)
+    assert " ".join(p.text for p in found) == line.removeprefix("# ")
