@@ -243,6 +243,7 @@ def wrong_first_lines(multihop: Mapping[str, Any], config: str, first_config: st
     right one. The choice can only pick among these, so they bound what the search could add."""
     first_rows = {_question(r): r for r in multihop["rows"] if r["config"] == first_config}
     ways: Counter[str] = Counter()
+    read = Counter[str]()
     for r in multihop["rows"]:
         if r["config"] != config or "candidates" not in r:
             continue
@@ -251,6 +252,9 @@ def wrong_first_lines(multihop: Mapping[str, Any], config: str, first_config: st
             continue
         if first["f1"] >= RIGHT_F1:
             continue
+        read["known"] += "gold_on_path" in first and "gold_seen" in r
+        read["first"] += first.get("gold_on_path", 0.0) >= 1.0
+        read["tree"] += r.get("gold_seen", 0.0) >= 1.0
         others = [c for c in r["candidates"] if not c["first"]]
         if not others:
             ways["none"] += 1
@@ -268,8 +272,21 @@ def wrong_first_lines(multihop: Mapping[str, Any], config: str, first_config: st
         f"`{config}` runs that carry their candidates), the paths off the first one reached no "
         f"answer on {ways['none']}, only the first answer again on {ways['same']}, other "
         f"answers, none right, on {ways['other']}, and a right answer on {ways['right']}: "
-        "what the choice could have replaced a wrong first answer with.",
+        "what the choice could have replaced a wrong first answer with." + _reading(read),
     ]
+
+
+def _reading(read: Counter[str]) -> str:
+    """Of the wrong first answers whose rows say which gold paragraphs were read: on how many
+    the first path had read every one, and on how many the whole tree had."""
+    if not read["known"]:
+        return ""
+    return (
+        f" Of the {read['known']} whose rows record the paragraphs read, the first path had "
+        f"read every gold paragraph on {read['first']}, and the tree as a whole on "
+        f"{read['tree']}: where the evidence was read and the answer still wrong, the model "
+        "read it into a wrong answer, which more paths retrieving more do not mend."
+    )
 
 
 def _question(row: Mapping[str, Any]) -> tuple[str, str]:

@@ -110,3 +110,34 @@ def test_the_page_s_top_gets_a_sentence_for_the_models_together() -> None:
         "0.50 for its first answer (a chain's): +0.333, 95 % paired interval"
     )
     assert across_headlines([LARGE]) == []
+
+
+def test_the_paragraph_says_what_the_best_path_would_have_scored_where_rows_carry_paths() -> None:
+    def paths(*f1s: float) -> list[dict[str, Any]]:
+        return [{"node": f"n{i}", "f1": f1} for i, f1 in enumerate(f1s, start=1)]
+
+    small = {
+        **SMALL,
+        "rows": [
+            _row("q3", "chain@first", 0.5),
+            _row("q3", "anytime", 0.5, candidates=paths(0.5, 1.0)),
+        ],
+    }
+    large = {
+        **LARGE,
+        "rows": [
+            *LARGE["rows"][:3],
+            _row("q2", "anytime", 1.0, candidates=paths(1.0, 0.0)),
+        ],
+    }
+
+    [line, _] = across_lines([large, small])
+    [without, _] = across_lines([LARGE, SMALL])
+
+    # q1 carries no paths; q2's best is its chosen 1.0, q3's best 1.0 against 0.5 chosen.
+    assert_says(
+        line,
+        "answer F1 would have been 1.00 against 0.75 chosen, on the 2 questions whose rows "
+        "carry their candidates",
+    )
+    assert "oracle" not in without

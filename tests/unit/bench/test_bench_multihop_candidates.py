@@ -188,6 +188,15 @@ def test_where_the_first_answer_was_wrong_the_report_says_what_the_other_paths_r
     ]
     for row in rows:
         row["corpus"] = "pooled"
+    # The gold paragraphs read: q1's first path had read both; q2's tree read both, its first
+    # path one; q3 and q4 (older rows) do not say.
+    read = {("q1", "chain@first"): 1.0, ("q1", "anytime"): 1.0}
+    read |= {("q2", "chain@first"): 0.5, ("q2", "anytime"): 1.0}
+    read |= {("q5", "chain@first"): 1.0, ("q5", "anytime"): 1.0}
+    for row in rows:
+        share = read.get((row["id"], row["config"]))
+        if share is not None:
+            row["gold_on_path" if row["config"] == "chain@first" else "gold_seen"] = share
 
     [blank, text] = wrong_first_lines({"rows": rows}, "anytime", "chain@first")
 
@@ -197,5 +206,7 @@ def test_where_the_first_answer_was_wrong_the_report_says_what_the_other_paths_r
         "(F1 below 0.5, 4 of the `anytime` runs that carry their candidates)",
         "reached no answer on 1, only the first answer again on 1, other answers, none right, "
         "on 1, and a right answer on 1",
+        "Of the 2 whose rows record the paragraphs read, the first path had read every gold "
+        "paragraph on 1, and the tree as a whole on 2",
     )
     assert wrong_first_lines({"rows": rows}, "anytime", "no-such-row") == []
