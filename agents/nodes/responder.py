@@ -44,10 +44,16 @@ class Answer:
 
 
 async def write_answer(
-    ctx: RunContext, nodes: Mapping[str, NodeRecord], node_id: str, *, partial: bool = False
+    ctx: RunContext,
+    nodes: Mapping[str, NodeRecord],
+    node_id: str,
+    *,
+    partial: bool = False,
+    salt: str = "",
 ) -> Answer:
     """The answer for the path ending at `node_id`, its citations verified (raises on model
-    failure).
+    failure). A `salt` names another, sampled reading of the same path (its own seed: the
+    call decodes as `RunContext.config` says); without one the call decodes as the node's.
 
     The responder replies with a `CitedAnswer`. A reply cut short by the token limit keeps
     its answer and its whole citations (`agents/grounding/salvage.py`). A reply that is not
@@ -66,7 +72,7 @@ async def write_answer(
         if choices:
             schema = cited_answer_schema(choices)
     out = await structured(ctx.model("responder"), schema).ainvoke(
-        messages, config=ctx.config(tracker, node_id=node_id)
+        messages, config=ctx.config(tracker, node_id=node_id, salt=salt)
     )
     raw = out.get("raw") if isinstance(out, dict) else None
     reply = raw if isinstance(raw, AIMessage) else None
