@@ -115,20 +115,32 @@ class RunContext:
             emit=self.sink,
         )
 
-    def decoding(self, role: Role, node_id: str | None, *, salt: str = "") -> Decoding:
+    def decoding(
+        self,
+        role: Role,
+        node_id: str | None,
+        *,
+        salt: str = "",
+        temperature: float | None = None,
+    ) -> Decoding:
         """How a call of `role` at `node_id` decodes (calls/decoding.py): greedily for the
         judging roles and on the first path (the nodes `n1`, `n1.1`, …), sampled elsewhere
-        (the planner too: a small model's greedy plan tends to echo its prompt); its seed
-        derived from the run's seed and what the call is (role, node, `salt`), never from
-        when it runs."""
+        (the planner too: a small model's greedy plan tends to echo its prompt), at
+        `temperature` where given, else the role's; its seed derived from the run's seed and
+        what the call is (role, node, `salt`), never from when it runs."""
         greedy = role in _JUDGING_ROLES or (node_id is not None and on_first_path(node_id))
         if salt:
             greedy = False
         seed = derive_seed(self.params.seed, role, node_id or "-", salt)
-        return Decoding(greedy=greedy, seed=seed)
+        return Decoding(greedy=greedy, seed=seed, temperature=None if greedy else temperature)
 
     def config(
-        self, tracker: CallTracker, *, node_id: str | None = None, salt: str = ""
+        self,
+        tracker: CallTracker,
+        *,
+        node_id: str | None = None,
+        salt: str = "",
+        temperature: float | None = None,
     ) -> RunnableConfig:
         """Config for one model/agent call: its one call observer, which tells the process's
         subscribers (metrics, traces), the job's stop gate and, last, the tracker; the ids in
@@ -145,7 +157,7 @@ class RunContext:
             subscribers.append(gate)
             first.append(gate)
         observer = CallObserver(self.run_id, node_id, tracker.role, subscribers, owner=tracker)
-        decoding = self.decoding(tracker.role, node_id, salt=salt)
+        decoding = self.decoding(tracker.role, node_id, salt=salt, temperature=temperature)
         return RunnableConfig(
             callbacks=[*first, observer],
             metadata={

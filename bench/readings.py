@@ -6,7 +6,8 @@ paragraph (docs/benchmarks.md §11): the model read the evidence into a wrong an
 that retrieve more do not mend that. This replays, from the runs' traces (`--traces`), the
 responder on the first answer's path: once greedily, as the run did (a check that the replay is
 the run's: the same answer), then `samples` times sampled, each with a seed of its own
-(`write_answer`'s `salt`). No tool is called and no search runs: only the responder.
+(`write_answer`'s `salt`), at `temperature` (the responder's own, 0.2, makes near-copies). No
+tool is called and no search runs: only the responder.
 
 The readings' answers are grouped as the choice groups paths' answers (`agrees`). `replaced`
 is the rule a service could run without knowing the gold answer: the greedy reading stands
@@ -15,7 +16,7 @@ is fully verified. `majority` is plain self-consistency (the most readings; a ti
 greedy one's answer). `any_right` counts questions where some reading was right: what the
 best rule over these readings could reach.
 
-    python -m bench.readings --traces DIR [DIR ...] --samples 4 --out FILE
+    python -m bench.readings --traces DIR [DIR ...] --samples 4 --temperature 0.7 --out FILE
 
 with `LATS_LOCAL_MODEL` naming the model that made the traces.
 """
@@ -119,10 +120,16 @@ def first_path(trace: Mapping[str, Any]) -> tuple[dict[str, NodeRecord], str] | 
 
 
 async def read_again(
-    trace: Mapping[str, Any], task: str, models: ModelFactory, settings: Settings, samples: int
+    trace: Mapping[str, Any],
+    task: str,
+    models: ModelFactory,
+    settings: Settings,
+    samples: int,
+    temperature: float | None = None,
 ) -> dict[str, Any] | None:
     """The first answer's path of one trace read `1 + samples` times (the greedy reading
-    first), each reading scored; None when the run gave no first answer."""
+    first, then sampled at `temperature`, or the responder's own where None), each reading
+    scored; None when the run gave no first answer."""
     found = first_path(trace)
     if found is None:
         return None
@@ -141,7 +148,8 @@ async def read_again(
     golds = [trace["gold"], *trace.get("aliases", [])]
     readings = []
     for i in range(samples + 1):
-        answer = await write_answer(ctx, nodes, node_id, salt=f"reading-{i}" if i else "")
+        salt = f"reading-{i}" if i else ""
+        answer = await write_answer(ctx, nodes, node_id, salt=salt, temperature=temperature)
         predicted = predicted_answer(answer.text) or ""
         scores = best_answer_scores(predicted, golds)
         readings.append(Reading(predicted, scores.f1, scores.em, fully_verified(answer.grounding)))
@@ -150,6 +158,7 @@ async def read_again(
         "id": trace["id"],
         "corpus": trace.get("corpus", "distractor"),
         "recorded": recorded,
+        "temperature": temperature,
         "readings": [asdict(r) for r in readings],
         "replaced": replaced(readings),
         "majority": majority(readings),
@@ -211,7 +220,7 @@ async def _main(args: argparse.Namespace) -> list[dict[str, Any]]:
             key = f"{trace.get('corpus', 'distractor')}/{trace['id']}"
             if key in done:
                 continue
-            row = await read_again(trace, TASK, models, settings, args.samples)
+            row = await read_again(trace, TASK, models, settings, args.samples, args.temperature)
             if row is not None:
                 done[key] = row
                 args.out.write_text(json.dumps(list(done.values()), indent=1) + "\n")
@@ -223,6 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.readings", description=__doc__)
     parser.add_argument("--traces", type=Path, nargs="+", required=True)
     parser.add_argument("--samples", type=int, default=4, choices=range(1, 17), metavar="1..16")
+    parser.add_argument("--temperature", type=float, default=0.7, help="of the sampled readings")
     parser.add_argument("--limit", type=int, default=None, help="the first N traces only")
     parser.add_argument("--out", type=Path, required=True, help="the rows (JSON), resumed")
     args = parser.parse_args(argv)

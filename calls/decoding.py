@@ -27,21 +27,29 @@ SEED_BITS = 31
 
 @dataclass(frozen=True, slots=True)
 class Decoding:
-    """`greedy`: temperature 0 (the model's most likely tokens); otherwise the model's own
-    temperature. `seed` makes a sampled reply repeatable where the provider honours it."""
+    """`greedy`: temperature 0 (the model's most likely tokens); otherwise `temperature`, or
+    the model's own where that is None. `seed` makes a sampled reply repeatable where the
+    provider honours it."""
 
     greedy: bool
     seed: int
+    temperature: float | None = None
 
     def as_metadata(self) -> dict[str, Any]:
-        return {"greedy": self.greedy, "seed": self.seed}
+        found: dict[str, Any] = {"greedy": self.greedy, "seed": self.seed}
+        if self.temperature is not None:
+            found["temperature"] = self.temperature
+        return found
 
     def options(self, *, seeded: bool) -> dict[str, Any]:
         """The per-call keyword options a chat model's `_agenerate` takes for this decoding:
-        `temperature` 0 when greedy, and the seed when the model takes one (`seeded`)."""
+        `temperature` 0 when greedy (else the decoding's own, if it has one), and the seed
+        when the model takes one (`seeded`)."""
         options: dict[str, Any] = {}
         if self.greedy:
             options["temperature"] = 0.0
+        elif self.temperature is not None:
+            options["temperature"] = self.temperature
         if seeded:
             options["seed"] = self.seed
         return options
@@ -62,7 +70,12 @@ def decoding_of(metadata: Mapping[str, Any] | None) -> Decoding | None:
     if not isinstance(raw, Mapping):
         return None
     try:
-        return Decoding(greedy=bool(raw["greedy"]), seed=int(raw["seed"]))
+        temperature = raw.get("temperature")
+        return Decoding(
+            greedy=bool(raw["greedy"]),
+            seed=int(raw["seed"]),
+            temperature=None if temperature is None else float(temperature),
+        )
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -74,6 +87,6 @@ def for_attempt(config: RunnableConfig, attempt: int) -> RunnableConfig:
     decoding = decoding_of(config.get("metadata"))
     if decoding is None or attempt <= 1:
         return config
-    again = Decoding(False, derive_seed(decoding.seed, "attempt", attempt))
+    again = Decoding(False, derive_seed(decoding.seed, "attempt", attempt), decoding.temperature)
     metadata = {**(config.get("metadata") or {}), DECODING_KEY: again.as_metadata()}
     return RunnableConfig(**{**config, "metadata": metadata})

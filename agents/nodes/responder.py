@@ -50,10 +50,12 @@ async def write_answer(
     *,
     partial: bool = False,
     salt: str = "",
+    temperature: float | None = None,
 ) -> Answer:
     """The answer for the path ending at `node_id`, its citations verified (raises on model
-    failure). A `salt` names another, sampled reading of the same path (its own seed: the
-    call decodes as `RunContext.config` says); without one the call decodes as the node's.
+    failure). A `salt` names another, sampled reading of the same path (its own seed, at
+    `temperature` where given: the call decodes as `RunContext.decoding` says); without one
+    the call decodes as the node's.
 
     The responder replies with a `CitedAnswer`. A reply cut short by the token limit keeps
     its answer and its whole citations (`agents/grounding/salvage.py`). A reply that is not
@@ -72,7 +74,7 @@ async def write_answer(
         if choices:
             schema = cited_answer_schema(choices)
     out = await structured(ctx.model("responder"), schema).ainvoke(
-        messages, config=ctx.config(tracker, node_id=node_id, salt=salt)
+        messages, config=ctx.config(tracker, node_id=node_id, salt=salt, temperature=temperature)
     )
     raw = out.get("raw") if isinstance(out, dict) else None
     reply = raw if isinstance(raw, AIMessage) else None

@@ -97,13 +97,14 @@ async def test_a_trace_s_first_path_is_read_greedily_then_sampled_with_seeds_of_
     models = FakeModels(_responder)
     settings = bench_settings(tmp_path, quote_choices=False)
 
-    row = await read_again(_trace(), TASK, models, settings, samples=2)
+    row = await read_again(_trace(), TASK, models, settings, samples=2, temperature=0.7)
 
     assert row is not None
     calls = models.recorder.by_role("responder")
     decodings = [c.decoding for c in calls]
     assert [d.greedy for d in decodings if d is not None] == [True, False, False]
     assert len({d.seed for d in decodings if d is not None}) == 3
+    assert [d.temperature for d in decodings if d is not None] == [None, 0.7, 0.7]
     # The task is the benchmark's, around the trace's question; the path's evidence is shown.
     assert "Which town is the Frost Place in?" in calls[0].prompt
     assert "Answer with the shortest phrase" in calls[0].prompt

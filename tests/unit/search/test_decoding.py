@@ -37,6 +37,22 @@ def test_greedy_decoding_asks_for_temperature_zero_and_the_seed_only_where_taken
     assert sampled.options(seeded=False) == {}
 
 
+def test_a_sampled_call_may_carry_a_temperature_of_its_own() -> None:
+    warm = Decoding(greedy=False, seed=5, temperature=0.7)
+    config = RunnableConfig(metadata={DECODING_KEY: warm.as_metadata()})
+
+    assert warm.options(seeded=True) == {"temperature": 0.7, "seed": 5}
+    assert Decoding(greedy=True, seed=5, temperature=0.7).options(seeded=False) == {
+        "temperature": 0.0
+    }
+    assert decoding_of(config.get("metadata")) == warm
+    assert "temperature" not in Decoding(False, 5).as_metadata()
+    # A retry of it samples at the same temperature, with a seed of its own.
+    assert decoding_of(for_attempt(config, 2).get("metadata")) == Decoding(
+        False, derive_seed(5, "attempt", 2), 0.7
+    )
+
+
 def test_a_retry_samples_with_a_seed_of_its_own() -> None:
     config = RunnableConfig(metadata={DECODING_KEY: Decoding(True, 11).as_metadata(), "x": 1})
 
