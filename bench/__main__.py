@@ -298,6 +298,12 @@ def _redraw(
         for path in sorted(results.glob("*/multihop.json"))
         if (data := _load_json(path)) is not None
     ]
+    # A first path's evidence read again (`python -m bench.readings`): `*/readings.json`.
+    readings = [
+        (data, shown_path(path))
+        for path in sorted(results.glob("*/readings.json"))
+        if (data := _load_json(path)) is not None
+    ]
     if search:
         plots.critical_path(search, results / "critical_path.png")
         plots.sequential(search, results / "sequential.png")
@@ -320,6 +326,7 @@ def _redraw(
         quality,
         by_name=sections,
         multihop_more=multihop_more,
+        multihop_readings=readings,
     )
     return search, load, memory, quality
 

@@ -31,6 +31,7 @@ from bench.multihop_versus import (
     run_as,
     wide_lines,
 )
+from bench.readings_report import readings_lines
 
 # Published points of reference: the LATS paper's HotpotQA table (Zhou et al., ICML 2024),
 # gpt-3.5 with live Wikipedia search, 100 questions, exact match.
@@ -288,9 +289,14 @@ def more_section(
     ]
 
 
-def section(multihop: dict[str, Any], more: Sequence[tuple[dict[str, Any], str]] = ()) -> list[str]:
+def section(
+    multihop: dict[str, Any],
+    more: Sequence[tuple[dict[str, Any], str]] = (),
+    readings: Sequence[tuple[dict[str, Any], str]] = (),
+) -> list[str]:
     """The table, the command that made it, and how the published numbers differ; then the
-    same benchmark with the other models of `more` (results, their directory)."""
+    same benchmark with the other models of `more` (results, their directory), and first
+    paths read again (`readings`: results, their file)."""
     main = _heading(multihop)
     lines = [
         f"## 11. Multi-hop questions ({main})",
@@ -336,6 +342,7 @@ def section(multihop: dict[str, Any], more: Sequence[tuple[dict[str, Any], str]]
         *(line for other, results in more for line in more_section(other, results, multihop)),
     ]
     lines += across_lines([multihop, *(other for other, _ in more)])
+    lines += [line for data, where in readings for line in readings_lines(data, where)]
     reference = ", ".join(f"{name} {em:.2f}" for name, em in REFERENCE)
     lines += [
         f"Published points of reference (the LATS paper's HotpotQA table, exact match): "

@@ -16,7 +16,8 @@ is fully verified. `majority` is plain self-consistency (the most readings; a ti
 greedy one's answer). `any_right` counts questions where some reading was right: what the
 best rule over these readings could reach.
 
-    python -m bench.readings --traces DIR [DIR ...] --samples 4 --temperature 0.7 --out FILE
+    python -m bench.readings --traces DIR [DIR ...] --samples 4 --temperature 0.7 \
+        --out bench/results/NAME/readings.json
 
 with `LATS_LOCAL_MODEL` naming the model that made the traces.
 """
@@ -31,7 +32,6 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from statistics import fmean
 from typing import Any
 
 from agents.accounting import Accountant
@@ -47,13 +47,10 @@ from bench.engine_runs import bench_settings
 from bench.multihop import TASK, MultihopConfig, engine_settings_for
 from bench.multihop_metrics import best_answer_scores
 from bench.multihop_rows import predicted_answer
-from bench.stats import paired_interval
+from bench.readings_report import summary
 from calls.models import ModelFactory, SettingsModelFactory
 
 logger = logging.getLogger(__name__)
-
-RIGHT_F1 = 0.5
-"""A reading whose answer F1 reaches this counts as right."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,36 +162,6 @@ async def read_again(
     }
 
 
-def summary(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The figures: the greedy reading against each rule, paired, and the headroom."""
-    if not rows:
-        return ["readings: no trace with a first answer"]
-    greedy = [r["readings"][0]["f1"] for r in rows]
-    same = sum(1 for r in rows if r["readings"][0]["predicted"] == r["recorded"])
-    lines = [
-        f"readings: {len(rows)} first paths, {len(rows[0]['readings']) - 1} sampled readings "
-        f"each; the greedy reading gave the run's own first answer on {same} of {len(rows)}",
-        f"  greedy reading  answer F1 {fmean(greedy):.3f}",
-    ]
-    for rule in ("replaced", "majority"):
-        chosen = [r["readings"][r[rule]]["f1"] for r in rows]
-        mean, low, high = paired_interval(chosen, greedy)
-        won = sum(1 for c, g in zip(chosen, greedy, strict=True) if c > g)
-        lost = sum(1 for c, g in zip(chosen, greedy, strict=True) if c < g)
-        lines.append(
-            f"  {rule:<15} answer F1 {fmean(chosen):.3f}: {mean:+.3f} ({low:+.3f} to "
-            f"{high:+.3f}), better on {won}, worse on {lost}"
-        )
-    wrong = [r for r in rows if r["readings"][0]["f1"] < RIGHT_F1]
-    rescued = sum(1 for r in wrong if any(x["f1"] >= RIGHT_F1 for x in r["readings"][1:]))
-    best = fmean(max(x["f1"] for x in r["readings"]) for r in rows)
-    lines.append(
-        f"  where the greedy reading was wrong ({len(wrong)}), a sampled reading was right on "
-        f"{rescued}; the best reading of each path: answer F1 {best:.3f}"
-    )
-    return lines
-
-
 def traces_in(folders: Sequence[Path]) -> list[dict[str, Any]]:
     """Every trace of the default search (`anytime`) in `folders`, with its question id."""
     found = []
@@ -209,13 +176,20 @@ def traces_in(folders: Sequence[Path]) -> list[dict[str, Any]]:
 async def _main(args: argparse.Namespace) -> list[dict[str, Any]]:
     done: dict[str, dict[str, Any]] = {}
     if args.out.exists():
-        done = {f"{r['corpus']}/{r['id']}": r for r in json.loads(args.out.read_text())}
+        kept = json.loads(args.out.read_text(encoding="utf-8"))
+        done = {f"{r['corpus']}/{r['id']}": r for r in kept["rows"]}
     with tempfile.TemporaryDirectory() as work:
         overrides = engine_settings_for("local")
         settings = bench_settings(
             Path(work), tool_result_max_chars=MultihopConfig.tool_result_max_chars, **overrides
         )
         models = SettingsModelFactory(Settings(model="local"))
+        header = {
+            "model": settings.local_model,
+            "samples": args.samples,
+            "temperature": args.temperature,
+            "traces": [str(t) for t in args.traces],
+        }
         for trace in traces_in(args.traces)[: args.limit]:
             key = f"{trace.get('corpus', 'distractor')}/{trace['id']}"
             if key in done:
@@ -223,7 +197,9 @@ async def _main(args: argparse.Namespace) -> list[dict[str, Any]]:
             row = await read_again(trace, TASK, models, settings, args.samples, args.temperature)
             if row is not None:
                 done[key] = row
-                args.out.write_text(json.dumps(list(done.values()), indent=1) + "\n")
+                out = {**header, "rows": list(done.values())}
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
                 logger.info("readings: %d done (%s)", len(done), key)
     return list(done.values())
 
@@ -234,7 +210,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=4, choices=range(1, 17), metavar="1..16")
     parser.add_argument("--temperature", type=float, default=0.7, help="of the sampled readings")
     parser.add_argument("--limit", type=int, default=None, help="the first N traces only")
-    parser.add_argument("--out", type=Path, required=True, help="the rows (JSON), resumed")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="the results (JSON; bench/results/<name>/readings.json for §11), resumed",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     rows = asyncio.run(_main(args))

@@ -478,10 +478,12 @@ def write(
     *,
     by_name: Mapping[str, dict[str, Any] | None],
     multihop_more: Sequence[tuple[dict[str, Any], str]] = (),
+    multihop_readings: Sequence[tuple[dict[str, Any], str]] = (),
 ) -> None:
     """Render docs/benchmarks.md from whichever results exist (`by_name`: the other
     benchmarks' results by name, as in `bench/results/<name>.json`; `multihop_more`: the
-    multi-hop benchmark with other models, each with its results directory)."""
+    multi-hop benchmark with other models, each with its results directory;
+    `multihop_readings`: its first paths read again, each with its file)."""
     lines = [
         "# Benchmarks",
         "",
@@ -547,7 +549,10 @@ def write(
         ("cpu", speed_report.cpu_section),
         ("workers", workers_report.section),
         ("storm", storm_report.section),
-        ("multihop", partial(multihop_report.section, more=multihop_more)),
+        (
+            "multihop",
+            partial(multihop_report.section, more=multihop_more, readings=multihop_readings),
+        ),
         ("faults", faults_report.faults_section),
         ("soak", faults_report.soak_section),
         ("in_flight", speed_report.in_flight_section),

@@ -617,6 +617,24 @@ def test_the_report_takes_one_setting_s_models_together_after_their_tables() -> 
     assert together.index("the models together") < together.index("Published points")
 
 
+def test_first_paths_read_again_come_after_the_tables_and_before_the_references() -> None:
+    reading = {"predicted": "Paris", "f1": 1.0, "em": 1.0, "verified": True}
+    row = {"id": "q1", "recorded": "Paris", "readings": [reading, reading], "replaced": 0}
+    readings = {
+        "model": "qwen2.5-coder-0.5b",
+        "samples": 1,
+        "temperature": 0.7,
+        "traces": ["t"],
+        "rows": [{**row, "majority": 0}],
+    }
+
+    page = "\n".join(section(_anytime_results(), readings=[(readings, "r/readings.json")]))
+
+    assert "**Reading the same evidence again**" in page
+    assert page.index("Reading the same evidence again") < page.index("Published points")
+    assert page.index("| configuration |") < page.index("Reading the same evidence again")
+
+
 def test_a_table_of_later_questions_is_titled_with_which_they_are() -> None:
     first = _anytime_results()
     later = {**first, "model_detail": "another model"}

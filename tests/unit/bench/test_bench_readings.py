@@ -11,7 +11,8 @@ import pytest
 
 from bench.engine_runs import bench_settings
 from bench.multihop import TASK
-from bench.readings import Reading, majority, read_again, replaced, summary, traces_in
+from bench.readings import Reading, majority, read_again, replaced, traces_in
+from bench.readings_report import readings_lines, summary
 from testkit.fakes import FakeCall, FakeModels
 from tests.support.text import assert_says
 from tests.unit.search.trees import answered, done, grounding
@@ -167,3 +168,34 @@ def test_traces_are_the_default_search_s_in_every_folder(tmp_path: Path) -> None
     found = traces_in([tmp_path / "a", tmp_path / "b"])
 
     assert [(t["id"], t["question"]) for t in found] == [("5abc", "q1"), ("5def", "q2")]
+
+
+def test_the_page_gets_a_paragraph_of_the_readings_with_the_command_that_made_them() -> None:
+    def row(*readings: tuple[str, float]) -> dict[str, Any]:
+        found = [{"predicted": p, "f1": f1, "em": 0.0, "verified": True} for p, f1 in readings]
+        made = [_reading(p, f1=f1) for p, f1 in readings]
+        return {"id": "q", "recorded": readings[0][0], "readings": found,
+                "replaced": replaced(made), "majority": majority(made)}  # fmt: skip
+
+    results = {
+        "model": "qwen2.5-coder-0.5b",
+        "samples": 2,
+        "temperature": 0.7,
+        "traces": ["/work/traces-d"],
+        "rows": [row(("a", 0.0), ("b", 1.0), ("b", 1.0)), row(("a", 1.0), ("c", 0.0), ("a", 1.0))],
+    }
+
+    [text, blank] = readings_lines(results, "bench/results/r/readings.json")
+
+    assert blank == ""
+    assert_says(
+        text,
+        "`python -m bench.readings --traces /work/traces-d --samples 2 --temperature 0.7`",
+        "qwen2.5-coder-0.5b; `bench/results/r/readings.json`",
+        "(it gave the run's own first answer on 2 of 2)",
+        "Answer F1: the greedy reading 0.50; the rule (another answer only when more readings "
+        "reached it, two at least, one of them verified) 1.00 (+0.500",
+        "better on 1, worse on 0",
+        "Of the 1 questions whose greedy reading was wrong, a sampled reading was right on 1",
+    )
+    assert readings_lines({**results, "rows": []}, "x") == []
