@@ -8,11 +8,13 @@ question's readings (the greedy one first) and the reading each rule kept.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
+from bench.multihop_corpus import LABELS
 from bench.stats import paired_interval
 
 RIGHT_F1 = 0.5
@@ -113,12 +115,15 @@ def readings_lines(results: Mapping[str, Any], where: str) -> list[str]:
         for rule, f in found.rules.items()
     )
     traces = " ".join(results.get("traces", []))
+    settings = Counter(str(r.get("corpus", "distractor")) for r in results["rows"])
+    where_from = ", ".join(f"{n} {LABELS.get(s, s)}" for s, n in sorted(settings.items()))
     return [
         f"**Reading the same evidence again** (`python -m bench.readings --traces {traces} "
         f"--samples {found.samples} --temperature {results['temperature']}`, the local model "
         f"{results['model']}; `{where}`). Where the first answer was wrong its path had mostly "
         "read the gold paragraphs, so this asks whether spending calls on readings rather "
-        f"than on paths would pay. On {found.questions} first paths of the default's traces, "
+        f"than on paths would pay. On {found.questions} first paths of the default's traces "
+        f"({where_from}), "
         f"the responder read each path once greedily, as the run had (it gave the run's own "
         f"first answer on {found.reproduced} of {found.questions}), then {found.samples} "
         f"times sampled at temperature {results['temperature']}, each with a seed of its own. "

@@ -174,7 +174,7 @@ def test_the_page_gets_a_paragraph_of_the_readings_with_the_command_that_made_th
     def row(*readings: tuple[str, float]) -> dict[str, Any]:
         found = [{"predicted": p, "f1": f1, "em": 0.0, "verified": True} for p, f1 in readings]
         made = [_reading(p, f1=f1) for p, f1 in readings]
-        return {"id": "q", "recorded": readings[0][0], "readings": found,
+        return {"id": "q", "corpus": "distractor", "recorded": readings[0][0], "readings": found,
                 "replaced": replaced(made), "majority": majority(made)}  # fmt: skip
 
     results = {
@@ -192,6 +192,7 @@ def test_the_page_gets_a_paragraph_of_the_readings_with_the_command_that_made_th
         text,
         "`python -m bench.readings --traces /work/traces-d --samples 2 --temperature 0.7`",
         "qwen2.5-coder-0.5b; `bench/results/r/readings.json`",
+        "On 2 first paths of the default's traces (2 distractor setting), ",
         "(it gave the run's own first answer on 2 of 2)",
         "Answer F1: the greedy reading 0.50; the rule (another answer only when more readings "
         "reached it, two at least, one of them verified) 1.00 (+0.500",
