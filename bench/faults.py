@@ -52,6 +52,9 @@ from testkit.small_disk import fill, mount_tmpfs, unmount
 from testkit.storm import BODY, check_history
 from testkit.tcp_proxy import TcpProxy
 
+STREAM_FAILED = "stream_failed"
+"""The code of a stream that could not read its run's events (app/http/sse.py `stream_error`)."""
+
 logger = logging.getLogger(__name__)
 
 REJOIN_PAUSE_S = 0.3  # a client's pause before it re-joins a broken stream
@@ -141,7 +144,9 @@ def follow(
     on_live: Callable[[Event, float], None] | None = None,
 ) -> Followed:
     """Follow `run_id` to its end through any of the live `urls`, re-joining after the last id
-    received whenever the stream breaks or is refused, until `give_up()`. `on_live(event,
+    received whenever the stream breaks, is refused or ends with `stream_failed` (the store
+    could not be read: an `error` frame without `id:`, the stream's end and not the run's),
+    until `give_up()`. `on_live(event,
     connected)` sees each event with the moment its stream was opened (`time.time()`), so
     that a caller can tell live events from replayed ones."""
     got = Followed()
@@ -154,6 +159,8 @@ def follow(
         connected = time.time()
         try:
             for event in iter_events(rng.choice(live), run_id, after, timeout=30):
+                if event[0] == 0 and event[2].get("code") == STREAM_FAILED:
+                    break  # the stream's own end, not the run's (no `id:`): re-join
                 got.events.append(event)
                 if on_live is not None:
                     on_live(event, connected)
