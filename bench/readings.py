@@ -105,7 +105,7 @@ def majority(readings: Sequence[Reading]) -> int:
     return next((g[0] for g in tied if 0 in g), tied[0][0])
 
 
-def first_path(trace: Mapping[str, Any]) -> tuple[dict[str, NodeRecord], str] | None:
+def first_answer_node(trace: Mapping[str, Any]) -> tuple[dict[str, NodeRecord], str] | None:
     """The trace's tree by node id and the node its first answer was written at, if any."""
     result = trace.get("result") or {}
     first = result.get("first") or {}
@@ -127,7 +127,7 @@ async def read_again(
     """The first answer's path of one trace read `1 + samples` times (the greedy reading
     first, then sampled at `temperature`, or the responder's own where None), each reading
     scored; None when the run gave no first answer."""
-    found = first_path(trace)
+    found = first_answer_node(trace)
     if found is None:
         return None
     nodes, node_id = found

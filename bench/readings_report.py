@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
+from bench.multihop_candidates import RIGHT_F1
 from bench.multihop_corpus import LABELS
 from bench.stats import paired_interval
-
-RIGHT_F1 = 0.5
-"""A reading whose answer F1 reaches this counts as right."""
 
 RULES = {
     "replaced": "the rule (another answer only when more readings reached it, two at least, "
