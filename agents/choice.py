@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agents.grounding.corroborate import agrees
+from agents.grounding.corroborate import agreeing_groups
 from agents.grounding.verify import Grounding
 from agents.state import NodeRecord
 from agents.tree import by_id
@@ -115,14 +115,7 @@ def _representative(leaves: Sequence[NodeRecord], first_id: str | None) -> NodeR
 
 def options_of(leaves: Sequence[NodeRecord], first_id: str | None) -> list[Option]:
     """The answered leaves grouped by agreement, in the order of their first member's id."""
-    groups: list[list[NodeRecord]] = []
-    for leaf in sorted(leaves, key=by_id):
-        for group in groups:
-            if agrees(group[0]["answer"] or "", leaf["answer"] or ""):
-                group.append(leaf)
-                break
-        else:
-            groups.append([leaf])
+    groups = agreeing_groups(sorted(leaves, key=by_id), lambda leaf: leaf["answer"] or "")
     return [
         Option(
             leaves=tuple(group),

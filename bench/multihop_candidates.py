@@ -22,7 +22,7 @@ from typing import Any, TypedDict
 
 from agents.anytime import on_first_path
 from agents.choice import fully_verified
-from agents.grounding.corroborate import agrees
+from agents.grounding.corroborate import agreeing_groups, agrees
 from agents.state import NodeRecord
 from bench.multihop_metrics import best_answer_scores
 
@@ -89,14 +89,7 @@ def _option_sizes(candidates: Sequence[Candidate]) -> tuple[int, int]:
     first = next((c for c in candidates if c["first"]), None)
     if first is None:
         return 0, 0
-    groups: list[list[Candidate]] = []
-    for candidate in candidates:
-        answer = candidate["predicted"]
-        group = next((g for g in groups if agrees(g[0]["predicted"], answer)), None)
-        if group is None:
-            groups.append([candidate])
-        else:
-            group.append(candidate)
+    groups = agreeing_groups(candidates, lambda candidate: candidate["predicted"])
     mine = next(g for g in groups if first in g)
     return len(mine), max((len(g) for g in groups if g is not mine), default=0)
 

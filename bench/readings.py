@@ -38,7 +38,7 @@ from agents.accounting import Accountant
 from agents.choice import fully_verified
 from agents.context import RunContext
 from agents.events import discard
-from agents.grounding.corroborate import agrees
+from agents.grounding.corroborate import agreeing_groups
 from agents.nodes.responder import write_answer
 from agents.params import RunParams
 from agents.state import NodeRecord
@@ -67,18 +67,8 @@ class Reading:
 def _groups(readings: Sequence[Reading]) -> list[list[int]]:
     """The readings' indices grouped by agreeing answers, in order of first appearance;
     readings without an answer are in no group."""
-    groups: list[list[int]] = []
-    for i, reading in enumerate(readings):
-        if not reading.predicted:
-            continue
-        group = next(
-            (g for g in groups if agrees(readings[g[0]].predicted, reading.predicted)), None
-        )
-        if group is None:
-            groups.append([i])
-        else:
-            group.append(i)
-    return groups
+    answered = (i for i, reading in enumerate(readings) if reading.predicted)
+    return agreeing_groups(answered, lambda i: readings[i].predicted)
 
 
 def replaced(readings: Sequence[Reading]) -> int:

@@ -15,8 +15,9 @@ first), so a pooled citation is kept only when its quote holds in the item it na
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from agents.grounding.evidence import Evidence, path_ledger
 from agents.grounding.quotes import fold
@@ -30,6 +31,8 @@ from agents.grounding.verify import (
 )
 
 MAX_MARKERS_PER_SENTENCE = 4
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,21 @@ def agrees(a: str, b: str) -> bool:
     """Whether two answers say the same, by `answer_key` (an empty answer agrees with none)."""
     key = answer_key(a)
     return bool(key) and key == answer_key(b)
+
+
+def agreeing_groups(items: Iterable[T], answer_of: Callable[[T], str]) -> list[list[T]]:
+    """`items` grouped by agreeing answers (`agrees` with the group's first member), groups in
+    the order of their first member, members in their own order. An item whose answer is
+    empty agrees with none: it is a group of its own."""
+    groups: list[list[T]] = []
+    for item in items:
+        answer = answer_of(item)
+        group = next((g for g in groups if agrees(answer_of(g[0]), answer)), None)
+        if group is None:
+            groups.append([item])
+        else:
+            group.append(item)
+    return groups
 
 
 def corroborated(

@@ -8,6 +8,7 @@ import pytest
 from agents.grounding.corroborate import (
     MAX_MARKERS_PER_SENTENCE,
     PathAnswer,
+    agreeing_groups,
     agrees,
     answer_key,
     corroborated,
@@ -56,6 +57,27 @@ def test_answers_agree_by_their_normalised_text_without_markers() -> None:
     assert not agrees("Henry Roth[1]", "Robert Erskine Childers[1]")
     assert not agrees("", "")
     assert not agrees("[1]", "[2]")
+
+
+def test_agreeing_answers_form_groups_in_order_and_empty_answers_stand_alone() -> None:
+    items = [
+        ("a", "Henry Roth[1]"),
+        ("b", ""),
+        ("c", "Robert Erskine Childers"),
+        ("d", "henry roth."),
+        ("e", ""),
+        ("f", "Childers"),
+        ("g", "ROBERT ERSKINE CHILDERS[2][3]"),
+    ]
+    groups = agreeing_groups(items, lambda item: item[1])
+    assert [[name for name, _ in group] for group in groups] == [
+        ["a", "d"],
+        ["b"],
+        ["c", "g"],
+        ["e"],
+        ["f"],
+    ]
+    assert agreeing_groups([], lambda item: str(item)) == []
 
 
 def test_an_agreeing_path_adds_its_verified_quotes_under_new_markers() -> None:
