@@ -24,6 +24,7 @@ from agents.anytime import on_first_path
 from agents.choice import fully_verified
 from agents.grounding.corroborate import agreeing_groups, agrees
 from agents.state import NodeRecord
+from bench.multihop_data import short_id
 from bench.multihop_metrics import best_answer_scores
 
 # Each weakness signal (agents/anytime.py `Assessment.signals`) as the report says it.
@@ -187,7 +188,7 @@ def chosen_lines(multihop: Mapping[str, Any], config: str, first_config: str) ->
     if changed:
         text += "; where the answer is not the first answer, its F1 against the first's: " + (
             ", ".join(
-                f"{r['id'][:8]} ({r['chosen_by']}) {first['f1']:.2f} → {r['f1']:.2f}"
+                f"{short_id(r['id'])} ({r['chosen_by']}) {first['f1']:.2f} → {r['f1']:.2f}"
                 for r, first in changed
             )
         )
@@ -274,11 +275,20 @@ def _reading(read: Counter[str]) -> str:
     the first path had read every one, and on how many the whole tree had."""
     if not read["known"]:
         return ""
-    return (
+    counts = (
         f" Of the {read['known']} whose rows record the paragraphs read, the first path had "
         f"read every gold paragraph on {read['first']}, and the tree as a whole on "
-        f"{read['tree']}: where the evidence was read and the answer still wrong, the model "
-        "read it into a wrong answer, which more paths retrieving more do not mend."
+        f"{read['tree']}"
+    )
+    if 2 * read["first"] >= read["known"]:
+        return (
+            counts + ": where the evidence was read and the answer still wrong, the model read "
+            "it into a wrong answer, which more paths retrieving more do not mend."
+        )
+    return (
+        counts + ": most wrong first answers had missed a gold paragraph, and the other paths "
+        f"read it on {read['tree'] - read['first']} more: retrieval failed more often than "
+        "reading."
     )
 
 

@@ -120,6 +120,19 @@ class Question:
         return (self.answer, *self.aliases)
 
 
+SHORT_ID = 8
+
+
+def short_id(question_id: str) -> str:
+    """How the reports name a question: the first `SHORT_ID` characters of a hex id
+    (HotpotQA's, 2WikiMultihopQA's: unique, and `--ids` takes beginnings), the whole id
+    otherwise (MuSiQue's `2hop__…` share their beginnings)."""
+    head = question_id[:SHORT_ID]
+    if all(c in "0123456789abcdef" for c in question_id.lower()):
+        return head
+    return question_id
+
+
 def load(path: Path | str, limit: int | None = None) -> list[Question]:
     """The questions in the JSON Lines file at `path`, in file order; the first `limit` only
     when given. Blank lines are skipped. Raises `FormatError` (a ValueError naming the line

@@ -22,6 +22,7 @@ from bench.multihop_compare import (
     ratio,
     same_answers,
 )
+from bench.multihop_data import short_id
 from bench.multihop_rows import FIRST_ROWS
 
 # The page's order of configurations: the chain and the default's two rows first, reruns last.
@@ -181,7 +182,7 @@ def _loss_lines(multihop: dict[str, Any]) -> str:
     for chain, mine in lost:
         tree = f" on {mine['nodes']} nodes" if "nodes" in mine else ""
         cases.append(
-            f'`{mine["id"][:8]}` (the chain "{chain["predicted"]}", F1 {chain["f1"]:.2f}; '
+            f'`{short_id(mine["id"])}` (the chain "{chain["predicted"]}", F1 {chain["f1"]:.2f}; '
             f'the default "{mine["predicted"]}", F1 {mine["f1"]:.2f}, from '
             f"{mine['paths']} completed path{'s' if mine['paths'] != 1 else ''} after "
             f"{mine['llm_calls']} calls{tree})"
@@ -321,7 +322,7 @@ def again_lines(multihop: dict[str, Any]) -> list[str]:
             f"{f1[chain + '-again']:.2f}; {held} {held_as}, {flipped} turned into {other_as} "
             f"and {len(group) - held - flipped} into a tie"
         )
-    ids = ",".join(sorted(q[default]["id"][:8] for q in again))
+    ids = ",".join(sorted(short_id(q[default]["id"]) for q in again))
     configs = ",".join(run_as([chain + "-again", default + "-again"]))
     # Runs before the default became `anytime` sampled every role; say how they were made.
     how = (

@@ -208,5 +208,21 @@ def test_where_the_first_answer_was_wrong_the_report_says_what_the_other_paths_r
         "on 1, and a right answer on 1",
         "Of the 2 whose rows record the paragraphs read, the first path had read every gold "
         "paragraph on 1, and the tree as a whole on 2",
+        "the model read it into a wrong answer",
     )
     assert wrong_first_lines({"rows": rows}, "anytime", "no-such-row") == []
+
+    # q3 read half the gold on every path: now most wrong first answers missed some, and the
+    # conclusion is about retrieval, not reading.
+    for row in rows:
+        if row["id"] == "q3":
+            row["gold_on_path" if row["config"] == "chain@first" else "gold_seen"] = 0.5
+    [_, text] = wrong_first_lines({"rows": rows}, "anytime", "chain@first")
+    assert_says(
+        text,
+        "Of the 3 whose rows record the paragraphs read, the first path had read every gold "
+        "paragraph on 1, and the tree as a whole on 2",
+        "most wrong first answers had missed a gold paragraph, and the other paths read it on "
+        "1 more: retrieval failed more often than reading.",
+    )
+    assert "read it into a wrong answer" not in text

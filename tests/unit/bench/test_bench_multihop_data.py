@@ -22,6 +22,7 @@ from bench.multihop_data import (
     documents,
     load,
     parse_question,
+    short_id,
 )
 from tests.support.multihop_lines import MUSIQUE_LINE, TWOWIKI_LINE, book_line
 
@@ -314,3 +315,11 @@ def test_the_error_names_the_file(tmp_path: Path) -> None:
 def test_a_negative_limit_is_refused() -> None:
     with pytest.raises(ValueError, match="limit"):
         load(HOTPOTQA_DEV_100, limit=-1)
+
+
+def test_reports_name_a_hex_id_by_its_beginning_and_any_other_id_whole() -> None:
+    assert short_id("5a8133725542995ce29dcbdb") == "5a813372"
+    assert short_id("298f23b8088a11ebbd6eac1f6bf848b6") == "298f23b8"
+    assert short_id("2hop__574419_270105") == "2hop__574419_270105"
+    assert short_id("2hop__574419_270106") != short_id("2hop__574419_270105")
+    assert short_id("abc") == "abc"

@@ -300,8 +300,8 @@ def test_the_questions_the_default_lost_are_named_with_what_its_search_did() -> 
     [_, line] = head_to_head_lines(multihop)
 
     assert (
-        'Where its answer F1 was lower: `q1-lost-` (the chain "1922", F1 1.00; the default '
-        '"1923", F1 0.50, from 2 completed paths after 15 calls on 5 nodes); `q3-lost-` (the '
+        'Where its answer F1 was lower: `q1-lost-one` (the chain "1922", F1 1.00; the default '
+        '"1923", F1 0.50, from 2 completed paths after 15 calls on 5 nodes); `q3-lost-two` (the '
         'chain "Manchester United", F1 0.80; the default "Bar", F1 0.00, from 1 completed path '
         "after 16 calls)."
     ) in line
