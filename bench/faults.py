@@ -53,7 +53,7 @@ from testkit.storm import BODY, check_history
 from testkit.tcp_proxy import TcpProxy
 
 STREAM_FAILED = "stream_failed"
-"""The code of a stream that could not read its run's events (app/http/sse.py `stream_error`)."""
+"""The code of a stream that could not read its run's events (app/runs/following.py `Broken`)."""
 
 logger = logging.getLogger(__name__)
 

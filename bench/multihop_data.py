@@ -127,10 +127,8 @@ def short_id(question_id: str) -> str:
     """How the reports name a question: the first `SHORT_ID` characters of a hex id
     (HotpotQA's, 2WikiMultihopQA's: unique, and `--ids` takes beginnings), the whole id
     otherwise (MuSiQue's `2hop__…` share their beginnings)."""
-    head = question_id[:SHORT_ID]
-    if all(c in "0123456789abcdef" for c in question_id.lower()):
-        return head
-    return question_id
+    hexadecimal = all(c in "0123456789abcdef" for c in question_id.lower())
+    return question_id[:SHORT_ID] if hexadecimal else question_id
 
 
 def load(path: Path | str, limit: int | None = None) -> list[Question]:
