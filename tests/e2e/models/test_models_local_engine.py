@@ -54,7 +54,7 @@ async def _run(tmp_path: Any, events: EventLog, **params: Any) -> RunResult:
     defaults: dict[str, Any] = {
         "strategy": "mcts",
         "max_paths": 2,
-        "max_depth": 3,
+        "max_depth": 2,
         "max_plan_steps": 3,
         "max_candidates": 2,
         "max_concurrency": 2,
@@ -112,7 +112,7 @@ async def test_a_run_with_the_evaluator_completes_offline(
     no_keys: None, tmp_path: Any, events: EventLog
 ) -> None:
     # Early stop on: every path's end is judged by the evaluator.
-    result = await _run(tmp_path, events, max_depth=2, satisfaction=0.99)
+    result = await _run(tmp_path, events, max_paths=1, satisfaction=0.99)
 
     assert result.status == "done", result.error
     assert result.answer
