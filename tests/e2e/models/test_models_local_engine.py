@@ -111,7 +111,8 @@ async def test_a_full_run_plans_uses_tools_replans_and_answers_offline(
 async def test_a_run_with_the_evaluator_completes_offline(
     no_keys: None, tmp_path: Any, events: EventLog
 ) -> None:
-    # Early stop on: every path's end is judged by the evaluator.
+    # Early stop on: a path's end is judged by the evaluator. One path is the cheapest run
+    # that calls it; the first test checks the other roles.
     result = await _run(tmp_path, events, max_paths=1, satisfaction=0.99)
 
     assert result.status == "done", result.error
